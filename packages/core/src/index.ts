@@ -1,0 +1,2 @@
+export * from './errors.js';
+export * from './zk/index.js';

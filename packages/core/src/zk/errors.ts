@@ -1,0 +1,183 @@
+/**
+ * Typed ZooKeeper errors. Every failed operation of the session layer rejects
+ * with a `ZooKeeperError` subclass that carries the server's numeric code
+ * (`zkCode`), a stable string `code` and the path the operation was about.
+ */
+import { ZkqError } from '../errors.js';
+
+/** Numeric codes of the ZooKeeper protocol (KeeperException.Code). */
+export const ZK_CODES = {
+  SYSTEM_ERROR: -1,
+  RUNTIME_INCONSISTENCY: -2,
+  DATA_INCONSISTENCY: -3,
+  CONNECTION_LOSS: -4,
+  MARSHALLING_ERROR: -5,
+  UNIMPLEMENTED: -6,
+  OPERATION_TIMEOUT: -7,
+  BAD_ARGUMENTS: -8,
+  API_ERROR: -100,
+  NO_NODE: -101,
+  NO_AUTH: -102,
+  BAD_VERSION: -103,
+  NO_CHILDREN_FOR_EPHEMERALS: -108,
+  NODE_EXISTS: -110,
+  NOT_EMPTY: -111,
+  SESSION_EXPIRED: -112,
+  INVALID_CALLBACK: -113,
+  INVALID_ACL: -114,
+  AUTH_FAILED: -115,
+} as const;
+
+/** Any error reported by ZooKeeper or by the session layer on its behalf. */
+export class ZooKeeperError extends ZkqError {
+  /** Index of the failing operation when this error comes from a `multi`. */
+  opIndex?: number;
+
+  constructor(
+    code: string,
+    /** ZooKeeper's numeric error code (see `ZK_CODES`). */
+    readonly zkCode: number,
+    message: string,
+    /** The path the operation was about (inside the namespace). */
+    readonly path?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(code, path ? `${message}: ${path}` : message, options);
+  }
+}
+
+export class NoNodeError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_NO_NODE', ZK_CODES.NO_NODE, 'node does not exist', path);
+  }
+}
+
+export class NodeExistsError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_NODE_EXISTS', ZK_CODES.NODE_EXISTS, 'node already exists', path);
+  }
+}
+
+export class BadVersionError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_BAD_VERSION', ZK_CODES.BAD_VERSION, 'version does not match', path);
+  }
+}
+
+export class NotEmptyError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_NOT_EMPTY', ZK_CODES.NOT_EMPTY, 'node has children', path);
+  }
+}
+
+/** The session's identities (digest auth) do not grant the permission the operation needs. */
+export class NoAuthError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_NO_AUTH', ZK_CODES.NO_AUTH, 'not authorized (check the connection auth and the ACL of the node)', path);
+  }
+}
+
+export class AuthFailedError extends ZooKeeperError {
+  constructor() {
+    super('ZK_AUTH_FAILED', ZK_CODES.AUTH_FAILED, 'authentication failed');
+  }
+}
+
+export class InvalidAclError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_INVALID_ACL', ZK_CODES.INVALID_ACL, 'invalid ACL', path);
+  }
+}
+
+export class NoChildrenForEphemeralsError extends ZooKeeperError {
+  constructor(path?: string) {
+    super(
+      'ZK_NO_CHILDREN_FOR_EPHEMERALS',
+      ZK_CODES.NO_CHILDREN_FOR_EPHEMERALS,
+      'ephemeral nodes cannot have children',
+      path,
+    );
+  }
+}
+
+/**
+ * The connection dropped before the reply came. The operation may or may not
+ * have been applied: only idempotent operations are retried on it.
+ */
+export class ConnectionLossError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_CONNECTION_LOSS', ZK_CODES.CONNECTION_LOSS, 'connection lost before the reply', path);
+  }
+}
+
+/** The session expired: its ephemeral nodes and watches are gone. */
+export class SessionExpiredError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_SESSION_EXPIRED', ZK_CODES.SESSION_EXPIRED, 'session expired', path);
+  }
+}
+
+/**
+ * No reply within the request timeout. Like a connection loss, the outcome is
+ * unknown; the request may still be applied later.
+ */
+export class RequestTimeoutError extends ZooKeeperError {
+  constructor(
+    readonly timeoutMs: number,
+    path?: string,
+  ) {
+    super('ZK_REQUEST_TIMEOUT', ZK_CODES.OPERATION_TIMEOUT, `no reply within ${timeoutMs} ms`, path);
+  }
+}
+
+/** No connection to any server could be made within the connect timeout. */
+export class ConnectTimeoutError extends ZooKeeperError {
+  constructor(
+    readonly connectionString: string,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      'ZK_CONNECT_TIMEOUT',
+      ZK_CODES.CONNECTION_LOSS,
+      `could not connect to ZooKeeper at ${connectionString} within ${timeoutMs} ms`,
+    );
+  }
+}
+
+/** The request was refused locally: bad path, oversized data, bad arguments. */
+export class BadArgumentsError extends ZooKeeperError {
+  constructor(message: string, path?: string) {
+    super('ZK_BAD_ARGUMENTS', ZK_CODES.BAD_ARGUMENTS, message, path);
+  }
+}
+
+/** The session was closed by its owner; no further operations are possible. */
+export class SessionClosedError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_SESSION_CLOSED', ZK_CODES.CONNECTION_LOSS, 'session is closed', path);
+  }
+}
+
+const BY_CODE: Record<number, (path?: string) => ZooKeeperError> = {
+  [ZK_CODES.NO_NODE]: (p) => new NoNodeError(p),
+  [ZK_CODES.NODE_EXISTS]: (p) => new NodeExistsError(p),
+  [ZK_CODES.BAD_VERSION]: (p) => new BadVersionError(p),
+  [ZK_CODES.NOT_EMPTY]: (p) => new NotEmptyError(p),
+  [ZK_CODES.NO_AUTH]: (p) => new NoAuthError(p),
+  [ZK_CODES.AUTH_FAILED]: () => new AuthFailedError(),
+  [ZK_CODES.INVALID_ACL]: (p) => new InvalidAclError(p),
+  [ZK_CODES.NO_CHILDREN_FOR_EPHEMERALS]: (p) => new NoChildrenForEphemeralsError(p),
+  [ZK_CODES.CONNECTION_LOSS]: (p) => new ConnectionLossError(p),
+  [ZK_CODES.SESSION_EXPIRED]: (p) => new SessionExpiredError(p),
+};
+
+/** The typed error for a ZooKeeper numeric code. */
+export function errorFromCode(zkCode: number, path?: string): ZooKeeperError {
+  const make = BY_CODE[zkCode];
+  return make ? make(path) : new ZooKeeperError('ZK_ERROR', zkCode, `ZooKeeper error ${zkCode}`, path);
+}
+
+/** True when the outcome of the failed request is unknown (it may have been applied). */
+export function isOutcomeUnknown(err: unknown): boolean {
+  return err instanceof ConnectionLossError || err instanceof RequestTimeoutError;
+}

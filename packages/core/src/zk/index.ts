@@ -1,0 +1,15 @@
+export { CREATOR_ACL, digestId, OPEN_ACL } from './acl.js';
+export * from './errors.js';
+export { backoffDelay, DEFAULT_RETRY, isRetryable, type RetryOptions, withRetry } from './retry.js';
+export {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SESSION_TIMEOUT_MS,
+  type NewSessionHook,
+  Session,
+  type SessionEvents,
+  type SessionOptions,
+  type SessionStats,
+} from './session.js';
+export type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, WatchEvent, Watcher } from './types.js';
+export { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './wire.js';

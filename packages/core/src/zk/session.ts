@@ -1,0 +1,570 @@
+/**
+ * The ZooKeeper session layer: the only code that talks to the wire client.
+ *
+ * node-zookeeper-client is callback-only, has no request timeout, is dead for
+ * good once its session expires, and leaves it to the caller to recover from
+ * a connection loss in the middle of a sequential create. `Session` fixes
+ * that once for everything above it:
+ *
+ * - promises for every operation, `multi` included, failing with typed
+ *   errors (`NoNodeError`, `BadVersionError`, ...) that name the path;
+ * - a timeout on connect and on every request (`RequestTimeoutError`);
+ * - reads retried with backoff (`withRetry`); writes are never retried
+ *   blindly, and sequential creates are *protected*: the node name carries a
+ *   per-request id, so after a connection loss the create finds its own node
+ *   instead of making a second one;
+ * - connection states (`connected`, `suspended`, `reconnected`, `lost`,
+ *   `closed`) as typed events; after expiry (or a suspension longer than the
+ *   session timeout, when the server must have expired it) a new session is
+ *   built at once and `onNewSession` hooks run so that recipes re-create
+ *   their ephemeral nodes; pending watches get a `sessionLost` event;
+ * - a namespace (every path is relative to it) and digest auth, with the ACL
+ *   applied to every node this session creates.
+ */
+
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { CREATOR_ACL, OPEN_ACL } from './acl.js';
+import {
+  BadArgumentsError,
+  ConnectTimeoutError,
+  errorFromCode,
+  isOutcomeUnknown,
+  NodeExistsError,
+  NoNodeError,
+  RequestTimeoutError,
+  SessionClosedError,
+  type ZooKeeperError,
+} from './errors.js';
+import { isRetryable, type RetryOptions, withRetry } from './retry.js';
+import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
+import {
+  eventType,
+  MAX_DATA_BYTES,
+  PACKET_LIMIT_BYTES,
+  toStat,
+  type WireClient,
+  wire,
+  wireAcl,
+  wireErrorCode,
+  wireMode,
+} from './wire.js';
+
+export interface SessionOptions {
+  /** Servers, `host:port[,host:port...]`. */
+  connectionString: string;
+  /** Every path is taken relative to this node (created on connect), e.g. `/zkq`. Default: the root. */
+  namespace?: string;
+  /** Requested session timeout, ms; the server bounds it. Default 30000. */
+  sessionTimeout?: number;
+  /** How long `Session.connect` waits for the first connection, ms. Default 15000. */
+  connectTimeout?: number;
+  /** How long any request waits for its reply, ms. Default 10000. */
+  requestTimeout?: number;
+  /** Digest credentials, `user:password`. */
+  auth?: string;
+  /** ACL of every node created: `creator` (default with `auth`), `open` (default without), or entries. */
+  acl?: 'open' | 'creator' | readonly AclEntry[];
+  /** Retry policy for reads and protected creates. */
+  retry?: RetryOptions;
+}
+
+export const DEFAULT_SESSION_TIMEOUT_MS = 30_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 15_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+/** Typed events of a session. */
+export interface SessionEvents {
+  state: [state: ConnectionState];
+  connected: [];
+  suspended: [];
+  reconnected: [info: { newSession: boolean }];
+  lost: [];
+  closed: [];
+  /** A `onNewSession` hook failed; the session itself is fine. */
+  hookError: [error: unknown];
+}
+
+export type NewSessionHook = () => Promise<void> | void;
+
+/** Counters for tests and benchmarks. */
+export interface SessionStats {
+  requests: number;
+  /** The most names any `getChildren` reply of this session returned. */
+  maxChildren: number;
+  sessionsCreated: number;
+}
+
+type Callback<T> = (err: unknown, result?: T) => void;
+
+/** Length of the per-request id protected sequential names carry. */
+const PROTECT_ID_BYTES = 6;
+
+export class Session extends EventEmitter<SessionEvents> {
+  readonly namespace: string;
+  readonly stats: SessionStats = { requests: 0, maxChildren: 0, sessionsCreated: 0 };
+  private client!: WireClient;
+  private current: ConnectionState | 'connecting' = 'connecting';
+  private readonly acl: ReturnType<typeof wireAcl>;
+  private readonly hooks = new Set<NewSessionHook>();
+  private readonly watchers = new Set<Watcher & { path?: string }>();
+  private suspendTimer: NodeJS.Timeout | undefined;
+  private isClosed = false;
+
+  private constructor(private readonly options: SessionOptions) {
+    super();
+    this.namespace = normalizeNamespace(options.namespace);
+    const acl = options.acl ?? (options.auth ? 'creator' : 'open');
+    this.acl = wireAcl(acl === 'open' ? OPEN_ACL : acl === 'creator' ? CREATOR_ACL : acl);
+  }
+
+  /** Connects (within `connectTimeout`), creates the namespace node, and resolves. */
+  static async connect(options: SessionOptions): Promise<Session> {
+    if (!options.connectionString || typeof options.connectionString !== 'string') {
+      throw new BadArgumentsError('connectionString must be a non-empty string like "127.0.0.1:2181"');
+    }
+    const session = new Session(options);
+    await session.open();
+    if (session.namespace) {
+      try {
+        await session.ensureRoot();
+      } catch (err) {
+        await session.close();
+        throw err;
+      }
+    }
+    return session;
+  }
+
+  /** The current connection state. */
+  get state(): ConnectionState | 'connecting' {
+    return this.current;
+  }
+
+  /** The current session id in hex. */
+  get sessionId(): string {
+    return this.client.getSessionId().toString('hex');
+  }
+
+  /** Session timeout granted by the server, ms. */
+  get sessionTimeout(): number {
+    return this.client.getSessionTimeout();
+  }
+
+  /** The current session's id and password (to expire it on purpose in tests). */
+  credentials(): { sessionId: Buffer; password: Buffer } {
+    return { sessionId: this.client.getSessionId(), password: this.client.getSessionPassword() };
+  }
+
+  /** Runs `hook` after every *new* session (not the first); returns an unsubscribe function. */
+  onNewSession(hook: NewSessionHook): () => void {
+    this.hooks.add(hook);
+    return () => this.hooks.delete(hook);
+  }
+
+  private setState(state: ConnectionState): void {
+    this.current = state;
+    this.emit('state', state);
+  }
+
+  private open(): Promise<void> {
+    const timeoutMs = this.options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    const client = this.newClient();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.isClosed = true;
+        client.close();
+        reject(new ConnectTimeoutError(this.options.connectionString, timeoutMs));
+      }, timeoutMs);
+      client.once('connected', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  private newClient(): WireClient {
+    const client = wire.createClient(this.options.connectionString, {
+      sessionTimeout: this.options.sessionTimeout ?? DEFAULT_SESSION_TIMEOUT_MS,
+      spinDelay: 200,
+      retries: 0,
+    });
+    if (this.options.auth) client.addAuthInfo('digest', Buffer.from(this.options.auth));
+    this.client = client;
+    this.stats.sessionsCreated++;
+    const firstSession = this.stats.sessionsCreated === 1;
+    let everConnected = false;
+    client.on('state', (s) => {
+      if (this.client !== client || this.isClosed) return;
+      if (s === wire.State.SYNC_CONNECTED) {
+        clearTimeout(this.suspendTimer);
+        const newSession = !everConnected;
+        everConnected = true;
+        if (newSession && firstSession) {
+          this.setState('connected');
+          this.emit('connected');
+        } else {
+          void this.announceReconnect(newSession);
+        }
+      } else if (s === wire.State.DISCONNECTED) {
+        this.setState('suspended');
+        this.emit('suspended');
+        this.armSuspendTimer(client);
+      } else if (s === wire.State.EXPIRED) {
+        this.replaceExpiredClient(client);
+      }
+    });
+    client.connect();
+    return client;
+  }
+
+  private async announceReconnect(newSession: boolean): Promise<void> {
+    if (newSession) {
+      for (const hook of [...this.hooks]) {
+        try {
+          await hook();
+        } catch (err) {
+          this.emit('hookError', err);
+        }
+      }
+    }
+    if (this.isClosed) return;
+    this.setState('reconnected');
+    this.emit('reconnected', { newSession });
+  }
+
+  /**
+   * A suspension longer than the session timeout means the server has expired
+   * the session (or will the moment it hears from us): declare it lost now,
+   * as Curator does, instead of waiting for a server that may be unreachable.
+   */
+  private armSuspendTimer(client: WireClient): void {
+    clearTimeout(this.suspendTimer);
+    this.suspendTimer = setTimeout(() => {
+      if (this.client === client && this.current === 'suspended') this.replaceExpiredClient(client);
+    }, client.getSessionTimeout() || DEFAULT_SESSION_TIMEOUT_MS);
+    this.suspendTimer.unref();
+  }
+
+  private replaceExpiredClient(expired: WireClient): void {
+    if (this.client !== expired || this.isClosed) return;
+    clearTimeout(this.suspendTimer);
+    expired.removeAllListeners('state');
+    expired.close();
+    this.setState('lost');
+    this.emit('lost');
+    const pending = [...this.watchers];
+    this.watchers.clear();
+    for (const w of pending) w({ type: 'sessionLost', path: w.path ?? '/' });
+    this.newClient();
+  }
+
+  /** Closes the session: its ephemeral nodes go at once. Idempotent. */
+  async close(): Promise<void> {
+    if (this.isClosed && this.current === 'closed') return;
+    this.isClosed = true;
+    clearTimeout(this.suspendTimer);
+    const client = this.client;
+    client.removeAllListeners('state');
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 2000);
+      client.once('disconnected', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      client.close();
+    });
+    this.watchers.clear();
+    this.setState('closed');
+    this.emit('closed');
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  // ---- paths -------------------------------------------------------------
+
+  /** The absolute server path of a namespace path. */
+  private abs(path: string): string {
+    if (!this.namespace) return path;
+    return path === '/' ? this.namespace : this.namespace + path;
+  }
+
+  /** The namespace path of a server path. */
+  private rel(path: string): string {
+    if (!this.namespace) return path;
+    const rest = path.slice(this.namespace.length);
+    return rest === '' ? '/' : rest;
+  }
+
+  private async ensureRoot(): Promise<void> {
+    const parts = this.namespace.split('/').filter(Boolean);
+    let path = '';
+    for (const part of parts) {
+      path += `/${part}`;
+      const target = path;
+      await withRetry(() => this.rawCreate(target, undefined, 'persistent').catch(ignoreExists), this.options.retry);
+    }
+  }
+
+  // ---- the request pipe ---------------------------------------------------
+
+  /** Sends one request with a timeout, mapping wire errors to typed errors. */
+  private call<T>(path: string, send: (client: WireClient, cb: Callback<T>) => void): Promise<T> {
+    if (this.isClosed) return Promise.reject(new SessionClosedError(path));
+    this.stats.requests++;
+    const timeoutMs = this.options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new RequestTimeoutError(timeoutMs, path)), timeoutMs);
+      const done: Callback<T> = (err, result) => {
+        clearTimeout(timer);
+        if (err) reject(toTypedError(err, path));
+        else resolve(result as T);
+      };
+      try {
+        send(this.client, done);
+      } catch (err) {
+        clearTimeout(timer);
+        reject(new BadArgumentsError(err instanceof Error ? err.message : String(err), path));
+      }
+    });
+  }
+
+  private wrapWatcher(path: string, watcher: Watcher): (e: InstanceType<typeof wire.Event>) => void {
+    const entry: Watcher & { path?: string } = (event) => watcher(event);
+    entry.path = path;
+    this.watchers.add(entry);
+    return (e) => {
+      if (!this.watchers.delete(entry)) return;
+      watcher({ type: eventType(e), path: this.rel(e.getPath()) });
+    };
+  }
+
+  private checkData(data: Buffer | undefined, path: string): void {
+    if (data && data.length > MAX_DATA_BYTES) {
+      throw new BadArgumentsError(`node data of ${data.length} bytes exceeds the ${MAX_DATA_BYTES}-byte limit`, path);
+    }
+  }
+
+  private rawCreate(absPath: string, data: Buffer | undefined, mode: CreateMode): Promise<string> {
+    return this.call<string>(absPath, (c, cb) =>
+      data ? c.create(absPath, data, this.acl, wireMode(mode), cb) : c.create(absPath, this.acl, wireMode(mode), cb),
+    );
+  }
+
+  // ---- operations ---------------------------------------------------------
+
+  /** Creates a node; resolves with its path (sequential modes append the sequence number). Not retried. */
+  async create(path: string, data?: Buffer, mode: CreateMode = 'persistent'): Promise<string> {
+    this.checkData(data, path);
+    return this.rel(await this.rawCreate(this.abs(path), data, mode));
+  }
+
+  /**
+   * Creates a sequential node safely under connection loss. The name becomes
+   * `<prefix><id>-<sequence>`, where `id` is unique to this call: when the
+   * reply is lost, the parent is listed and a node carrying the id is this
+   * call's own. Resolves with the created path.
+   */
+  async createProtected(
+    pathPrefix: string,
+    data?: Buffer,
+    mode: 'persistent_sequential' | 'ephemeral_sequential' = 'persistent_sequential',
+  ): Promise<string> {
+    const marker = `${lastSegment(pathPrefix)}${randomBytes(PROTECT_ID_BYTES).toString('hex')}-`;
+    const parent = parentOf(pathPrefix);
+    const full = `${parent === '/' ? '' : parent}/${marker}`;
+    return withRetry(async () => {
+      try {
+        return await this.create(full, data, mode);
+      } catch (err) {
+        if (!isOutcomeUnknown(err)) throw err;
+        const own = (await this.getChildren(parent)).find((n) => n.startsWith(marker));
+        if (own) return `${parent === '/' ? '' : parent}/${own}`;
+        throw err;
+      }
+    }, this.options.retry);
+  }
+
+  /** Deletes a node, if `version` matches (-1: any). Not retried. */
+  async delete(path: string, version = -1): Promise<void> {
+    await this.call<void>(path, (c, cb) => c.remove(this.abs(path), version, cb));
+  }
+
+  /** The node's stat, or null when it does not exist. A watch fires on create, delete or change. */
+  exists(path: string, options: { watch?: Watcher } = {}): Promise<Stat | null> {
+    return withRetry(
+      () =>
+        this.call<zkStat | null>(path, (c, cb) =>
+          options.watch
+            ? c.exists(this.abs(path), this.wrapWatcher(path, options.watch), cb)
+            : c.exists(this.abs(path), cb),
+        ).then((s) => (s ? toStat(s) : null)),
+      this.options.retry,
+    );
+  }
+
+  /** The node's data and stat. A watch fires on change or delete. */
+  getData(path: string, options: { watch?: Watcher } = {}): Promise<{ data: Buffer; stat: Stat }> {
+    return withRetry(
+      () =>
+        this.call<{ data: Buffer; stat: Stat }>(path, (c, cb) => {
+          const reply = (err: unknown, data?: Buffer, stat?: zkStat) =>
+            err ? cb(err) : cb(null, { data: data ?? Buffer.alloc(0), stat: toStat(stat as zkStat) });
+          if (options.watch) c.getData(this.abs(path), this.wrapWatcher(path, options.watch), reply);
+          else c.getData(this.abs(path), reply);
+        }),
+      this.options.retry,
+    );
+  }
+
+  /** Writes data if `version` matches (-1: any); resolves with the new stat. Not retried. */
+  async setData(path: string, data: Buffer, version = -1): Promise<Stat> {
+    this.checkData(data, path);
+    const stat = await this.call<zkStat>(path, (c, cb) => c.setData(this.abs(path), data, version, cb));
+    return toStat(stat);
+  }
+
+  /** The names of the node's children (unsorted). A watch fires when children are added or removed. */
+  async getChildren(path: string, options: { watch?: Watcher } = {}): Promise<string[]> {
+    const names = await withRetry(
+      () =>
+        this.call<string[]>(path, (c, cb) =>
+          options.watch
+            ? c.getChildren(this.abs(path), this.wrapWatcher(path, options.watch), cb)
+            : c.getChildren(this.abs(path), cb),
+        ),
+      this.options.retry,
+    );
+    if (names.length > this.stats.maxChildren) this.stats.maxChildren = names.length;
+    return names;
+  }
+
+  /**
+   * Runs `ops` atomically: all apply or none. On failure the error is the
+   * failing operation's (`err.opIndex` says which). Refused before sending
+   * when the request would pass ZooKeeper's packet limit. Not retried.
+   */
+  async multi(ops: readonly Op[]): Promise<OpResult[]> {
+    if (ops.length === 0) return [];
+    let bytes = 64;
+    for (const op of ops) {
+      bytes += 64 + Buffer.byteLength(op.path) + ('data' in op && op.data ? op.data.length : 0);
+    }
+    if (bytes > PACKET_LIMIT_BYTES - 16 * 1024) {
+      throw new BadArgumentsError(`multi of ${ops.length} ops is ~${bytes} bytes, past the ZooKeeper packet limit`);
+    }
+    const tx = this.client.transaction();
+    for (const op of ops) {
+      const p = this.abs(op.path);
+      if (op.op === 'create') {
+        if (op.data) tx.create(p, op.data, this.acl, wireMode(op.mode ?? 'persistent'));
+        else tx.create(p, this.acl, wireMode(op.mode ?? 'persistent'));
+      } else if (op.op === 'delete') tx.remove(p, op.version ?? -1);
+      else if (op.op === 'setData') tx.setData(p, op.data, op.version ?? -1);
+      else tx.check(p, op.version);
+    }
+    type WireResult = { type: number; path?: string; stat?: zkStat; err?: number };
+    let results: WireResult[];
+    try {
+      results = await this.call<WireResult[]>(ops[0]?.path ?? '/', (_c, cb) =>
+        tx.commit((err: unknown, res?: WireResult[]) => {
+          if (err && res && typeof err === 'object') Object.assign(err, { results: res });
+          cb(err, res);
+        }),
+      );
+    } catch (err) {
+      throw this.multiError(err, ops);
+    }
+    return results.map((r, i) => {
+      const op = ops[i] as Op;
+      if (op.op === 'create') return { op: 'create', path: this.rel(r.path ?? '') };
+      if (op.op === 'setData') return { op: 'setData', stat: toStat(r.stat as zkStat) };
+      return { op: op.op };
+    });
+  }
+
+  /** Re-types a multi failure as the failing op's error, with its index and path. */
+  private multiError(err: unknown, ops: readonly Op[]): unknown {
+    const typed = err as ZooKeeperError;
+    const results = (err as { results?: { err?: number }[] }).results;
+    if (!results || !('zkCode' in typed)) return err;
+    const index = results.findIndex((r) => r.err !== undefined && r.err !== 0 && r.err !== -2);
+    if (index < 0) return err;
+    const failed = errorFromCode(results[index]?.err as number, ops[index]?.path);
+    failed.opIndex = index;
+    return failed;
+  }
+
+  // ---- helpers built on the operations -------------------------------------
+
+  /** Creates `path` and any missing parents (persistent, empty). Idempotent and retried. */
+  async ensurePath(path: string): Promise<void> {
+    const parts = path.split('/').filter(Boolean);
+    let current = '';
+    for (const part of parts) {
+      current += `/${part}`;
+      const target = current;
+      await withRetry(() => this.create(target).then(() => undefined, ignoreExists), this.options.retry);
+    }
+  }
+
+  /** Deletes `path` and everything under it; a missing node is fine. */
+  async deleteRecursive(path: string): Promise<void> {
+    let children: string[];
+    try {
+      children = await this.getChildren(path);
+    } catch (err) {
+      if (err instanceof NoNodeError) return;
+      throw err;
+    }
+    const base = path === '/' ? '' : path;
+    for (let i = 0; i < children.length; i += 64) {
+      await Promise.all(children.slice(i, i + 64).map((c) => this.deleteRecursive(`${base}/${c}`)));
+    }
+    if (path === '/') return;
+    await this.delete(path).catch((err) => {
+      if (!(err instanceof NoNodeError)) throw err;
+    });
+  }
+
+  /** Runs `fn` under the session's retry policy (for callers' own idempotent sequences). */
+  retry<T>(fn: (attempt: number) => Promise<T>): Promise<T> {
+    return withRetry(fn, this.options.retry, isRetryable);
+  }
+}
+
+type zkStat = Parameters<typeof toStat>[0];
+
+/** Maps a wire error to its typed error; a multi's per-op results ride along for `multiError`. */
+function toTypedError(err: unknown, path: string): unknown {
+  const code = wireErrorCode(err);
+  if (code === undefined) return err;
+  const typed = errorFromCode(code, path);
+  const results = (err as { results?: unknown }).results;
+  if (results) (typed as unknown as { results: unknown }).results = results;
+  return typed;
+}
+
+function ignoreExists(err: unknown): void {
+  if (!(err instanceof NodeExistsError)) throw err;
+}
+
+function normalizeNamespace(ns: string | undefined): string {
+  if (!ns || ns === '/') return '';
+  const trimmed = `/${ns.replace(/^\/+|\/+$/g, '')}`;
+  if (trimmed.split('/').some((seg, i) => i > 0 && (seg === '' || seg === '.' || seg === '..'))) {
+    throw new BadArgumentsError(`invalid namespace '${ns}'`);
+  }
+  return trimmed;
+}
+
+function parentOf(path: string): string {
+  const i = path.lastIndexOf('/');
+  return i <= 0 ? '/' : path.slice(0, i);
+}
+
+function lastSegment(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}

@@ -1,0 +1,70 @@
+/**
+ * The edge with node-zookeeper-client: conversions between its objects and
+ * the session layer's own types. Only this file and session.ts import it.
+ */
+import zookeeper from 'node-zookeeper-client';
+import { permissionBits } from './acl.js';
+import type { AclEntry, CreateMode, Stat, WatchEvent } from './types.js';
+
+export type WireClient = zookeeper.Client;
+export const wire = zookeeper;
+
+/** ZooKeeper's packet limit (jute.maxbuffer default): data and requests must stay below it. */
+export const PACKET_LIMIT_BYTES = 1024 * 1024;
+/** Largest node data the session layer sends, leaving room for the request's header and path. */
+export const MAX_DATA_BYTES = PACKET_LIMIT_BYTES - 8 * 1024;
+
+const MODES: Record<CreateMode, number> = {
+  persistent: zookeeper.CreateMode.PERSISTENT,
+  ephemeral: zookeeper.CreateMode.EPHEMERAL,
+  persistent_sequential: zookeeper.CreateMode.PERSISTENT_SEQUENTIAL,
+  ephemeral_sequential: zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL,
+};
+
+export function wireMode(mode: CreateMode): number {
+  return MODES[mode];
+}
+
+export function wireAcl(entries: readonly AclEntry[]): zookeeper.ACL[] {
+  return entries.map((e) => new zookeeper.ACL(permissionBits(e.perms), new zookeeper.Id(e.scheme, e.id)));
+}
+
+function long(buf: unknown): number {
+  return Buffer.isBuffer(buf) && buf.length === 8 ? Number(buf.readBigInt64BE(0)) : Number(buf ?? 0);
+}
+
+export function toStat(s: zookeeper.Stat): Stat {
+  const owner = s.ephemeralOwner as unknown as Buffer;
+  return {
+    czxid: long(s.czxid),
+    mzxid: long(s.mzxid),
+    pzxid: long(s.pzxid),
+    ctime: long(s.ctime),
+    mtime: long(s.mtime),
+    version: s.version,
+    cversion: s.cversion,
+    aversion: s.aversion,
+    ephemeralOwner: Buffer.isBuffer(owner) ? owner.readBigUInt64BE(0).toString(16) : '0',
+    dataLength: s.dataLength,
+    numChildren: s.numChildren,
+  };
+}
+
+const EVENT_TYPES: Record<number, WatchEvent['type']> = {
+  [zookeeper.Event.NODE_CREATED]: 'created',
+  [zookeeper.Event.NODE_DELETED]: 'deleted',
+  [zookeeper.Event.NODE_DATA_CHANGED]: 'dataChanged',
+  [zookeeper.Event.NODE_CHILDREN_CHANGED]: 'childrenChanged',
+};
+
+export function eventType(e: zookeeper.Event): WatchEvent['type'] {
+  return EVENT_TYPES[e.getType()] ?? 'dataChanged';
+}
+
+/** The numeric code of an error the wire client reports (Exception or anything else). */
+export function wireErrorCode(err: unknown): number | undefined {
+  if (err && typeof err === 'object' && 'getCode' in err && typeof err.getCode === 'function') {
+    return (err as zookeeper.Exception).getCode();
+  }
+  return undefined;
+}

@@ -1,0 +1,15 @@
+export { fourLetterWord } from './four-letter.js';
+export { ensureZooKeeper, findZooKeeperClasspath, ZooKeeperNotInstalledError } from './install.js';
+export { freePort, freePorts } from './ports.js';
+export { TcpProxy } from './proxy.js';
+export {
+  startEnsemble,
+  startZooKeeper,
+  type ZooKeeperEnsemble,
+  ZooKeeperProcess,
+  type ZooKeeperServer,
+  type ZooKeeperServerOptions,
+  ZooKeeperStartError,
+} from './server.js';
+export { expireSession, type SessionCredentials } from './session-faults.js';
+export { SHARED_SERVER_ENV, sharedZooKeeper, uniqueRoot } from './shared-server.js';

@@ -1,0 +1,108 @@
+/**
+ * A loopback TCP proxy in front of a ZooKeeper server, to cut a client's
+ * connection on purpose (`cut()`) and let it back (`restore()`), or to hold
+ * its packets so that requests hang (`freeze()`).
+ */
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+export class TcpProxy {
+  private server: Server | undefined;
+  private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
+  private accepting = true;
+  private frozen = false;
+  private holding = false;
+  private port = 0;
+
+  private constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
+
+  /** Starts a proxy to `target` (`host:port`) on a free loopback port. */
+  static async start(target: string): Promise<TcpProxy> {
+    const [host, port] = target.split(':');
+    const proxy = new TcpProxy(host || '127.0.0.1', Number(port));
+    await proxy.listen();
+    return proxy;
+  }
+
+  /** The connection string clients should use, `127.0.0.1:<proxy port>`. */
+  get connectionString(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  private listen(): Promise<void> {
+    this.server = createServer((client) => this.accept(client));
+    return new Promise((resolve, reject) => {
+      this.server?.once('error', reject);
+      this.server?.listen(this.port, '127.0.0.1', () => {
+        const addr = this.server?.address();
+        if (addr && typeof addr === 'object') this.port = addr.port;
+        resolve();
+      });
+    });
+  }
+
+  private accept(client: Socket): void {
+    if (!this.accepting) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect({ host: this.targetHost, port: this.targetPort });
+    const pair = { client, upstream };
+    this.pairs.add(pair);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      this.pairs.delete(pair);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.on('data', (d) => {
+      if (!this.frozen) upstream.write(d);
+    });
+    upstream.on('data', (d) => {
+      if (!this.frozen && !this.holding) client.write(d);
+    });
+  }
+
+  /** Drops every open connection and refuses new ones until `restore()`. */
+  cut(): void {
+    this.accepting = false;
+    for (const { client, upstream } of this.pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+    this.pairs.clear();
+  }
+
+  /** Silently discards traffic both ways, keeping the sockets open (a network partition). */
+  freeze(): void {
+    this.frozen = true;
+  }
+
+  /**
+   * Forwards requests to the server but drops its replies: requests are
+   * applied while the client hears nothing (the reply lost in flight).
+   */
+  dropReplies(): void {
+    this.holding = true;
+  }
+
+  /** Accepts connections (and forwards traffic) again. */
+  restore(): void {
+    this.accepting = true;
+    this.frozen = false;
+    this.holding = false;
+  }
+
+  /** Number of connections currently proxied. */
+  get connections(): number {
+    return this.pairs.size;
+  }
+
+  async stop(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}

@@ -1,0 +1,281 @@
+/**
+ * Real ZooKeeper servers for tests, benchmarks and `zkq dev-server`.
+ *
+ * Each server is a JVM (`QuorumPeerMain`) in its own temporary directory,
+ * listening on free loopback ports only. `startZooKeeper()` gives a
+ * standalone server, `startEnsemble()` a 3-server quorum whose members can
+ * be stopped and restarted one by one. Every JVM started here is killed when
+ * the Node process exits, also when a test fails; a start that fails shows
+ * the end of the server's log.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fourLetterWord } from './four-letter.js';
+import { ensureZooKeeper } from './install.js';
+import { freePorts } from './ports.js';
+
+/** How a test server is configured. Defaults suit tests on a small machine. */
+export interface ZooKeeperServerOptions {
+  /** fsync every transaction log write (ZooKeeper's default, and ours). */
+  fsync?: boolean;
+  /** Milliseconds per tick; session timeouts are bounded to 2..20 ticks unless set below. Default 500. */
+  tickTime?: number;
+  /** Lowest session timeout the server grants, ms. Default 2 × tickTime. */
+  minSessionTimeout?: number;
+  /** Highest session timeout the server grants, ms. Default 60000. */
+  maxSessionTimeout?: number;
+  /** JVM heap in MiB. Default 1024. */
+  heapMb?: number;
+  /** Use this data directory instead of a fresh temporary one (kept on stop). */
+  dataDir?: string;
+  /** Install ZooKeeper when it is missing (as root through apt-get). Default true. */
+  install?: boolean;
+  /** Milliseconds to wait for the server to serve. Default 60000. */
+  startTimeoutMs?: number;
+}
+
+const DEFAULT_TICK_MS = 500;
+const DEFAULT_MAX_SESSION_MS = 60_000;
+const DEFAULT_HEAP_MB = 1024;
+const DEFAULT_START_TIMEOUT_MS = 60_000;
+
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** Raised when a server does not come up; `log` holds the end of its log. */
+export class ZooKeeperStartError extends Error {
+  readonly code = 'ZKQ_ZOOKEEPER_START_FAILED';
+  constructor(
+    message: string,
+    readonly log: string,
+  ) {
+    super(`${message}\n--- server log (tail) ---\n${log}`);
+    this.name = 'ZooKeeperStartError';
+  }
+}
+
+interface PeerConfig {
+  dir: string;
+  clientPort: number;
+  myid?: number;
+  peers?: string[];
+}
+
+/** One ZooKeeper JVM: start, stop (SIGKILL or graceful), restart on the same data. */
+export class ZooKeeperProcess {
+  private child: ChildProcess | undefined;
+  private readonly logFile: string;
+  private readonly configFile: string;
+
+  constructor(
+    private readonly config: PeerConfig,
+    private readonly options: ZooKeeperServerOptions,
+    private readonly classpath: string,
+  ) {
+    this.logFile = join(config.dir, 'server.log');
+    this.configFile = join(config.dir, 'zoo.cfg');
+    this.writeConfig();
+  }
+
+  /** `127.0.0.1:<port>` of this server alone. */
+  get connectionString(): string {
+    return `127.0.0.1:${this.config.clientPort}`;
+  }
+
+  get clientPort(): number {
+    return this.config.clientPort;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  private writeConfig(): void {
+    const o = this.options;
+    const tick = o.tickTime ?? DEFAULT_TICK_MS;
+    const lines = [
+      `tickTime=${tick}`,
+      `dataDir=${join(this.config.dir, 'data')}`,
+      `clientPort=${this.config.clientPort}`,
+      'clientPortAddress=127.0.0.1',
+      'admin.enableServer=false',
+      '4lw.commands.whitelist=*',
+      'maxClientCnxns=0',
+      `minSessionTimeout=${o.minSessionTimeout ?? tick * 2}`,
+      `maxSessionTimeout=${o.maxSessionTimeout ?? DEFAULT_MAX_SESSION_MS}`,
+      `forceSync=${o.fsync === false ? 'no' : 'yes'}`,
+      'autopurge.purgeInterval=0',
+    ];
+    if (this.config.peers) {
+      lines.push('initLimit=20', 'syncLimit=10', 'electionPortBindRetry=20', ...this.config.peers);
+    }
+    mkdirSync(join(this.config.dir, 'data'), { recursive: true });
+    if (this.config.myid !== undefined) writeFileSync(join(this.config.dir, 'data', 'myid'), `${this.config.myid}\n`);
+    writeFileSync(this.configFile, `${lines.join('\n')}\n`);
+  }
+
+  /** Spawns the JVM; resolves once it serves (`waitServing`). */
+  start(): void {
+    if (this.running) return;
+    const fd = openSync(this.logFile, 'a');
+    const heap = this.options.heapMb ?? DEFAULT_HEAP_MB;
+    const args = [
+      `-Xmx${heap}m`,
+      '-XX:+UseSerialGC',
+      '-XX:TieredStopAtLevel=1',
+      '-Dzookeeper.admin.enableServer=false',
+      '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn',
+      '-cp',
+      this.classpath,
+      'org.apache.zookeeper.server.quorum.QuorumPeerMain',
+      this.configFile,
+    ];
+    const child = spawn('java', args, { stdio: ['ignore', fd, fd] });
+    closeSync(fd);
+    live.add(child);
+    child.once('exit', () => live.delete(child));
+    this.child = child;
+  }
+
+  /** Last `bytes` of the server log. */
+  logTail(bytes = 4000): string {
+    try {
+      const text = readFileSync(this.logFile, 'utf8');
+      return text.slice(-bytes);
+    } catch {
+      return '(no log)';
+    }
+  }
+
+  /** The `Mode:` line of `srvr`, or undefined when the server does not answer. */
+  async mode(): Promise<string | undefined> {
+    try {
+      const reply = await fourLetterWord(this.config.clientPort, 'srvr', 1000);
+      return /Mode: (\S+)/.exec(reply)?.[1];
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Waits until the server reports a serving mode (standalone, leader, follower). */
+  async waitServing(timeoutMs = this.options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (!this.running) throw new ZooKeeperStartError('ZooKeeper exited during start', this.logTail());
+      const mode = await this.mode();
+      if (mode === 'standalone' || mode === 'leader' || mode === 'follower') return;
+      await sleep(100);
+    }
+    throw new ZooKeeperStartError(`ZooKeeper did not serve within ${timeoutMs} ms`, this.logTail());
+  }
+
+  /** Stops the JVM: SIGKILL by default (a crash), SIGTERM with `graceful`. */
+  async stop(options: { graceful?: boolean } = {}): Promise<void> {
+    const child = this.child;
+    if (!child || !this.running) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill(options.graceful ? 'SIGTERM' : 'SIGKILL');
+    await exited;
+  }
+
+  /** Starts the JVM again on the same data and ports, and waits until it serves. */
+  async restart(): Promise<void> {
+    await this.stop();
+    this.start();
+    await this.waitServing();
+  }
+}
+
+/** A running standalone server. */
+export interface ZooKeeperServer {
+  /** Connection string for clients, `127.0.0.1:<port>`. */
+  readonly connectionString: string;
+  readonly process: ZooKeeperProcess;
+  /** Kills the JVM and removes its temporary directory. */
+  stop(): Promise<void>;
+}
+
+function tempDir(prefix: string, given?: string): { dir: string; owned: boolean } {
+  if (given) {
+    mkdirSync(given, { recursive: true });
+    return { dir: given, owned: false };
+  }
+  return { dir: mkdtempSync(join(tmpdir(), prefix)), owned: true };
+}
+
+/** Starts a standalone ZooKeeper on a free loopback port and waits until it serves. */
+export async function startZooKeeper(options: ZooKeeperServerOptions = {}): Promise<ZooKeeperServer> {
+  const classpath = ensureZooKeeper({ install: options.install ?? true });
+  const { dir, owned } = tempDir('zkq-zk-', options.dataDir);
+  const [clientPort] = await freePorts(1);
+  const proc = new ZooKeeperProcess({ dir, clientPort: clientPort as number }, options, classpath);
+  proc.start();
+  try {
+    await proc.waitServing();
+  } catch (err) {
+    await proc.stop();
+    if (owned) rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    connectionString: proc.connectionString,
+    process: proc,
+    async stop() {
+      await proc.stop();
+      if (owned) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A running 3-server (or `size`) quorum on loopback. */
+export interface ZooKeeperEnsemble {
+  /** All members, `127.0.0.1:a,127.0.0.1:b,127.0.0.1:c`. */
+  readonly connectionString: string;
+  readonly servers: readonly ZooKeeperProcess[];
+  /** Kills every member and removes the temporary directory. */
+  stop(): Promise<void>;
+}
+
+/** Starts an ensemble of `size` servers (default 3) and waits until all serve. */
+export async function startEnsemble(
+  options: ZooKeeperServerOptions & { size?: number } = {},
+): Promise<ZooKeeperEnsemble> {
+  const size = options.size ?? 3;
+  const classpath = ensureZooKeeper({ install: options.install ?? true });
+  const { dir, owned } = tempDir('zkq-ensemble-', options.dataDir);
+  const ports = await freePorts(size * 3);
+  const peers = Array.from(
+    { length: size },
+    (_, i) => `server.${i + 1}=127.0.0.1:${ports[size + i * 2]}:${ports[size + i * 2 + 1]}`,
+  );
+  const servers = Array.from(
+    { length: size },
+    (_, i) =>
+      new ZooKeeperProcess(
+        { dir: join(dir, `server-${i + 1}`), clientPort: ports[i] as number, myid: i + 1, peers },
+        options,
+        classpath,
+      ),
+  );
+  const stopAll = async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    if (owned) rmSync(dir, { recursive: true, force: true });
+  };
+  for (const s of servers) s.start();
+  try {
+    await Promise.all(servers.map((s) => s.waitServing()));
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  return { connectionString: servers.map((s) => s.connectionString).join(','), servers, stop: stopAll };
+}
