@@ -1,2 +1,3 @@
 export * from './errors.js';
+export * from './recipes/index.js';
 export * from './zk/index.js';
