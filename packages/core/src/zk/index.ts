@@ -1,4 +1,4 @@
-export { CREATOR_ACL, digestId, OPEN_ACL } from './acl.js';
+export { CREATOR_ACL, digestId, OPEN_ACL, permissionBits } from './acl.js';
 export * from './errors.js';
 export { backoffDelay, DEFAULT_RETRY, isRetryable, type RetryOptions, withRetry } from './retry.js';
 export {
