@@ -34,12 +34,14 @@ import {
   NoNodeError,
   RequestTimeoutError,
   SessionClosedError,
+  SessionExpiredError,
   type ZooKeeperError,
 } from './errors.js';
 import { isRetryable, type RetryOptions, withRetry } from './retry.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
   eventType,
+  exactVersion,
   MAX_DATA_BYTES,
   PACKET_LIMIT_BYTES,
   toStat,
@@ -108,8 +110,11 @@ export class Session extends EventEmitter<SessionEvents> {
   private readonly acl: ReturnType<typeof wireAcl>;
   private readonly hooks = new Set<NewSessionHook>();
   private readonly watchers = new Set<Watcher & { path?: string }>();
+  /** Requests awaiting a reply, with the wire client they went to (see `failPending`). */
+  private readonly pending = new Set<{ client: WireClient; fail: (error: (path: string) => ZooKeeperError) => void }>();
   private suspendTimer: NodeJS.Timeout | undefined;
   private isClosed = false;
+  private closing: Promise<void> | undefined;
 
   private constructor(private readonly options: SessionOptions) {
     super();
@@ -141,9 +146,9 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.current;
   }
 
-  /** The current session id in hex. */
+  /** The current session id in hex, in the same form as `Stat.ephemeralOwner` (no leading zeros). */
   get sessionId(): string {
-    return this.client.getSessionId().toString('hex');
+    return this.client.getSessionId().readBigUInt64BE(0).toString(16);
   }
 
   /** Session timeout granted by the server, ms. */
@@ -195,7 +200,7 @@ export class Session extends EventEmitter<SessionEvents> {
     const firstSession = this.stats.sessionsCreated === 1;
     let everConnected = false;
     client.on('state', (s) => {
-      if (this.client !== client || this.isClosed) return;
+      if (this.client !== client || this.isClosed || this.current === 'closed') return;
       if (s === wire.State.SYNC_CONNECTED) {
         clearTimeout(this.suspendTimer);
         const newSession = !everConnected;
@@ -249,8 +254,8 @@ export class Session extends EventEmitter<SessionEvents> {
   private replaceExpiredClient(expired: WireClient): void {
     if (this.client !== expired || this.isClosed) return;
     clearTimeout(this.suspendTimer);
-    expired.removeAllListeners('state');
     expired.close();
+    this.failPending(expired, (path) => new SessionExpiredError(path));
     this.setState('lost');
     this.emit('lost');
     const pending = [...this.watchers];
@@ -259,13 +264,18 @@ export class Session extends EventEmitter<SessionEvents> {
     this.newClient();
   }
 
-  /** Closes the session: its ephemeral nodes go at once. Idempotent. */
-  async close(): Promise<void> {
-    if (this.isClosed && this.current === 'closed') return;
+  /** Closes the session: its ephemeral nodes go at once. Idempotent; concurrent calls share one close. */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
     this.isClosed = true;
     clearTimeout(this.suspendTimer);
     const client = this.client;
-    client.removeAllListeners('state');
+    // The wire client's own 'state' listener must stay: it emits the
+    // 'disconnected' awaited here (isClosed already mutes ours).
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 2000);
       client.once('disconnected', () => {
@@ -274,9 +284,20 @@ export class Session extends EventEmitter<SessionEvents> {
       });
       client.close();
     });
+    this.failPending(client, (path) => new SessionClosedError(path));
     this.watchers.clear();
     this.setState('closed');
     this.emit('closed');
+  }
+
+  /**
+   * Rejects every request still waiting on `client`. The wire client fails the
+   * requests it has sent when its socket closes, but requests queued while it
+   * was disconnected would wait for a client that will never send them: they
+   * fail now instead of at the request timeout (they never reached a server).
+   */
+  private failPending(client: WireClient, error: (path: string) => ZooKeeperError): void {
+    for (const p of [...this.pending]) if (p.client === client) p.fail(error);
   }
 
   get closed(): boolean {
@@ -285,8 +306,9 @@ export class Session extends EventEmitter<SessionEvents> {
 
   // ---- paths -------------------------------------------------------------
 
-  /** The absolute server path of a namespace path. */
+  /** The absolute server path of a namespace path; a malformed path is refused (it could escape the namespace). */
   private abs(path: string): string {
+    validatePath(path);
     if (!this.namespace) return path;
     return path === '/' ? this.namespace : this.namespace + path;
   }
@@ -315,30 +337,52 @@ export class Session extends EventEmitter<SessionEvents> {
     if (this.isClosed) return Promise.reject(new SessionClosedError(path));
     this.stats.requests++;
     const timeoutMs = this.options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    const client = this.client;
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new RequestTimeoutError(timeoutMs, path)), timeoutMs);
-      const done: Callback<T> = (err, result) => {
+      const entry = {
+        client,
+        fail: (make: (path: string) => ZooKeeperError) => settle(make(path)),
+      };
+      const settle = (err: unknown, result?: T) => {
         clearTimeout(timer);
-        if (err) reject(toTypedError(err, path));
+        this.pending.delete(entry);
+        if (err) reject(err);
         else resolve(result as T);
       };
+      const timer = setTimeout(() => settle(new RequestTimeoutError(timeoutMs, path)), timeoutMs);
+      this.pending.add(entry);
       try {
-        send(this.client, done);
+        send(client, (err, result) => settle(err ? toTypedError(err, path) : undefined, result));
       } catch (err) {
-        clearTimeout(timer);
-        reject(new BadArgumentsError(err instanceof Error ? err.message : String(err), path));
+        settle(new BadArgumentsError(err instanceof Error ? err.message : String(err), path));
       }
     });
   }
 
-  private wrapWatcher(path: string, watcher: Watcher): (e: InstanceType<typeof wire.Event>) => void {
+  /**
+   * Runs a read that may set a one-shot watch. One entry per call, shared by
+   * all its attempts, so that a watch set by a retried (or late) attempt
+   * fires at most once; a call that fails sets no watch.
+   */
+  private async watched<T>(
+    path: string,
+    watcher: Watcher | undefined,
+    run: (w?: WireWatcher) => Promise<T>,
+  ): Promise<T> {
+    if (!watcher) return run(undefined);
     const entry: Watcher & { path?: string } = (event) => watcher(event);
     entry.path = path;
     this.watchers.add(entry);
-    return (e) => {
+    const wireWatcher: WireWatcher = (e) => {
       if (!this.watchers.delete(entry)) return;
       watcher({ type: eventType(e), path: this.rel(e.getPath()) });
     };
+    try {
+      return await run(wireWatcher);
+    } catch (err) {
+      this.watchers.delete(entry);
+      throw err;
+    }
   }
 
   private checkData(data: Buffer | undefined, path: string): void {
@@ -347,8 +391,9 @@ export class Session extends EventEmitter<SessionEvents> {
     }
   }
 
-  private rawCreate(absPath: string, data: Buffer | undefined, mode: CreateMode): Promise<string> {
-    return this.call<string>(absPath, (c, cb) =>
+  /** `errorPath` is the path errors report: the caller's, inside the namespace. */
+  private rawCreate(absPath: string, data: Buffer | undefined, mode: CreateMode, errorPath = absPath): Promise<string> {
+    return this.call<string>(errorPath, (c, cb) =>
       data ? c.create(absPath, data, this.acl, wireMode(mode), cb) : c.create(absPath, this.acl, wireMode(mode), cb),
     );
   }
@@ -358,7 +403,7 @@ export class Session extends EventEmitter<SessionEvents> {
   /** Creates a node; resolves with its path (sequential modes append the sequence number). Not retried. */
   async create(path: string, data?: Buffer, mode: CreateMode = 'persistent'): Promise<string> {
     this.checkData(data, path);
-    return this.rel(await this.rawCreate(this.abs(path), data, mode));
+    return this.rel(await this.rawCreate(this.abs(path), data, mode, path));
   }
 
   /**
@@ -374,14 +419,23 @@ export class Session extends EventEmitter<SessionEvents> {
   ): Promise<string> {
     const marker = `${lastSegment(pathPrefix)}${randomBytes(PROTECT_ID_BYTES).toString('hex')}-`;
     const parent = parentOf(pathPrefix);
-    const full = `${parent === '/' ? '' : parent}/${marker}`;
-    return withRetry(async () => {
+    const base = parent === '/' ? '' : parent;
+    const full = `${base}/${marker}`;
+    const findOwn = async () => (await this.getChildren(parent)).find((n) => n.startsWith(marker));
+    // Any failed attempt may have created the node (a lost reply, or a session
+    // that expired after the server applied the create): every retry looks for
+    // it first, and only creates again when it is not there.
+    return withRetry(async (attempt) => {
+      if (attempt > 0) {
+        const own = await findOwn();
+        if (own) return `${base}/${own}`;
+      }
       try {
         return await this.create(full, data, mode);
       } catch (err) {
         if (!isOutcomeUnknown(err)) throw err;
-        const own = (await this.getChildren(parent)).find((n) => n.startsWith(marker));
-        if (own) return `${parent === '/' ? '' : parent}/${own}`;
+        const own = await findOwn();
+        if (own) return `${base}/${own}`;
         throw err;
       }
     }, this.options.retry);
@@ -394,28 +448,30 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** The node's stat, or null when it does not exist. A watch fires on create, delete or change. */
   exists(path: string, options: { watch?: Watcher } = {}): Promise<Stat | null> {
-    return withRetry(
-      () =>
-        this.call<zkStat | null>(path, (c, cb) =>
-          options.watch
-            ? c.exists(this.abs(path), this.wrapWatcher(path, options.watch), cb)
-            : c.exists(this.abs(path), cb),
-        ).then((s) => (s ? toStat(s) : null)),
-      this.options.retry,
+    return this.watched(path, options.watch, (w) =>
+      withRetry(
+        () =>
+          this.call<zkStat | null>(path, (c, cb) =>
+            w ? c.exists(this.abs(path), w, cb) : c.exists(this.abs(path), cb),
+          ).then((s) => (s ? toStat(s) : null)),
+        this.options.retry,
+      ),
     );
   }
 
   /** The node's data and stat. A watch fires on change or delete. */
   getData(path: string, options: { watch?: Watcher } = {}): Promise<{ data: Buffer; stat: Stat }> {
-    return withRetry(
-      () =>
-        this.call<{ data: Buffer; stat: Stat }>(path, (c, cb) => {
-          const reply = (err: unknown, data?: Buffer, stat?: zkStat) =>
-            err ? cb(err) : cb(null, { data: data ?? Buffer.alloc(0), stat: toStat(stat as zkStat) });
-          if (options.watch) c.getData(this.abs(path), this.wrapWatcher(path, options.watch), reply);
-          else c.getData(this.abs(path), reply);
-        }),
-      this.options.retry,
+    return this.watched(path, options.watch, (w) =>
+      withRetry(
+        () =>
+          this.call<{ data: Buffer; stat: Stat }>(path, (c, cb) => {
+            const reply = (err: unknown, data?: Buffer, stat?: zkStat) =>
+              err ? cb(err) : cb(null, { data: data ?? Buffer.alloc(0), stat: toStat(stat as zkStat) });
+            if (w) c.getData(this.abs(path), w, reply);
+            else c.getData(this.abs(path), reply);
+          }),
+        this.options.retry,
+      ),
     );
   }
 
@@ -428,14 +484,14 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** The names of the node's children (unsorted). A watch fires when children are added or removed. */
   async getChildren(path: string, options: { watch?: Watcher } = {}): Promise<string[]> {
-    const names = await withRetry(
-      () =>
-        this.call<string[]>(path, (c, cb) =>
-          options.watch
-            ? c.getChildren(this.abs(path), this.wrapWatcher(path, options.watch), cb)
-            : c.getChildren(this.abs(path), cb),
-        ),
-      this.options.retry,
+    const names = await this.watched(path, options.watch, (w) =>
+      withRetry(
+        () =>
+          this.call<string[]>(path, (c, cb) =>
+            w ? c.getChildren(this.abs(path), w, cb) : c.getChildren(this.abs(path), cb),
+          ),
+        this.options.retry,
+      ),
     );
     if (names.length > this.stats.maxChildren) this.stats.maxChildren = names.length;
     return names;
@@ -461,9 +517,9 @@ export class Session extends EventEmitter<SessionEvents> {
       if (op.op === 'create') {
         if (op.data) tx.create(p, op.data, this.acl, wireMode(op.mode ?? 'persistent'));
         else tx.create(p, this.acl, wireMode(op.mode ?? 'persistent'));
-      } else if (op.op === 'delete') tx.remove(p, op.version ?? -1);
-      else if (op.op === 'setData') tx.setData(p, op.data, op.version ?? -1);
-      else tx.check(p, op.version);
+      } else if (op.op === 'delete') exactVersion(tx.remove(p, op.version ?? -1), op.version ?? -1);
+      else if (op.op === 'setData') exactVersion(tx.setData(p, op.data, op.version ?? -1), op.version ?? -1);
+      else exactVersion(tx.check(p, op.version), op.version);
     }
     type WireResult = { type: number; path?: string; stat?: zkStat; err?: number };
     let results: WireResult[];
@@ -536,6 +592,7 @@ export class Session extends EventEmitter<SessionEvents> {
 }
 
 type zkStat = Parameters<typeof toStat>[0];
+type WireWatcher = (e: InstanceType<typeof wire.Event>) => void;
 
 /** Maps a wire error to its typed error; a multi's per-op results ride along for `multiError`. */
 function toTypedError(err: unknown, path: string): unknown {
@@ -558,6 +615,22 @@ function normalizeNamespace(ns: string | undefined): string {
     throw new BadArgumentsError(`invalid namespace '${ns}'`);
   }
   return trimmed;
+}
+
+/** Refuses what ZooKeeper would: relative, empty or dotted segments, a trailing slash, control characters. */
+function validatePath(path: string): void {
+  if (typeof path !== 'string' || !path.startsWith('/')) {
+    throw new BadArgumentsError('a path must be a string starting with /', String(path));
+  }
+  if (path === '/') return;
+  const bad = path
+    .slice(1)
+    .split('/')
+    .some((seg) => seg === '' || seg === '.' || seg === '..');
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused here
+  if (bad || /[\u0000-\u001f\u007f]/.test(path)) {
+    throw new BadArgumentsError('invalid path (empty, . or .. segment, trailing slash or control character)', path);
+  }
 }
 
 function parentOf(path: string): string {

@@ -50,6 +50,18 @@ export function toStat(s: zookeeper.Stat): Stat {
   };
 }
 
+/**
+ * Sets the version of the operation just added to `tx`. The wire client's
+ * Transaction stores `version || -1`, so version 0 (a node never written
+ * since its creation: the first fencing token) would silently mean "any
+ * version" and a stale `check`, `setData` or `delete` in a multi would pass.
+ */
+export function exactVersion(tx: zookeeper.Transaction, version: number): void {
+  const ops = (tx as unknown as { ops: { version?: number }[] }).ops;
+  const last = ops[ops.length - 1];
+  if (last) last.version = version;
+}
+
 const EVENT_TYPES: Record<number, WatchEvent['type']> = {
   [zookeeper.Event.NODE_CREATED]: 'created',
   [zookeeper.Event.NODE_DELETED]: 'deleted',
