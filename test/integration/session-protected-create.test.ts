@@ -1,0 +1,58 @@
+/**
+ * A connection cut in the middle of a sequential create: the request reaches
+ * the server, the reply is lost. createProtected finds its own node; a plain
+ * sequential create cannot tell, so it must say the outcome is unknown.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ConnectionLossError, isOutcomeUnknown } from '@zkq/core';
+import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
+import { testSession, waitFor } from '../helpers/zk.js';
+
+async function setup(t: Parameters<typeof testSession>[0]) {
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const s = await testSession(t, {
+    connectionString: proxy.connectionString,
+    sessionTimeout: 15_000,
+    requestTimeout: 30_000,
+  });
+  // Sees the server directly, past the proxy.
+  const observer = await testSession(t, { namespace: s.namespace });
+  await s.create('/q');
+  return { proxy, s, observer };
+}
+
+test('createProtected: a lost reply and a cut connection leave exactly one node, which it returns', async (t) => {
+  const { proxy, s, observer } = await setup(t);
+  proxy.dropReplies();
+  const pending = s.createProtected('/q/job-', Buffer.from('payload'));
+  // The create reached the server and was applied; its reply was dropped.
+  await waitFor(async () => (await observer.getChildren('/q')).length === 1, { what: 'the node on the server' });
+  proxy.cut();
+  proxy.restore();
+  const path = await pending;
+  const children = await observer.getChildren('/q');
+  assert.equal(children.length, 1);
+  assert.equal(`/q/${children[0]}`, path);
+  assert.equal((await observer.getData(path)).data.toString(), 'payload');
+  assert.equal(s.state, 'reconnected');
+});
+
+test('plain sequential create under the same fault: rejects as outcome-unknown, is not re-sent', async (t) => {
+  const { proxy, s, observer } = await setup(t);
+  proxy.dropReplies();
+  const pending = s.create('/q/job-', Buffer.from('payload'), 'persistent_sequential');
+  await waitFor(async () => (await observer.getChildren('/q')).length === 1, { what: 'the node on the server' });
+  proxy.cut();
+  proxy.restore();
+  await assert.rejects(pending, (err: unknown) => {
+    assert.ok(err instanceof ConnectionLossError, String(err));
+    assert.equal(isOutcomeUnknown(err), true);
+    assert.equal(err.path, '/q/job-');
+    return true;
+  });
+  // The caller cannot know the node's name: this is what createProtected is for.
+  await s.getChildren('/q'); // connected again
+  assert.equal((await observer.getChildren('/q')).length, 1, 'the create was not silently re-sent');
+});
