@@ -32,7 +32,9 @@ export class TcpProxy {
   }
 
   private listen(): Promise<void> {
-    this.server = createServer((client) => this.accept(client));
+    // Half-open sockets: a client that sends and then ends its side (as a
+    // four-letter-word probe does) still gets the server's reply.
+    this.server = createServer({ allowHalfOpen: true }, (client) => this.accept(client));
     return new Promise((resolve, reject) => {
       this.server?.once('error', reject);
       this.server?.listen(this.port, '127.0.0.1', () => {
@@ -48,7 +50,7 @@ export class TcpProxy {
       client.destroy();
       return;
     }
-    const upstream = connect({ host: this.targetHost, port: this.targetPort });
+    const upstream = connect({ host: this.targetHost, port: this.targetPort, allowHalfOpen: true });
     const pair = { client, upstream };
     this.pairs.add(pair);
     const drop = () => {
@@ -58,6 +60,8 @@ export class TcpProxy {
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
+    client.on('end', () => upstream.end());
+    upstream.on('end', () => client.end());
     client.on('data', (d) => {
       if (!this.frozen) upstream.write(d);
     });

@@ -35,6 +35,8 @@ export interface ZooKeeperServerOptions {
   install?: boolean;
   /** Milliseconds to wait for the server to serve. Default 60000. */
   startTimeoutMs?: number;
+  /** Client port of a standalone server (e.g. 2181 for a dev server). Default: a free port. */
+  clientPort?: number;
 }
 
 const DEFAULT_TICK_MS = 500;
@@ -216,7 +218,7 @@ function tempDir(prefix: string, given?: string): { dir: string; owned: boolean 
 export async function startZooKeeper(options: ZooKeeperServerOptions = {}): Promise<ZooKeeperServer> {
   const classpath = ensureZooKeeper({ install: options.install ?? true });
   const { dir, owned } = tempDir('zkq-zk-', options.dataDir);
-  const [clientPort] = await freePorts(1);
+  const clientPort = options.clientPort ?? (await freePorts(1))[0];
   const proc = new ZooKeeperProcess({ dir, clientPort: clientPort as number }, options, classpath);
   proc.start();
   try {

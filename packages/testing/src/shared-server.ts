@@ -18,9 +18,19 @@ let own: Promise<ZooKeeperServer> | undefined;
 export async function sharedZooKeeper(): Promise<string> {
   const given = process.env[SHARED_SERVER_ENV];
   if (given) return given;
-  own ??= startZooKeeper();
+  if (!own) {
+    own = startZooKeeper();
+    // Once per process, not once per call: every test file asks for the server.
+    process.once(
+      'beforeExit',
+      () =>
+        void own?.then(
+          (server) => server.stop(),
+          () => undefined,
+        ),
+    );
+  }
   const server = await own;
-  process.once('beforeExit', () => void server.stop());
   return server.connectionString;
 }
 

@@ -1,0 +1,112 @@
+/** @zkq/testing: servers, start failures, ports and the TCP proxy. */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Session } from '@zkq/core';
+import {
+  fourLetterWord,
+  freePort,
+  freePorts,
+  sharedZooKeeper,
+  startZooKeeper,
+  TcpProxy,
+  ZooKeeperStartError,
+} from '@zkq/testing';
+import { nextEvent } from '../helpers/zk.js';
+
+test('startZooKeeper: serves on loopback, and stop() kills it and removes its directory', async (t) => {
+  const before = new Set(readdirSync(tmpdir()).filter((d) => d.startsWith('zkq-zk-')));
+  const server = await startZooKeeper({ heapMb: 128 });
+  t.after(() => server.stop());
+  const dirs = readdirSync(tmpdir())
+    .filter((d) => d.startsWith('zkq-zk-') && !before.has(d))
+    .map((d) => join(tmpdir(), d));
+  assert.match(server.connectionString, /^127\.0\.0\.1:\d+$/);
+  assert.equal(server.process.running, true);
+  assert.equal(await server.process.mode(), 'standalone');
+  assert.equal(await fourLetterWord(server.process.clientPort, 'ruok'), 'imok');
+
+  const s = await Session.connect({ connectionString: server.connectionString, namespace: '/h' });
+  await s.create('/x', Buffer.from('1'));
+  assert.equal((await s.getData('/x')).data.toString(), '1');
+  await s.close();
+
+  assert.equal(dirs.length, 1, 'the server made one temporary directory');
+  const dir = dirs[0] as string;
+  assert.ok(existsSync(join(dir, 'zoo.cfg')));
+  await server.stop();
+  assert.equal(server.process.running, false);
+  assert.equal(existsSync(dir), false, 'stop() removed the directory');
+  assert.equal(await server.process.mode(), undefined, 'nothing answers on the port');
+  await server.stop(); // idempotent
+});
+
+test('ZooKeeperStartError: a taken client port fails the start with the log tail', async (t) => {
+  // Holds the port; probes of the starting server (`srvr`) are hung up on.
+  const blocker: Server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+  const address = blocker.address();
+  assert.ok(address && typeof address === 'object');
+  const dataDir = mkdtempSync(join(tmpdir(), 'zkq-harness-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  await assert.rejects(startZooKeeper({ clientPort: address.port, dataDir, heapMb: 128 }), (err: unknown) => {
+    assert.ok(err instanceof ZooKeeperStartError, String(err));
+    assert.equal(err.code, 'ZKQ_ZOOKEEPER_START_FAILED');
+    assert.match(err.log, /Address already in use|BindException/);
+    assert.ok(err.message.includes(err.log));
+    return true;
+  });
+});
+
+test('ZooKeeperStartError: an invalid configuration fails the start with the log tail', async () => {
+  await assert.rejects(
+    startZooKeeper({ minSessionTimeout: 20_000, maxSessionTimeout: 10_000, heapMb: 128 }),
+    (err: unknown) => {
+      assert.ok(err instanceof ZooKeeperStartError, String(err));
+      assert.match(err.log, /minSessionTimeout/);
+      return true;
+    },
+  );
+});
+
+test('freePorts: distinct, bindable ports', async () => {
+  const ports = await freePorts(12);
+  assert.equal(new Set(ports).size, 12);
+  for (const p of ports) assert.ok(Number.isInteger(p) && p > 0 && p < 65536);
+  const one = await freePort();
+  const srv = createServer();
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(one, '127.0.0.1', resolve);
+  });
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+});
+
+test('TcpProxy: forwards, cut() drops and refuses connections, restore() lets them back', async (t) => {
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  assert.match(proxy.connectionString, /^127\.0\.0\.1:\d+$/);
+  const s = await Session.connect({ connectionString: proxy.connectionString, sessionTimeout: 15_000 });
+  t.after(() => s.close());
+  await s.exists('/');
+  assert.equal(proxy.connections, 1);
+
+  const suspended = nextEvent(s, 'suspended');
+  proxy.cut();
+  assert.equal(proxy.connections, 0);
+  await suspended;
+  // While cut, a fresh connection is hung up on at once (no reply, maybe a reset).
+  const port = Number(proxy.connectionString.split(':')[1]);
+  assert.equal(await fourLetterWord(port, 'ruok').catch(() => ''), '');
+
+  const reconnected = nextEvent(s, 'reconnected', 30_000);
+  proxy.restore();
+  await reconnected;
+  assert.ok(await s.exists('/'));
+  assert.equal(await fourLetterWord(port, 'ruok'), 'imok');
+});
