@@ -1,0 +1,207 @@
+/**
+ * GroupMembership: a live list of the members of a group (kazoo's Party).
+ *
+ * Layout:
+ *   <path>/<id>   EPHEMERAL, one per member, data = the member's data
+ * Ids are node names, so one id is one member. `join()` creates the node;
+ * `current` is a cached list of ids kept live by a child watch on `path`,
+ * and `change` is emitted whenever it changes.
+ *
+ * A `NodeExists` on join means the id is taken. When the node belongs to an
+ * earlier session of this same object (the session layer declares a session
+ * lost after a long suspension, possibly before the server has expired it),
+ * `join()` waits for the old node to go and creates it again; any other
+ * owner is a different live member: `MemberExistsError`.
+ *
+ * Suspended connection: the cache is kept (it may be stale until the
+ * reconnect). Session lost: the member's node is gone; once the session layer
+ * has built a new session, the member re-joins and the cache is re-read.
+ */
+import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { NodeExistsError, NoNodeError } from '../zk/errors.js';
+import type { Session } from '../zk/session.js';
+import { MemberExistsError } from './errors.js';
+import { checkId, checkPath, joinPath, watchOnce } from './internals.js';
+
+/** Options of a `GroupMembership`. */
+export interface GroupMembershipOptions {
+  /** This member's id: the name of its node (no `/`). */
+  id: string;
+  /** Data stored in the member's node. */
+  data?: Buffer;
+}
+
+/** A member of the group. */
+export interface Member {
+  id: string;
+  data: Buffer;
+}
+
+/** Typed events of a `GroupMembership`. */
+export interface GroupMembershipEvents {
+  /** The member list changed; ids sorted. */
+  change: [members: string[]];
+  /** Refreshing the list or re-joining failed; it is retried. */
+  refreshFailed: [error: unknown];
+}
+
+const RETRY_DELAY_MS = 1000;
+
+/** Membership of this process in the group at `path`, and a live view of the group. */
+export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
+  readonly path: string;
+  readonly id: string;
+  private readonly data: Buffer | undefined;
+  private cache: string[] = [];
+  private joined = false;
+  /** Bumped on every join and leave, so that the watches of an earlier join stay quiet. */
+  private epoch = 0;
+  /** Session ids (as bigint) under which this object created its node. */
+  private readonly ownSessions = new Set<bigint>();
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly session: Session,
+    path: string,
+    options: GroupMembershipOptions,
+  ) {
+    super();
+    this.path = checkPath(path);
+    this.id = checkId(options?.id, 'options.id', true);
+    this.data = options.data;
+  }
+
+  /** The member ids as last seen (sorted), kept live after `join()`. */
+  get current(): readonly string[] {
+    return this.cache;
+  }
+
+  /** Joins the group and starts following its member list. */
+  async join(): Promise<void> {
+    if (this.joined) return;
+    this.joined = true;
+    this.epoch++;
+    this.subscribe();
+    try {
+      await this.createNode();
+      await this.refresh();
+    } catch (err) {
+      this.joined = false;
+      throw err;
+    }
+  }
+
+  /** Leaves the group (deletes the member node) and stops following it. Idempotent; `join()` again is fine. */
+  async leave(): Promise<void> {
+    this.joined = false;
+    this.epoch++;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    await this.session
+      .retry(() => this.session.delete(this.nodePath))
+      .catch((err) => {
+        if (!(err instanceof NoNodeError)) throw err;
+      });
+  }
+
+  /** The current members with their data, read from ZooKeeper now. */
+  async members(): Promise<Member[]> {
+    const ids = await this.session.getChildren(this.path).catch(emptyOnNoNode);
+    const read = await Promise.all(
+      ids.sort().map(async (id) => {
+        const data = await this.session.getData(joinPath(this.path, id)).then((r) => r.data, nullOnNoNode);
+        return data ? { id, data } : undefined;
+      }),
+    );
+    return read.filter((m): m is Member => m !== undefined);
+  }
+
+  private get nodePath(): string {
+    return joinPath(this.path, this.id);
+  }
+
+  private subscribe(): void {
+    if (this.unsubscribe) return;
+    this.unsubscribe = this.session.onNewSession(() => {
+      if (this.joined) void this.recover();
+    });
+  }
+
+  private async recover(): Promise<void> {
+    while (this.joined) {
+      try {
+        await this.createNode();
+        await this.refresh();
+        return;
+      } catch (err) {
+        if (this.session.closed) return;
+        this.emit('refreshFailed', err);
+        await sleep(RETRY_DELAY_MS);
+      }
+    }
+  }
+
+  private async createNode(): Promise<void> {
+    await this.session.ensurePath(this.path);
+    for (;;) {
+      try {
+        await this.session.create(this.nodePath, this.data, 'ephemeral');
+        this.ownSessions.add(BigInt(`0x${this.session.sessionId}`));
+        return;
+      } catch (err) {
+        if (!(err instanceof NodeExistsError)) throw err;
+        if (await this.isOwnNode()) return;
+        // An earlier session of ours still holds the node: wait for the server to expire it.
+        await watchOnce(this.session, this.nodePath, { what: `member ${this.nodePath}` }, 'absent');
+      }
+    }
+  }
+
+  /** True when the existing node is this session's; throws when it belongs to a stranger. */
+  private async isOwnNode(): Promise<boolean> {
+    const stat = await this.session.exists(this.nodePath);
+    if (!stat) return false;
+    const owner = BigInt(`0x${stat.ephemeralOwner}`);
+    if (owner === BigInt(`0x${this.session.sessionId}`)) return true;
+    if (this.ownSessions.has(owner)) return false;
+    throw new MemberExistsError(this.nodePath);
+  }
+
+  /** Reads the member list with a child watch; the watch refreshes it again. */
+  private async refresh(): Promise<void> {
+    if (!this.joined) return;
+    const epoch = this.epoch;
+    const ids = await this.session.getChildren(this.path, {
+      watch: (event) => {
+        if (event.type === 'childrenChanged' && epoch === this.epoch) void this.refreshOrRetry();
+      },
+    });
+    const sorted = ids.sort();
+    if (sorted.join('/') === this.cache.join('/')) return;
+    this.cache = sorted;
+    this.emit('change', [...sorted]);
+  }
+
+  private async refreshOrRetry(): Promise<void> {
+    while (this.joined) {
+      try {
+        return await this.refresh();
+      } catch (err) {
+        if (this.session.closed) return;
+        this.emit('refreshFailed', err);
+        await sleep(RETRY_DELAY_MS);
+      }
+    }
+  }
+}
+
+function emptyOnNoNode(err: unknown): string[] {
+  if (err instanceof NoNodeError) return [];
+  throw err;
+}
+
+function nullOnNoNode(err: unknown): null {
+  if (err instanceof NoNodeError) return null;
+  throw err;
+}

@@ -1,0 +1,228 @@
+/**
+ * The shared engine of the ordered recipes (lock, read/write lock, leader
+ * election): "given the sequential nodes under a parent, may I proceed, and
+ * if not, which single node do I watch?" A *driver* answers the question;
+ * `waitForTurn` does the waiting. Each waiter watches exactly one other node
+ * (an exists-watch), so a release wakes one waiter, never the herd.
+ *
+ * Node names are compared by their sequence number (the last 10 digits that
+ * ZooKeeper appends), never by prefix: `read-…-0000000007` sorts before
+ * `write-…-0000000008` whatever the prefixes.
+ *
+ * Suspension: a wait keeps going (the watch survives a reconnect with the same
+ * session). Session loss: pending watches report `sessionLost`; the wait
+ * rejects with `SessionExpiredError` because the waiter's ephemeral node is gone.
+ */
+import { AbortedError, InvalidArgumentError, TimeoutError } from '../errors.js';
+import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
+import type { Session } from '../zk/session.js';
+import type { WatchEvent } from '../zk/types.js';
+
+/** Length of the sequence suffix ZooKeeper appends to sequential names. */
+const SEQUENCE_DIGITS = 10;
+const SEQUENTIAL_NAME = /\d{10}$/;
+
+/** The sequence number of a sequential node name (its last 10 digits). */
+export function sequenceOf(name: string): number {
+  return Number(name.slice(-SEQUENCE_DIGITS));
+}
+
+/** The sequential names among `names`, optionally only those with `prefix`, sorted by sequence number. */
+export function sortBySequence(names: readonly string[], prefix?: string): string[] {
+  return names
+    .filter((n) => SEQUENTIAL_NAME.test(n) && (prefix === undefined || n.startsWith(prefix)))
+    .sort((a, b) => sequenceOf(a) - sequenceOf(b));
+}
+
+/** A driver's answer: proceed, or watch `watch` (a sibling name) and ask again when it changes. */
+export type TurnDecision = { proceed: true } | { proceed: false; watch: string };
+
+/** Decides, from the sorted participants, whether `own` may proceed (Curator's lock driver). */
+export interface LockDriver {
+  /** Which sibling names take part in the ordering (the rest are ignored). */
+  participates(name: string): boolean;
+  /** `sorted` holds the participants by sequence number and contains `own`. */
+  decide(sorted: readonly string[], own: string): TurnDecision;
+}
+
+/** Exclusive ordering: the lowest node proceeds; the others watch their immediate predecessor. */
+export const exclusiveDriver: LockDriver = {
+  participates: (name) => SEQUENTIAL_NAME.test(name),
+  decide(sorted, own) {
+    const index = sorted.indexOf(own);
+    return index === 0 ? { proceed: true } : { proceed: false, watch: sorted[index - 1] as string };
+  },
+};
+
+/** Counters a waiter keeps, for tests and diagnostics. */
+export interface WaitStats {
+  /** Watches set on a predecessor. */
+  watches: number;
+  /** Times a watch fired and woke this waiter. */
+  wakeups: number;
+}
+
+/** Where and how long to wait. */
+export interface TurnOptions {
+  /** Absolute deadline (ms since the epoch); undefined waits forever. */
+  deadline?: number | undefined;
+  /** The timeout the deadline came from, for the error message. */
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+  /** What is waited for, in error messages ("lock /x"). */
+  what: string;
+  stats?: WaitStats;
+}
+
+/**
+ * Resolves once `driver` lets the node `dir/own` proceed. Rejects with
+ * `TimeoutError`, `AbortedError`, `SessionExpiredError` (session lost while
+ * waiting) or `NoNodeError` (our node was deleted by someone else). Never
+ * deletes `own`: the caller owns its node.
+ */
+export async function waitForTurn(
+  session: Session,
+  dir: string,
+  own: string,
+  driver: LockDriver,
+  options: TurnOptions,
+) {
+  for (;;) {
+    throwIfAborted(options);
+    const sorted = sortBySequence((await session.getChildren(dir)).filter((n) => driver.participates(n)));
+    if (!sorted.includes(own)) throw new NoNodeError(joinPath(dir, own));
+    const decision = driver.decide(sorted, own);
+    if (decision.proceed) return;
+    const event = await watchOnce(session, joinPath(dir, decision.watch), options);
+    if (event?.type === 'sessionLost') throw new SessionExpiredError(joinPath(dir, own));
+  }
+}
+
+/**
+ * Sets an exists-watch on `path` and waits for it to fire. Resolves with
+ * `undefined` at once when the node is already `until` (default: absent, i.e.
+ * wait for a deletion; `present` waits for a creation).
+ */
+export async function watchOnce(
+  session: Session,
+  path: string,
+  options: TurnOptions,
+  until: 'absent' | 'present' = 'absent',
+): Promise<WatchEvent | undefined> {
+  let fire!: (event: WatchEvent) => void;
+  const fired = new Promise<WatchEvent>((resolve) => {
+    fire = resolve;
+  });
+  const stat = await session.exists(path, { watch: (event) => fire(event) });
+  if ((stat === null) === (until === 'absent')) return undefined;
+  if (options.stats) options.stats.watches++;
+  const event = await raceWait(fired, options);
+  if (options.stats) options.stats.wakeups++;
+  return event;
+}
+
+/** Waits for `promise`, or rejects on the deadline or the abort signal of `options`. */
+export function raceWait<T>(promise: Promise<T>, options: TurnOptions): Promise<T> {
+  throwIfAborted(options);
+  const { deadline, signal } = options;
+  if (deadline === undefined && !signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const onAbort = () => finish(() => reject(new AbortedError(options.what, { cause: signal?.reason })));
+    const finish = (settle: () => void) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      settle();
+    };
+    if (deadline !== undefined) {
+      const timeoutMs = options.timeoutMs ?? 0;
+      timer = setTimeout(
+        () => finish(() => reject(new TimeoutError(options.what, timeoutMs))),
+        Math.max(0, deadline - Date.now()),
+      );
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => finish(() => resolve(value)),
+      (err) => finish(() => reject(err)),
+    );
+  });
+}
+
+/** Throws when the signal fired or the deadline passed. */
+export function throwIfAborted(options: TurnOptions): void {
+  if (options.signal?.aborted) throw new AbortedError(options.what, { cause: options.signal.reason });
+  if (options.deadline !== undefined && Date.now() >= options.deadline) {
+    throw new TimeoutError(options.what, options.timeoutMs ?? 0);
+  }
+}
+
+/** Public wait options of every recipe that blocks. */
+export interface WaitOptions {
+  /** Give up after this many milliseconds (TimeoutError). Default: wait forever. */
+  timeout?: number;
+  /** Give up when this signal fires (AbortedError). */
+  signal?: AbortSignal;
+}
+
+/** Validates public wait options and turns them into `TurnOptions`. */
+export function turnOptions(what: string, options: WaitOptions = {}, stats?: WaitStats): TurnOptions {
+  const { timeout, signal } = options;
+  if (timeout !== undefined && !(Number.isFinite(timeout) && timeout >= 0)) {
+    throw new InvalidArgumentError(`timeout must be a finite number >= 0, got ${timeout}`, 'options.timeout');
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new InvalidArgumentError('signal must be an AbortSignal', 'options.signal');
+  }
+  const result: TurnOptions = { what, signal, timeoutMs: timeout };
+  if (timeout !== undefined) result.deadline = Date.now() + timeout;
+  if (stats) result.stats = stats;
+  return result;
+}
+
+/** Validates a recipe's znode path (inside the session's namespace). */
+export function checkPath(path: unknown, argument = 'path'): string {
+  if (typeof path !== 'string' || !path.startsWith('/') || path === '/' || path.endsWith('/') || path.includes('//')) {
+    throw new InvalidArgumentError(
+      `${argument} must be an absolute znode path like '/locks/x', got '${path}'`,
+      argument,
+    );
+  }
+  return path;
+}
+
+/** Validates an id that becomes node data or a node name. */
+export function checkId(id: unknown, argument: string, asName = false): string {
+  if (typeof id !== 'string' || id === '' || (asName && (id.includes('/') || id === '.' || id === '..'))) {
+    throw new InvalidArgumentError(`${argument} must be a non-empty string${asName ? ' without /' : ''}`, argument);
+  }
+  return id;
+}
+
+export function joinPath(dir: string, name: string): string {
+  return `${dir}/${name}`;
+}
+
+export function baseName(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+/** Deletes `path`; a node already gone is fine. Retried on connection loss. */
+export async function deleteIfExists(session: Session, path: string): Promise<void> {
+  await session.retry(() =>
+    session.delete(path).catch((err) => {
+      if (!(err instanceof NoNodeError)) throw err;
+    }),
+  );
+}
+
+/** Creates a protected ephemeral sequential node `dir/<prefix>…`, creating `dir` when missing. */
+export async function createMemberNode(session: Session, dir: string, prefix: string, data?: Buffer): Promise<string> {
+  try {
+    return await session.createProtected(joinPath(dir, prefix), data, 'ephemeral_sequential');
+  } catch (err) {
+    if (!(err instanceof NoNodeError)) throw err;
+    await session.ensurePath(dir);
+    return session.createProtected(joinPath(dir, prefix), data, 'ephemeral_sequential');
+  }
+}

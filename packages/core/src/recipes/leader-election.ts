@@ -1,0 +1,236 @@
+/**
+ * LeaderElection: one leader among the participants of `path`, the others
+ * waiting in line (the ZooKeeper election recipe).
+ *
+ * Layout:
+ *   <path>/n-<12 hex id>-<10-digit seq>   EPHEMERAL_SEQUENTIAL, one per participant,
+ *                                         data = the participant's id
+ * The lowest sequence number leads; every other participant watches only its
+ * immediate predecessor, so a leader's departure wakes one participant.
+ *
+ * Fencing: the leader adds `fence()` (a `check` of its own node) to each of
+ * its `multi`s. A deposed leader's node is gone, so its writes fail with
+ * `NoNodeError` instead of racing the new leader.
+ *
+ * Suspended connection: leadership is kept (the node may still exist); the
+ * fence makes writes safe if it turns out to be lost. Session lost: `deposed`
+ * is emitted (if leading) and, once the session layer has built a new
+ * session, the participant re-joins at the back of the line unless it has
+ * resigned or closed. `resign()` leaves the election; `start()` joins again.
+ */
+import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AbortedError, ClosedError } from '../errors.js';
+import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
+import type { Session } from '../zk/session.js';
+import type { Op } from '../zk/types.js';
+import { NotLeaderError } from './errors.js';
+import {
+  baseName,
+  checkId,
+  checkPath,
+  createMemberNode,
+  deleteIfExists,
+  exclusiveDriver,
+  raceWait,
+  turnOptions,
+  type WaitOptions,
+  type WaitStats,
+  waitForTurn,
+} from './internals.js';
+import { currentHolder } from './lock.js';
+
+/** Options of a `LeaderElection`. */
+export interface LeaderElectionOptions {
+  /** This participant's id, stored in its node and returned by `leader()`. */
+  id: string;
+}
+
+/** Typed events of a `LeaderElection`. */
+export interface LeaderElectionEvents {
+  /** This participant became the leader. */
+  elected: [];
+  /** This participant stopped being the leader (resigned, closed, or its session was lost). */
+  deposed: [];
+  /** Joining or waiting failed for a reason other than session loss; it is retried. */
+  joinFailed: [error: unknown];
+}
+
+const NODE_PREFIX = 'n-';
+const REJOIN_DELAY_MS = 1000;
+
+/** A participant (or, without `start()`, an observer) of the election at `path`. */
+export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
+  /** Counters for tests and diagnostics. */
+  readonly stats: WaitStats = { watches: 0, wakeups: 0 };
+  readonly path: string;
+  readonly id: string;
+  private node: string | undefined;
+  private leading = false;
+  private joined = false;
+  private closed = false;
+  /** Bumped on every join and leave; a campaign of an older epoch stops acting. */
+  private epoch = 0;
+  private abort: AbortController | undefined;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly session: Session,
+    path: string,
+    options: LeaderElectionOptions,
+  ) {
+    super();
+    this.path = checkPath(path);
+    this.id = checkId(options?.id, 'options.id');
+  }
+
+  /** True while this participant leads. */
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Joins the election: resolves once this participant's node exists (not when it wins). */
+  async start(): Promise<void> {
+    if (this.closed) throw new ClosedError(`election ${this.path}`);
+    if (this.joined) return;
+    this.joined = true;
+    this.subscribe();
+    try {
+      await this.join();
+    } catch (err) {
+      this.joined = false;
+      throw err;
+    }
+  }
+
+  /** Leaves the election (deleting this participant's node); `start()` joins again at the back. */
+  async resign(): Promise<void> {
+    this.joined = false;
+    await this.leave();
+  }
+
+  /** Leaves for good: no automatic re-join, and `start()` throws `ClosedError`. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.resign();
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+  }
+
+  /** The id of the current leader, or undefined when nobody takes part. Works for observers too. */
+  leader(): Promise<string | undefined> {
+    return currentHolder(this.session, this.path, exclusiveDriver);
+  }
+
+  /**
+   * An op to add to the leader's `multi`s: it fails (`NoNodeError`) once this
+   * participant's node is gone, so a deposed leader's write is rejected.
+   * Throws `NotLeaderError` when not leading.
+   */
+  fence(): Op {
+    if (!this.leading || !this.node) throw new NotLeaderError(this.path);
+    return { op: 'check', path: this.node, version: 0 };
+  }
+
+  /** Resolves once this participant leads; rejects with `TimeoutError` or `AbortedError`. */
+  async waitUntilLeader(options: WaitOptions = {}): Promise<void> {
+    const turn = turnOptions(`leadership of ${this.path}`, options);
+    if (this.leading) return;
+    let onElected!: () => void;
+    const elected = new Promise<void>((resolve) => {
+      onElected = resolve;
+    });
+    this.on('elected', onElected);
+    try {
+      await raceWait(elected, turn);
+    } finally {
+      this.off('elected', onElected);
+    }
+  }
+
+  private subscribe(): void {
+    if (this.unsubscribe) return;
+    const onLost = () => this.onSessionLost();
+    this.session.on('lost', onLost);
+    const offHook = this.session.onNewSession(() => {
+      if (this.joined && !this.closed) void this.join().catch(() => undefined);
+    });
+    this.unsubscribe = () => {
+      this.session.off('lost', onLost);
+      offHook();
+    };
+  }
+
+  private async join(): Promise<void> {
+    const epoch = ++this.epoch;
+    const node = await createMemberNode(this.session, this.path, NODE_PREFIX, Buffer.from(this.id));
+    if (epoch !== this.epoch || !this.joined) {
+      await deleteIfExists(this.session, node).catch(() => undefined);
+      return;
+    }
+    this.node = node;
+    void this.campaign(epoch, node);
+  }
+
+  /** Waits for this participant's turn, then leads until deposed. */
+  private async campaign(epoch: number, node: string): Promise<void> {
+    const abort = new AbortController();
+    this.abort = abort;
+    try {
+      const turn = { what: `election ${this.path}`, signal: abort.signal, stats: this.stats };
+      await waitForTurn(this.session, this.path, baseName(node), exclusiveDriver, turn);
+      if (epoch !== this.epoch) return;
+      this.leading = true;
+      this.emit('elected');
+      await this.watchOwnNode(epoch, node);
+    } catch (err) {
+      if (epoch === this.epoch) await this.campaignFailed(err, epoch);
+    }
+  }
+
+  /** While leading, notices the node being deleted from outside (an operator, a cleanup). */
+  private async watchOwnNode(epoch: number, node: string): Promise<void> {
+    const gone = await this.session.exists(node, {
+      watch: (event) => {
+        if (event.type === 'deleted' && epoch === this.epoch) void this.campaignFailed(new NoNodeError(node), epoch);
+      },
+    });
+    if (!gone && epoch === this.epoch) throw new NoNodeError(node);
+  }
+
+  /** Deposes, then re-joins at the back (after a pause unless the node was merely deleted). */
+  private async campaignFailed(err: unknown, epoch: number): Promise<void> {
+    if (err instanceof AbortedError || err instanceof SessionExpiredError || this.session.closed) return;
+    this.depose();
+    if (!(err instanceof NoNodeError)) {
+      this.emit('joinFailed', err);
+      await sleep(REJOIN_DELAY_MS);
+    }
+    if (epoch !== this.epoch || !this.joined || this.closed) return;
+    await this.leave();
+    if (!this.joined || this.closed) return;
+    await this.join().catch((e) => this.campaignFailed(e, this.epoch));
+  }
+
+  private onSessionLost(): void {
+    this.epoch++;
+    this.abort?.abort();
+    this.node = undefined;
+    this.depose();
+  }
+
+  private async leave(): Promise<void> {
+    this.epoch++;
+    this.abort?.abort();
+    const node = this.node;
+    this.node = undefined;
+    this.depose();
+    if (node) await deleteIfExists(this.session, node).catch(() => undefined);
+  }
+
+  private depose(): void {
+    if (!this.leading) return;
+    this.leading = false;
+    this.emit('deposed');
+  }
+}

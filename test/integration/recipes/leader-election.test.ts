@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { LeaderElection, NoNodeError, NotLeaderError, type Session, TimeoutError } from '@zkq/core';
+import { expire, sessionsOn } from '../../fixtures/recipes/helpers.js';
+import { nextEvent, waitFor } from '../../helpers/zk.js';
+
+/** Starts one participant per session and records any moment with two leaders. */
+async function participants(sessions: Session[]) {
+  const elections = sessions.map((s, i) => new LeaderElection(s, '/election', { id: `p${i}` }));
+  const violations: string[] = [];
+  for (const e of elections) {
+    e.on('elected', () => {
+      const leaders = elections.filter((x) => x.isLeader).map((x) => x.id);
+      if (leaders.length !== 1) violations.push(leaders.join(','));
+    });
+    await e.start();
+  }
+  const leader = () => elections.filter((e) => e.isLeader);
+  return { elections, violations, leader };
+}
+
+test('election: one leader at a time; resignation hands over in join order', async (t) => {
+  const { sessions } = await sessionsOn(t, 4);
+  const { elections, violations, leader } = await participants(sessions.slice(0, 3));
+  const observer = new LeaderElection(sessions[3]!, '/election', { id: 'observer' });
+  await waitFor(() => leader().length === 1, { what: 'a leader' });
+  assert.equal(leader()[0]!.id, 'p0');
+  assert.equal(await observer.leader(), 'p0');
+
+  const deposed = nextEvent(elections[0]!, 'deposed');
+  await elections[0]!.resign();
+  await deposed;
+  await waitFor(() => elections[1]!.isLeader, { what: 'p1 elected' });
+  assert.equal(await observer.leader(), 'p1');
+  await elections[1]!.close();
+  await waitFor(() => elections[2]!.isLeader, { what: 'p2 elected' });
+
+  await elections[0]!.start(); // re-joins at the back
+  assert.equal(elections[0]!.isLeader, false);
+  await elections[2]!.resign();
+  await elections[0]!.waitUntilLeader({ timeout: 30_000 });
+  assert.deepEqual(violations, []);
+  assert.equal(leader().length, 1);
+  await assert.rejects(elections[1]!.start(), { code: 'ZKQ_CLOSED' });
+  assert.throws(() => elections[2]!.fence(), NotLeaderError);
+  await assert.rejects(elections[2]!.waitUntilLeader({ timeout: 200 }), TimeoutError);
+});
+
+test('election: an expired leader is deposed, fenced out, and re-joins on its new session', async (t) => {
+  const { sessions } = await sessionsOn(t, 3);
+  const { elections, leader } = await participants(sessions);
+  await waitFor(() => leader().length === 1, { what: 'a leader' });
+  const [p0, p1] = elections as [LeaderElection, LeaderElection];
+  assert.ok(p0.isLeader);
+  await sessions[0]!.create('/fenced', Buffer.from('0'));
+  await sessions[0]!.multi([p0.fence(), { op: 'setData', path: '/fenced', data: Buffer.from('1') }]);
+  const fence = p0.fence();
+
+  const deposed = nextEvent(p0, 'deposed', 30_000);
+  const started = Date.now();
+  await expire(sessions[0]!);
+  await deposed;
+  await p1.waitUntilLeader({ timeout: 30_000 });
+  assert.ok(Date.now() - started < 30_000);
+  await assert.rejects(
+    sessions[0]!.multi([fence, { op: 'setData', path: '/fenced', data: Buffer.from('stale') }]),
+    NoNodeError,
+  );
+  assert.equal((await sessions[1]!.getData('/fenced')).data.toString(), '1');
+  assert.throws(() => p0.fence(), NotLeaderError);
+
+  // p0 re-joined behind the others on its new session.
+  await waitFor(async () => (await sessions[1]!.getChildren('/election')).length === 3, { what: 'p0 re-joined' });
+  assert.equal(p0.isLeader, false);
+  assert.equal(await p0.leader(), 'p1');
+});
+
+test('election: closing the leader session elects the next participant', async (t) => {
+  const { sessions } = await sessionsOn(t, 3);
+  const { elections, violations, leader } = await participants(sessions);
+  await waitFor(() => leader().length === 1, { what: 'a leader' });
+  await sessions[0]!.close();
+  await elections[1]!.waitUntilLeader({ timeout: 30_000 });
+  assert.equal(elections[2]!.isLeader, false);
+  assert.deepEqual(
+    violations.filter((v) => !v.startsWith('p0')),
+    [],
+  );
+});

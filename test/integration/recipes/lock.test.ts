@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { AbortedError, InvalidArgumentError, Lock, TimeoutError } from '@zkq/core';
+import { expire, sessionsOn, spawnFixture } from '../../fixtures/recipes/helpers.js';
+import { nextEvent, waitFor } from '../../helpers/zk.js';
+
+test('lock: mutual exclusion across processes under contention', async (t) => {
+  const { namespace, sessions } = await sessionsOn(t, 1);
+  const [s] = sessions as [(typeof sessions)[0]];
+  await s.create('/counter', Buffer.from('0'));
+  const processes = 3;
+  const iterations = 12;
+  const children = await Promise.all(
+    Array.from({ length: processes }, () =>
+      spawnFixture(t, 'lock-client.ts', [namespace, '/lock', 'counter', String(iterations)]),
+    ),
+  );
+  for (const child of children) {
+    const code = await child.exited;
+    assert.equal(code, 0, `contender failed: ${child.output()}`);
+  }
+  const { data } = await s.getData('/counter');
+  assert.equal(Number(data.toString()), processes * iterations);
+  assert.deepEqual(await s.getChildren('/lock'), []);
+});
+
+test('lock: each release wakes exactly one waiter, in arrival order', async (t) => {
+  const { sessions } = await sessionsOn(t, 2);
+  const holder = new Lock(sessions[0]!, '/lock', { id: 'holder' });
+  await holder.acquire();
+  const waiters = Array.from({ length: 5 }, (_, i) => new Lock(sessions[i % 2]!, '/lock', { id: `w${i}` }));
+  const order: number[] = [];
+  const acquiring = waiters.map(async (w, i) => {
+    await w.acquire({ timeout: 60_000 });
+    order.push(i);
+  });
+  // Queue them in a known order: each waiter's node exists before the next one starts waiting.
+  await waitFor(async () => (await sessions[0]!.getChildren('/lock')).length === 6, { what: 'all waiters queued' });
+  await waitFor(() => waiters.every((w) => w.stats.watches === 1), { what: 'every waiter watching' });
+  assert.equal(await holder.holder(), 'holder');
+
+  let previous: Lock = holder;
+  for (let k = 0; k < waiters.length; k++) {
+    await previous.release();
+    await waitFor(() => order.length === k + 1, { what: `waiter ${k + 1} to acquire`, timeoutMs: 30_000 });
+    const wakeups = waiters.map((w) => w.stats.wakeups);
+    assert.equal(
+      wakeups.reduce((a, b) => a + b, 0),
+      k + 1,
+      `release ${k + 1} woke more than one waiter: ${wakeups}`,
+    );
+    previous = waiters[order[k]!]!;
+    assert.ok(previous.isHeld);
+  }
+  await previous.release();
+  await Promise.all(acquiring);
+  assert.deepEqual(
+    waiters.map((w) => w.stats.wakeups),
+    [1, 1, 1, 1, 1],
+  );
+  assert.equal(new Set(order).size, 5);
+});
+
+test('lock: tryAcquire, isHeld and release', async (t) => {
+  const { sessions } = await sessionsOn(t, 2);
+  const a = new Lock(sessions[0]!, '/lock');
+  const b = new Lock(sessions[1]!, '/lock');
+  assert.equal(await a.tryAcquire(), true);
+  assert.equal(a.isHeld, true);
+  assert.equal(await b.tryAcquire(), false);
+  assert.equal(b.isHeld, false);
+  assert.equal((await sessions[0]!.getChildren('/lock')).length, 1, 'a failed tryAcquire leaves no node');
+  await a.release();
+  assert.equal(a.isHeld, false);
+  assert.equal(await b.tryAcquire(), true);
+  await b.release();
+  await assert.rejects(a.acquire({ timeout: -1 }), InvalidArgumentError);
+  assert.throws(() => new Lock(sessions[0]!, 'no-slash'), InvalidArgumentError);
+});
+
+test('lock: a timed-out or aborted waiter leaves no node behind', async (t) => {
+  const { sessions } = await sessionsOn(t, 2);
+  const holder = new Lock(sessions[0]!, '/lock');
+  await holder.acquire();
+  const waiter = new Lock(sessions[1]!, '/lock');
+  await assert.rejects(waiter.acquire({ timeout: 300 }), TimeoutError);
+  assert.equal((await sessions[0]!.getChildren('/lock')).length, 1);
+
+  const controller = new AbortController();
+  const aborted = waiter.acquire({ signal: controller.signal });
+  await waitFor(async () => (await sessions[0]!.getChildren('/lock')).length === 2, { what: 'waiter queued' });
+  controller.abort();
+  await assert.rejects(aborted, AbortedError);
+  assert.equal((await sessions[0]!.getChildren('/lock')).length, 1);
+  await assert.rejects(waiter.acquire({ signal: AbortSignal.abort() }), AbortedError);
+  assert.equal((await sessions[0]!.getChildren('/lock')).length, 1);
+  await holder.release();
+  await waiter.acquire({ timeout: 30_000 });
+  assert.ok(waiter.isHeld);
+});
+
+test('lock: a holder killed with SIGKILL lets the next waiter in', async (t) => {
+  const { namespace, sessions } = await sessionsOn(t, 1);
+  const child = await spawnFixture(t, 'lock-client.ts', [namespace, '/lock', 'hold']);
+  await waitFor(() => child.output().includes('acquired'), { what: 'child to acquire', timeoutMs: 60_000 });
+  const waiter = new Lock(sessions[0]!, '/lock');
+  const acquiring = waiter.acquire({ timeout: 60_000 });
+  await waitFor(() => waiter.stats.watches === 1, { what: 'waiter watching' });
+  child.child.kill('SIGKILL');
+  await acquiring;
+  assert.ok(waiter.isHeld);
+});
+
+test('lock: a holder whose session expires reports lost and lets the next waiter in', async (t) => {
+  const { sessions } = await sessionsOn(t, 2);
+  const holder = new Lock(sessions[0]!, '/lock');
+  await holder.acquire();
+  const waiter = new Lock(sessions[1]!, '/lock');
+  const acquiring = waiter.acquire({ timeout: 60_000 });
+  await waitFor(() => waiter.stats.watches === 1, { what: 'waiter watching' });
+  const lost = nextEvent(holder, 'lost', 60_000);
+  await expire(sessions[0]!);
+  await acquiring;
+  await lost;
+  assert.equal(holder.isHeld, false);
+  assert.ok(waiter.isHeld);
+  // The holder's session layer built a new session; the old node is gone for good.
+  await waitFor(() => sessions[0]!.state === 'reconnected', { what: 'new session', timeoutMs: 30_000 });
+  assert.equal(holder.isHeld, false);
+});
