@@ -1,1 +1,17 @@
-export {};
+export {
+  type BackoffOptions,
+  type BaseJobOptions,
+  type ConnectionOptions,
+  type DefaultJobOptions,
+  Job,
+  type JobJson,
+  type JobProgress,
+  type JobState,
+  type JobsOptions,
+  type JobType,
+  type KeepJobs,
+  type QueueBaseOptions,
+  type QueueOptions,
+  UnrecoverableError,
+} from '@zkq/core';
+export { type BulkJob, Queue, type QueueListener } from './queue.js';

@@ -110,6 +110,8 @@ export class Session extends EventEmitter<SessionEvents> {
   private readonly acl: ReturnType<typeof wireAcl>;
   private readonly hooks = new Set<NewSessionHook>();
   private readonly watchers = new Set<Watcher & { path?: string }>();
+  /** Watchers pending per `kind:path`, so that re-arming the same function does not register it twice. */
+  private readonly armed = new Map<string, Set<Watcher>>();
   /** Requests awaiting a reply, with the wire client they went to (see `failPending`). */
   private readonly pending = new Set<{ client: WireClient; fail: (error: (path: string) => ZooKeeperError) => void }>();
   private suspendTimer: NodeJS.Timeout | undefined;
@@ -362,25 +364,43 @@ export class Session extends EventEmitter<SessionEvents> {
   /**
    * Runs a read that may set a one-shot watch. One entry per call, shared by
    * all its attempts, so that a watch set by a retried (or late) attempt
-   * fires at most once; a call that fails sets no watch.
+   * fires at most once; a call that fails sets no watch. The same watcher
+   * function armed again on the same path and kind before it fired is not
+   * registered twice (the server keeps one watch anyway): callers that re-arm
+   * a stable watcher on every poll do not pile up listeners.
    */
   private async watched<T>(
+    kind: 'exists' | 'data' | 'children',
     path: string,
     watcher: Watcher | undefined,
     run: (w?: WireWatcher) => Promise<T>,
   ): Promise<T> {
     if (!watcher) return run(undefined);
-    const entry: Watcher & { path?: string } = (event) => watcher(event);
+    const key = `${kind}:${path}`;
+    const armed = this.armed.get(key) ?? new Set<Watcher>();
+    if (armed.has(watcher)) return run(undefined);
+    armed.add(watcher);
+    this.armed.set(key, armed);
+    const disarm = () => {
+      armed.delete(watcher);
+      if (armed.size === 0 && this.armed.get(key) === armed) this.armed.delete(key);
+    };
+    const entry: Watcher & { path?: string } = (event) => {
+      disarm();
+      watcher(event);
+    };
     entry.path = path;
     this.watchers.add(entry);
     const wireWatcher: WireWatcher = (e) => {
       if (!this.watchers.delete(entry)) return;
+      disarm();
       watcher({ type: eventType(e), path: this.rel(e.getPath()) });
     };
     try {
       return await run(wireWatcher);
     } catch (err) {
       this.watchers.delete(entry);
+      disarm();
       throw err;
     }
   }
@@ -448,7 +468,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** The node's stat, or null when it does not exist. A watch fires on create, delete or change. */
   exists(path: string, options: { watch?: Watcher } = {}): Promise<Stat | null> {
-    return this.watched(path, options.watch, (w) =>
+    return this.watched('exists', path, options.watch, (w) =>
       withRetry(
         () =>
           this.call<zkStat | null>(path, (c, cb) =>
@@ -461,7 +481,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** The node's data and stat. A watch fires on change or delete. */
   getData(path: string, options: { watch?: Watcher } = {}): Promise<{ data: Buffer; stat: Stat }> {
-    return this.watched(path, options.watch, (w) =>
+    return this.watched('data', path, options.watch, (w) =>
       withRetry(
         () =>
           this.call<{ data: Buffer; stat: Stat }>(path, (c, cb) => {
@@ -484,7 +504,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** The names of the node's children (unsorted). A watch fires when children are added or removed. */
   async getChildren(path: string, options: { watch?: Watcher } = {}): Promise<string[]> {
-    const names = await this.watched(path, options.watch, (w) =>
+    const names = await this.watched('children', path, options.watch, (w) =>
       withRetry(
         () =>
           this.call<string[]>(path, (c, cb) =>

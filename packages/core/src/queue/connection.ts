@@ -1,0 +1,36 @@
+/** Opening the session of a Queue, Worker or QueueEvents from BullMQ-style options. */
+import { InvalidArgumentError } from '../errors.js';
+import { Session } from '../zk/session.js';
+import type { ConnectionOptions } from './types.js';
+
+/** The namespace node every queue lives under unless `prefix` says otherwise. */
+export const DEFAULT_PREFIX = 'zkq';
+
+/** Throws InvalidArgumentError unless `connection` can be used. */
+export function validateConnection(connection: unknown): asserts connection is ConnectionOptions {
+  const c = connection as Partial<ConnectionOptions> | undefined;
+  if (!c || typeof c !== 'object' || typeof c.connectionString !== 'string' || !c.connectionString.trim()) {
+    throw new InvalidArgumentError(
+      'connection.connectionString is required, e.g. { connectionString: "127.0.0.1:2181" }',
+      'connection',
+    );
+  }
+  for (const key of ['sessionTimeout', 'connectTimeout', 'requestTimeout'] as const) {
+    const v = c[key];
+    if (v !== undefined && (!Number.isFinite(v) || v <= 0)) {
+      throw new InvalidArgumentError(`connection.${key} must be a positive number of ms`, `connection.${key}`);
+    }
+  }
+  if (c.auth !== undefined && (typeof c.auth !== 'string' || !c.auth.includes(':'))) {
+    throw new InvalidArgumentError('connection.auth must be "user:password"', 'connection.auth');
+  }
+}
+
+/** Connects a session rooted at the queue prefix. */
+export function openSession(connection: ConnectionOptions, prefix = DEFAULT_PREFIX): Promise<Session> {
+  validateConnection(connection);
+  if (typeof prefix !== 'string' || !/^[A-Za-z0-9._/-]{1,200}$/.test(prefix)) {
+    throw new InvalidArgumentError(`invalid prefix '${prefix}'`, 'prefix');
+  }
+  return Session.connect({ ...connection, namespace: `/${prefix.replace(/^\/+/, '')}` });
+}

@@ -1,0 +1,71 @@
+/** Errors of the job queue that users need to tell apart. */
+import { InvalidArgumentError, ZkqError } from '../errors.js';
+
+/**
+ * Throw it from a processor to fail the job at once, whatever attempts are
+ * left (BullMQ's UnrecoverableError).
+ */
+export class UnrecoverableError extends Error {
+  readonly code = 'ZKQ_UNRECOVERABLE';
+  constructor(message?: string) {
+    super(message);
+    this.name = 'UnrecoverableError';
+  }
+}
+
+/** A job's serialized record would not fit in a znode (or passes `sizeLimit`); nothing was written. */
+export class PayloadTooLargeError extends InvalidArgumentError {
+  override readonly code = 'ZKQ_PAYLOAD_TOO_LARGE';
+  constructor(
+    readonly bytes: number,
+    readonly limit: number,
+    what = 'job',
+  ) {
+    super(`${what} is ${bytes} bytes serialized, over the ${limit}-byte limit`, 'data');
+  }
+}
+
+/** Job data that JSON cannot carry faithfully (functions, BigInt, cycles, symbols...); nothing was written. */
+export class InvalidJobDataError extends InvalidArgumentError {
+  override readonly code = 'ZKQ_INVALID_JOB_DATA';
+  constructor(reason: string, path: string) {
+    super(`job data cannot be stored: ${reason} at ${path}`, 'data');
+  }
+}
+
+/** No job with that id. */
+export class JobNotFoundError extends ZkqError {
+  constructor(readonly jobId: string) {
+    super('ZKQ_JOB_NOT_FOUND', `job ${jobId} not found`);
+  }
+}
+
+/**
+ * The worker no longer owns the job (its claim was revoked as stalled, or
+ * another worker claimed it after a session loss): its result was dropped.
+ */
+export class LostJobError extends ZkqError {
+  constructor(readonly jobId: string) {
+    super('ZKQ_JOB_LOST', `job ${jobId} is no longer owned by this worker; its result was dropped`);
+  }
+}
+
+/** A stored node is not a job record zkq can read (foreign or corrupt). */
+export class MalformedJobError extends ZkqError {
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super('ZKQ_MALFORMED_JOB', `malformed job node ${path}: ${reason}`);
+  }
+}
+
+/** The job is not in a state that allows the operation (e.g. promote a job that is not delayed). */
+export class JobStateError extends ZkqError {
+  constructor(
+    readonly jobId: string,
+    message: string,
+  ) {
+    super('ZKQ_JOB_STATE', `job ${jobId}: ${message}`);
+  }
+}

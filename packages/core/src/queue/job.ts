@@ -1,0 +1,171 @@
+/**
+ * Job: one unit of work, shaped after BullMQ's Job. A Job is a snapshot of
+ * its record plus methods that act on the queue through a narrow scope
+ * (QueueStore for reads and moves, and, inside a worker, the hooks that
+ * report progress and logs of the attempt it is running).
+ */
+import { InvalidArgumentError } from '../errors.js';
+import { JobStateError } from './errors.js';
+import { assertJsonFaithful, type JobRecord } from './record.js';
+import type { QueueStore } from './store.js';
+import type { JobJson, JobProgress, JobState, JobsOptions } from './types.js';
+
+/** What a job running in a worker reports through. */
+export interface AttemptHooks {
+  updateProgress(progress: JobProgress): Promise<void>;
+  log(row: string): Promise<number>;
+}
+
+/** Anything with a `waitUntilFinished` implementation (QueueEvents). */
+export interface FinishedWaiter {
+  waitJobFinished(jobId: string, ttl?: number): Promise<unknown>;
+}
+
+export class Job<DataType = any, ReturnType = any, NameType extends string = string> {
+  id: string;
+  name: NameType;
+  data: DataType;
+  opts: JobsOptions;
+  progress: JobProgress;
+  returnvalue: ReturnType | undefined;
+  stacktrace: string[];
+  delay: number;
+  priority: number;
+  timestamp: number;
+  attemptsMade: number;
+  attemptsStarted: number;
+  stalledCounter: number;
+  failedReason: string | undefined;
+  finishedOn: number | undefined;
+  processedOn: number | undefined;
+  processedBy: string | undefined;
+  /** The fencing token of the attempt this worker is running (inside a processor). */
+  token: string | undefined;
+  /** The queue this job belongs to. */
+  readonly queueName: string;
+
+  constructor(
+    private readonly store: QueueStore | undefined,
+    record: JobRecord,
+    private readonly hooks?: AttemptHooks,
+  ) {
+    this.queueName = store?.queue ?? '';
+    this.id = record.id;
+    this.name = record.name as NameType;
+    this.data = record.data as DataType;
+    this.opts = record.opts;
+    this.progress = record.progress;
+    this.returnvalue = record.returnvalue as ReturnType | undefined;
+    this.stacktrace = record.stacktrace ?? [];
+    this.delay = record.delay;
+    this.priority = record.priority;
+    this.timestamp = record.timestamp;
+    this.attemptsMade = record.attemptsMade;
+    this.attemptsStarted = record.attemptsStarted;
+    this.stalledCounter = record.stalledCounter;
+    this.failedReason = record.failedReason;
+    this.finishedOn = record.finishedOn;
+    this.processedOn = record.processedOn;
+    this.processedBy = record.processedBy;
+    this.token = undefined;
+  }
+
+  private scope(): QueueStore {
+    if (!this.store) throw new JobStateError(this.id, 'this job object is detached from its queue');
+    return this.store;
+  }
+
+  /** Reports progress of the running attempt (a number, or any JSON value). */
+  async updateProgress(progress: JobProgress): Promise<void> {
+    assertJsonFaithful(progress, 'progress');
+    if (!this.hooks) throw new JobStateError(this.id, 'progress can only be reported by the worker running the job');
+    this.progress = progress;
+    await this.hooks.updateProgress(progress);
+  }
+
+  /** Adds a log line to the running attempt; resolves with the number of lines so far. */
+  async log(row: string): Promise<number> {
+    if (typeof row !== 'string') throw new InvalidArgumentError('log row must be a string', 'row');
+    if (!this.hooks) throw new JobStateError(this.id, 'logs can only be written by the worker running the job');
+    return this.hooks.log(row);
+  }
+
+  /** The job's current state, or `'unknown'` when it no longer exists. */
+  async getState(): Promise<JobState | 'unknown'> {
+    return jobState(this.scope(), this.id);
+  }
+
+  async isCompleted(): Promise<boolean> {
+    return (await this.getState()) === 'completed';
+  }
+
+  async isFailed(): Promise<boolean> {
+    return (await this.getState()) === 'failed';
+  }
+
+  async isActive(): Promise<boolean> {
+    return (await this.getState()) === 'active';
+  }
+
+  async isDelayed(): Promise<boolean> {
+    return (await this.getState()) === 'delayed';
+  }
+
+  async isWaiting(): Promise<boolean> {
+    const s = await this.getState();
+    return s === 'waiting' || s === 'prioritized';
+  }
+
+  /**
+   * Resolves with the return value once the job completes, rejects with its
+   * failure reason once it fails (BullMQ's signature: pass a QueueEvents).
+   */
+  waitUntilFinished(queueEvents: FinishedWaiter, ttl?: number): Promise<ReturnType> {
+    return queueEvents.waitJobFinished(this.id, ttl) as Promise<ReturnType>;
+  }
+
+  /** The stored log lines. */
+  async getLogs(): Promise<string[]> {
+    const stored = await this.scope().getJob(this.id);
+    return stored?.record.logs ?? [];
+  }
+
+  toJSON(): JobJson {
+    return {
+      id: this.id,
+      name: this.name,
+      data: this.data,
+      opts: this.opts,
+      progress: this.progress,
+      attemptsMade: this.attemptsMade,
+      attemptsStarted: this.attemptsStarted,
+      stalledCounter: this.stalledCounter,
+      timestamp: this.timestamp,
+      delay: this.delay,
+      priority: this.priority,
+      processedOn: this.processedOn,
+      finishedOn: this.finishedOn,
+      returnvalue: this.returnvalue,
+      failedReason: this.failedReason,
+      stacktrace: this.stacktrace,
+      processedBy: this.processedBy,
+    };
+  }
+}
+
+/** The state of job `id`: an existing claim means active; otherwise the record says. */
+export async function jobState(store: QueueStore, id: string): Promise<JobState | 'unknown'> {
+  const [stored, claim] = await Promise.all([store.getJob(id), store.getClaim(id)]);
+  if (!stored) return 'unknown';
+  if (claim) return 'active';
+  switch (stored.record.state) {
+    case 'completed':
+      return 'completed';
+    case 'failed':
+      return 'failed';
+    case 'delayed':
+      return 'delayed';
+    default:
+      return stored.record.priority > 0 ? 'prioritized' : 'waiting';
+  }
+}

@@ -1,0 +1,75 @@
+/** Validation of job options at the public entry (Queue.add/addBulk), once. */
+import { InvalidArgumentError } from '../errors.js';
+import { MAX_PRIORITY, validateCustomJobId } from './layout.js';
+import type { BackoffOptions, JobsOptions, KeepJobs } from './types.js';
+
+function fail(message: string, argument: string): never {
+  throw new InvalidArgumentError(message, argument);
+}
+
+function nonNegative(v: unknown, name: string): void {
+  if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
+    fail(`${name} must be a finite number >= 0`, name);
+  }
+}
+
+function keep(v: unknown, name: string): void {
+  if (v === undefined || typeof v === 'boolean') return;
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v) || v < 0) fail(`${name} must be true/false, a count >= 0, or { age, count }`, name);
+    return;
+  }
+  if (typeof v !== 'object' || v === null) fail(`${name} must be true/false, a count >= 0, or { age, count }`, name);
+  const k = v as KeepJobs;
+  nonNegative(k.age, `${name}.age`);
+  nonNegative(k.count, `${name}.count`);
+  nonNegative(k.limit, `${name}.limit`);
+}
+
+function backoff(v: unknown): void {
+  if (v === undefined) return;
+  if (typeof v === 'number') {
+    nonNegative(v, 'opts.backoff');
+    return;
+  }
+  const b = v as BackoffOptions;
+  if (typeof v !== 'object' || v === null || typeof b.type !== 'string' || !b.type) {
+    fail("opts.backoff must be ms or { type: 'fixed' | 'exponential' | custom, delay }", 'opts.backoff');
+  }
+  nonNegative(b.delay, 'opts.backoff.delay');
+  if (b.jitter !== undefined && (typeof b.jitter !== 'number' || b.jitter < 0 || b.jitter > 1)) {
+    fail('opts.backoff.jitter must be between 0 and 1', 'opts.backoff.jitter');
+  }
+}
+
+/** Throws InvalidArgumentError for the first invalid option. */
+export function validateJobOptions(opts: unknown): asserts opts is JobsOptions {
+  if (opts === undefined) return;
+  if (typeof opts !== 'object' || opts === null) fail('job options must be an object', 'opts');
+  const o = opts as JobsOptions;
+  if (o.jobId !== undefined) validateCustomJobId(o.jobId);
+  nonNegative(o.delay, 'opts.delay');
+  nonNegative(o.timestamp, 'opts.timestamp');
+  if (o.priority !== undefined && (!Number.isInteger(o.priority) || o.priority < 0 || o.priority > MAX_PRIORITY)) {
+    fail(`opts.priority must be an integer from 0 to ${MAX_PRIORITY}`, 'opts.priority');
+  }
+  if (o.attempts !== undefined && (!Number.isInteger(o.attempts) || o.attempts < 1)) {
+    fail('opts.attempts must be an integer >= 1', 'opts.attempts');
+  }
+  if (o.lifo !== undefined && typeof o.lifo !== 'boolean') fail('opts.lifo must be a boolean', 'opts.lifo');
+  if (o.lifo && o.priority) fail('opts.lifo cannot be combined with opts.priority', 'opts.lifo');
+  backoff(o.backoff);
+  keep(o.removeOnComplete, 'opts.removeOnComplete');
+  keep(o.removeOnFail, 'opts.removeOnFail');
+  for (const k of ['keepLogs', 'stackTraceLimit', 'sizeLimit'] as const) {
+    const v = o[k];
+    if (v !== undefined && (!Number.isInteger(v) || v < 0)) fail(`opts.${k} must be an integer >= 0`, `opts.${k}`);
+  }
+}
+
+/** Throws InvalidArgumentError unless `name` is a usable job name. */
+export function validateJobName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || name.length > 1000) {
+    fail('job name must be a string of at most 1000 characters', 'name');
+  }
+}

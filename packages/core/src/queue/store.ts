@@ -1,0 +1,299 @@
+/**
+ * QueueStore: the seam between Queue/Worker/Job and ZooKeeper. Nothing above
+ * it builds a path or a transaction; it goes through the session layer only.
+ *
+ * This file holds set-up, id allocation, enqueue and reads; the state
+ * transitions of a claimed job live in transitions.ts, the scan of the ready
+ * head in head.ts.
+ */
+import { randomBytes } from 'node:crypto';
+import { isOutcomeUnknown, NodeExistsError, NoNodeError } from '../zk/errors.js';
+import type { Session } from '../zk/session.js';
+import type { Op } from '../zk/types.js';
+import { BUCKET_CAPACITY, ID_BLOCK_SIZE, QueueLayout, sequenceOf } from './layout.js';
+import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
+
+/** Most entries (two nodes each) per enqueue transaction. */
+export const ENQUEUE_CHUNK = 500;
+/** Most bytes of node data per enqueue transaction (ZooKeeper's packet limit is ~1 MB). */
+export const ENQUEUE_CHUNK_BYTES = 700 * 1024;
+
+/** A job to enqueue: its record (state waiting or delayed) and where its pointer goes. */
+export interface EnqueueEntry {
+  record: JobRecord;
+  lane: string;
+}
+
+export interface StoredJob {
+  record: JobRecord;
+  /** Data version of the record: the fencing token. */
+  version: number;
+}
+
+export class QueueStore {
+  readonly layout: QueueLayout;
+  private initialized: Promise<void> | undefined;
+  private readonly tails = new Map<string, number>();
+  private readonly knownDirs = new Set<string>();
+  private idBlock = { next: 0, end: 0 };
+
+  constructor(
+    readonly session: Session,
+    readonly queue: string,
+  ) {
+    this.layout = new QueueLayout(queue);
+  }
+
+  /** Creates the queue's directories once (idempotent; `meta` is written last as the marker). */
+  init(): Promise<void> {
+    this.initialized ??= this.createDirectories().catch((err) => {
+      this.initialized = undefined;
+      throw err;
+    });
+    return this.initialized;
+  }
+
+  private async createDirectories(): Promise<void> {
+    if (await this.session.exists(this.layout.meta)) return;
+    await this.session.ensurePath(this.layout.root);
+    const dirs = this.layout.directories().slice(1);
+    await Promise.all(
+      dirs.map((d) =>
+        this.session.create(d).catch((err) => {
+          if (!(err instanceof NodeExistsError)) throw err;
+        }),
+      ),
+    );
+    await this.session
+      .create(this.layout.meta, Buffer.from(JSON.stringify({ layout: 1, paused: false })))
+      .catch((err) => {
+        if (!(err instanceof NodeExistsError)) throw err;
+      });
+  }
+
+  /** `n` fresh numeric job ids. Each block of ID_BLOCK_SIZE costs one write of the `ids` counter. */
+  async nextIds(n: number): Promise<string[]> {
+    const ids: string[] = [];
+    while (ids.length < n) {
+      if (this.idBlock.next >= this.idBlock.end) {
+        const stat = await this.session.setData(this.layout.ids, Buffer.alloc(0)).catch(async (err) => {
+          if (!(err instanceof NoNodeError)) throw err;
+          await this.session.create(this.layout.ids).catch(() => undefined);
+          return this.session.setData(this.layout.ids, Buffer.alloc(0));
+        });
+        this.idBlock = { next: stat.version * ID_BLOCK_SIZE, end: (stat.version + 1) * ID_BLOCK_SIZE };
+      }
+      ids.push(String(this.idBlock.next++));
+    }
+    return ids;
+  }
+
+  // ---- enqueue --------------------------------------------------------------
+
+  /** The bucket producers append to in `lane` (cached; created when missing). */
+  async tailBucket(lane: string, refresh = false): Promise<number> {
+    const cached = this.tails.get(lane);
+    if (cached !== undefined && !refresh) return cached;
+    await this.ensureDir(this.layout.lane(lane));
+    const buckets = await this.session.getChildren(this.layout.lane(lane));
+    const last = buckets.length ? Math.max(...buckets.map(sequenceOf)) : 0;
+    await this.ensureDir(this.layout.bucket(lane, last));
+    this.tails.set(lane, last);
+    return last;
+  }
+
+  private async rollBucket(lane: string, full: number): Promise<void> {
+    if ((this.tails.get(lane) ?? 0) > full) return;
+    const next = full + 1;
+    await this.ensureDir(this.layout.bucket(lane, next));
+    this.tails.set(lane, next);
+  }
+
+  /** Creates a directory node if it is not known to exist. */
+  async ensureDir(path: string): Promise<void> {
+    if (this.knownDirs.has(path)) return;
+    await this.session.ensurePath(path);
+    this.knownDirs.add(path);
+  }
+
+  /** Forgets cached directories (after a NoNode: someone removed an empty bucket or window). */
+  forgetDirs(): void {
+    this.knownDirs.clear();
+    this.tails.clear();
+  }
+
+  /**
+   * Enqueues entries atomically, in chunks that fit one transaction each.
+   * Entries whose custom id exists already are skipped and reported in
+   * `existing` (de-duplication is the record create failing atomically).
+   */
+  async enqueue(entries: readonly EnqueueEntry[]): Promise<{ added: string[]; existing: string[] }> {
+    await this.init();
+    const added: string[] = [];
+    const existing: string[] = [];
+    const nonce = randomBytes(6).toString('hex');
+    const prepared = entries.map((e) => ({
+      ...e,
+      data: encodeRecord({ ...e.record, lane: e.lane, n: nonce } as JobRecord),
+    }));
+    for (const chunk of chunks(prepared)) {
+      const result = await this.enqueueChunk(chunk, nonce);
+      added.push(...result.added);
+      existing.push(...result.existing);
+    }
+    return { added, existing };
+  }
+
+  private async enqueueChunk(chunk: Prepared[], nonce: string): Promise<{ added: string[]; existing: string[] }> {
+    let pending = chunk;
+    const existing: string[] = [];
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      const { ops, lanes } = await this.enqueueOps(pending);
+      try {
+        const results = await this.session.multi(ops);
+        await this.rollFullBuckets(results, lanes);
+        return { added: pending.map((e) => e.record.id), existing };
+      } catch (err) {
+        if (err instanceof NodeExistsError && err.opIndex !== undefined && err.opIndex % 2 === 0) {
+          const dup = pending[err.opIndex / 2] as Prepared;
+          existing.push(dup.record.id);
+          pending = pending.filter((e) => e !== dup);
+        } else if (err instanceof NoNodeError && attempt < 3) {
+          this.forgetDirs(); // a bucket or window we cached was removed
+        } else if (isOutcomeUnknown(err) && attempt < 3) {
+          if (await this.committed(pending[0] as Prepared, nonce)) {
+            return { added: pending.map((e) => e.record.id), existing };
+          }
+        } else {
+          throw err;
+        }
+      }
+    }
+    return { added: [], existing };
+  }
+
+  /** After an unknown outcome: did our transaction commit? (atomic: look at its first record) */
+  private async committed(first: Prepared, nonce: string): Promise<boolean> {
+    try {
+      const { data } = await this.session.getData(this.layout.job(first.record.id));
+      return (JSON.parse(data.toString()) as { n?: string }).n === nonce;
+    } catch (err) {
+      if (err instanceof NoNodeError) return false;
+      throw err;
+    }
+  }
+
+  private async enqueueOps(entries: Prepared[]): Promise<{ ops: Op[]; lanes: (string | null)[] }> {
+    const ops: Op[] = [];
+    const lanes: (string | null)[] = [];
+    for (const { record, lane, data } of entries) {
+      ops.push({ op: 'create', path: this.layout.job(record.id), data });
+      if (record.state === 'delayed') {
+        const due = record.due ?? Date.now();
+        await this.ensureDir(this.layout.delayWindow(due));
+        ops.push({ op: 'create', path: this.layout.delayed(due, record.id) });
+        lanes.push(null);
+      } else {
+        const bucket = await this.tailBucket(lane);
+        ops.push({
+          op: 'create',
+          path: this.layout.readyPointerPrefix(lane, bucket, record.id),
+          mode: 'persistent_sequential',
+        });
+        lanes.push(lane);
+      }
+    }
+    return { ops, lanes };
+  }
+
+  private async rollFullBuckets(results: { op: string; path?: string }[], lanes: (string | null)[]): Promise<void> {
+    const full = new Map<string, number>();
+    lanes.forEach((lane, i) => {
+      const path = (results[i * 2 + 1] as { path?: string }).path;
+      if (lane && path && sequenceOf(path) >= BUCKET_CAPACITY - 1) {
+        const bucket = sequenceOf(path.slice(0, path.lastIndexOf('/')));
+        full.set(lane, Math.max(full.get(lane) ?? 0, bucket));
+      }
+    });
+    for (const [lane, bucket] of full) await this.rollBucket(lane, bucket);
+  }
+
+  /** Re-inserts a job's ready pointer (promotion from delayed, retry, stall recovery). */
+  async readyPointerOp(id: string, lane: string): Promise<{ op: Op; bucket: number }> {
+    const bucket = await this.tailBucket(lane);
+    return {
+      op: { op: 'create', path: this.layout.readyPointerPrefix(lane, bucket, id), mode: 'persistent_sequential' },
+      bucket,
+    };
+  }
+
+  // ---- reads ----------------------------------------------------------------
+
+  /** The job's record and version, or undefined when there is no such job. */
+  async getJob(id: string): Promise<StoredJob | undefined> {
+    const path = this.layout.job(id);
+    try {
+      const { data, stat } = await this.session.getData(path);
+      return { record: decodeRecord(data, path), version: stat.version };
+    } catch (err) {
+      if (err instanceof NoNodeError) return undefined;
+      throw err;
+    }
+  }
+
+  /** The claim node of an active job (owner, lease, progress), or undefined. */
+  async getClaim(id: string): Promise<ClaimInfo | undefined> {
+    try {
+      const { data } = await this.session.getData(this.layout.claim(id));
+      return JSON.parse(data.toString()) as ClaimInfo;
+    } catch (err) {
+      if (err instanceof NoNodeError) return undefined;
+      throw err;
+    }
+  }
+
+  /** Whether the queue is paused (meta flag). */
+  async isPaused(watch?: () => void): Promise<boolean> {
+    await this.init();
+    const { data } = await this.session.getData(this.layout.meta, watch ? { watch } : {});
+    return (JSON.parse(data.toString()) as { paused?: boolean }).paused === true;
+  }
+
+  async setPaused(paused: boolean): Promise<void> {
+    await this.init();
+    await this.session.setData(this.layout.meta, Buffer.from(JSON.stringify({ layout: 1, paused })));
+  }
+}
+
+/** What a claim node holds. */
+export interface ClaimInfo {
+  /** Worker id holding the job. */
+  worker: string;
+  /** The record version of this attempt (fencing token). */
+  token: number;
+  /** Lease end, ms since epoch; the leader revokes claims past it. */
+  leaseUntil: number;
+  /** Latest progress reported by the processor. */
+  progress?: unknown;
+}
+
+/** An entry with its record serialized once. */
+interface Prepared extends EnqueueEntry {
+  data: Buffer;
+}
+
+function* chunks(entries: readonly Prepared[]): Generator<Prepared[]> {
+  let chunk: Prepared[] = [];
+  let bytes = 0;
+  for (const e of entries) {
+    const size = e.data.length + 256;
+    if (chunk.length >= ENQUEUE_CHUNK || (chunk.length > 0 && bytes + size > ENQUEUE_CHUNK_BYTES)) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(e);
+    bytes += size;
+  }
+  if (chunk.length) yield chunk;
+}

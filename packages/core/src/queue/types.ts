@@ -1,0 +1,114 @@
+/**
+ * Job and queue types, shaped after BullMQ v6 so that code written against
+ * BullMQ compiles with its imports and connection options changed.
+ */
+import type { RetryOptions } from '../zk/retry.js';
+import type { AclEntry } from '../zk/types.js';
+
+/** Where and how to reach ZooKeeper (zkq's stand-in for BullMQ's Redis connection). */
+export interface ConnectionOptions {
+  /** `host:port[,host:port...]`. */
+  connectionString: string;
+  /** Requested session timeout, ms. Default 30000. */
+  sessionTimeout?: number;
+  /** Digest credentials, `user:password`; nodes are then created with the creator-only ACL. */
+  auth?: string;
+  /** ACL for created nodes (default: creator-only with `auth`, open without). */
+  acl?: 'open' | 'creator' | readonly AclEntry[];
+  /** Wait for the first connection at most this long, ms. Default 15000. */
+  connectTimeout?: number;
+  /** Wait for any reply at most this long, ms. Default 10000. */
+  requestTimeout?: number;
+  retry?: RetryOptions;
+}
+
+/** Keep at most `count` jobs, and none older than `age` seconds. */
+export interface KeepJobs {
+  /** Maximum age in seconds. */
+  age?: number;
+  /** Maximum count. */
+  count?: number;
+  /** Most jobs removed per clean-up pass. */
+  limit?: number;
+}
+
+export type BuiltInBackoff = 'fixed' | 'exponential';
+
+export interface BackoffOptions {
+  type: BuiltInBackoff | (string & {});
+  /** Base delay, ms. */
+  delay?: number;
+  /** 0..1: the share of the delay that is randomized. */
+  jitter?: number;
+}
+
+export interface DefaultJobOptions {
+  /** Creation time (ms since epoch); default now. */
+  timestamp?: number;
+  /** 0 (default, none) runs before prioritized jobs; among prioritized, lower runs first. 0..2^21. */
+  priority?: number;
+  /** Run no earlier than this many ms from now. */
+  delay?: number;
+  /** Total attempts, the first included. Default 1. */
+  attempts?: number;
+  /** Wait between attempts: ms (fixed) or options. */
+  backoff?: number | BackoffOptions;
+  /** Run before every other waiting job (newest lifo job first). */
+  lifo?: boolean;
+  /** Remove when completed: true, keep the last N, or KeepJobs. */
+  removeOnComplete?: boolean | number | KeepJobs;
+  /** Remove when failed: true, keep the last N, or KeepJobs. */
+  removeOnFail?: boolean | number | KeepJobs;
+  /** Log lines kept per job. */
+  keepLogs?: number;
+  /** Stack trace lines kept per failed attempt. */
+  stackTraceLimit?: number;
+  /** Refuse the job when its data is larger than this many bytes. */
+  sizeLimit?: number;
+}
+
+export interface BaseJobOptions extends DefaultJobOptions {
+  /** Custom job id: an existing id makes `add` return the existing job. */
+  jobId?: string;
+  /** Accepted for compatibility; zkq has no repeatable jobs yet. */
+  repeatJobKey?: string;
+}
+
+export type JobsOptions = BaseJobOptions;
+
+export type JobState = 'completed' | 'failed' | 'active' | 'delayed' | 'prioritized' | 'waiting' | 'waiting-children';
+export type FinishedStatus = 'completed' | 'failed';
+export type JobType = JobState | 'paused' | 'repeat' | 'wait';
+export type JobProgress = string | boolean | number | object;
+
+/** Options common to Queue, Worker and QueueEvents. */
+export interface QueueBaseOptions {
+  connection: ConnectionOptions;
+  /** Namespace node of every queue, default `zkq`. */
+  prefix?: string;
+}
+
+export interface QueueOptions extends QueueBaseOptions {
+  defaultJobOptions?: DefaultJobOptions;
+}
+
+/** What a job looks like serialized (BullMQ's JobJson, simplified). */
+export interface JobJson {
+  id: string;
+  name: string;
+  data: unknown;
+  opts: JobsOptions;
+  progress: JobProgress;
+  attemptsMade: number;
+  attemptsStarted: number;
+  stalledCounter: number;
+  timestamp: number;
+  delay: number;
+  priority: number;
+  processedOn?: number;
+  finishedOn?: number;
+  returnvalue?: unknown;
+  failedReason?: string;
+  stacktrace: string[];
+  processedBy?: string;
+}

@@ -1,0 +1,229 @@
+/**
+ * Queue: adds jobs and inspects a queue (BullMQ's Queue, on ZooKeeper).
+ *
+ * ```ts
+ * const queue = new Queue('emails', { connection: { connectionString: '127.0.0.1:2181' } });
+ * const job = await queue.add('welcome', { to: 'ada@example.com' }, { attempts: 3 });
+ * ```
+ *
+ * Every argument is validated here, before anything reaches ZooKeeper.
+ */
+import { EventEmitter } from 'node:events';
+import {
+  assertJsonFaithful,
+  ClosedError,
+  DEFAULT_PREFIX,
+  type EnqueueEntry,
+  getJobCounts,
+  InvalidArgumentError,
+  Job,
+  type JobCounts,
+  type JobsOptions,
+  type JobType,
+  laneOf,
+  listJobIds,
+  newRecord,
+  openSession,
+  PayloadTooLargeError,
+  type QueueOptions,
+  QueueStore,
+  type Session,
+  validateConnection,
+  validateJobName,
+  validateJobOptions,
+  validateQueueName,
+} from '@zkq/core';
+
+/** Typed events of a Queue. */
+export interface QueueListener {
+  error: [error: Error];
+  waiting: [job: Job];
+  paused: [];
+  resumed: [];
+  cleaned: [jobs: string[], type: string];
+}
+
+/** One job of `addBulk`. */
+export interface BulkJob<DataType = unknown, NameType extends string = string> {
+  name: NameType;
+  data: DataType;
+  opts?: JobsOptions;
+}
+
+export class Queue<
+  DataType = any,
+  ResultType = any,
+  NameType extends string = string,
+> extends EventEmitter<QueueListener> {
+  readonly name: string;
+  readonly opts: QueueOptions;
+  private readonly ready: Promise<{ session: Session; store: QueueStore }>;
+  private closing: Promise<void> | undefined;
+
+  constructor(name: string, opts: QueueOptions) {
+    super();
+    validateQueueName(name);
+    if (!opts || typeof opts !== 'object')
+      throw new InvalidArgumentError('Queue options with a connection are required', 'opts');
+    validateConnection(opts.connection);
+    if (opts.defaultJobOptions) validateJobOptions(opts.defaultJobOptions);
+    this.name = name;
+    this.opts = opts;
+    this.ready = openSession(opts.connection, opts.prefix ?? DEFAULT_PREFIX).then(async (session) => {
+      const store = new QueueStore(session, name);
+      await store.init();
+      return { session, store };
+    });
+    this.ready.catch((err) => {
+      if (this.listenerCount('error') > 0) this.emit('error', err);
+    });
+  }
+
+  /** Resolves once connected and the queue's nodes exist; rejects with the connection error. */
+  async waitUntilReady(): Promise<Session> {
+    return (await this.ready).session;
+  }
+
+  private async store(): Promise<QueueStore> {
+    if (this.closing) throw new ClosedError(`queue '${this.name}'`);
+    return (await this.ready).store;
+  }
+
+  /** Adds one job. With an existing custom `jobId`, resolves with the existing job instead. */
+  async add(name: NameType, data: DataType, opts?: JobsOptions): Promise<Job<DataType, ResultType, NameType>> {
+    const [job] = await this.addBulk([{ name, data, ...(opts ? { opts } : {}) }]);
+    return job as Job<DataType, ResultType, NameType>;
+  }
+
+  /**
+   * Adds many jobs, all or nothing per transaction (chunks of up to 500 jobs /
+   * ~700 KB each, so any size works). Jobs whose custom id exists come back as
+   * the existing jobs.
+   */
+  async addBulk(jobs: BulkJob<DataType, NameType>[]): Promise<Job<DataType, ResultType, NameType>[]> {
+    if (!Array.isArray(jobs)) throw new InvalidArgumentError('addBulk takes an array of { name, data, opts }', 'jobs');
+    const prepared = jobs.map((j, i) => this.prepare(j, i));
+    const store = await this.store();
+    const needIds = prepared.filter((p) => !p.opts.jobId).length;
+    const ids = needIds ? await store.nextIds(needIds) : [];
+    const now = Date.now();
+    const entries: EnqueueEntry[] = prepared.map(({ name, data, opts }) => {
+      const id = opts.jobId ?? (ids.shift() as string);
+      const delayed = (opts.delay ?? 0) > 0;
+      const record = newRecord(id, name, data, opts, delayed ? 'delayed' : 'waiting', now);
+      if (delayed) record.due = now + (opts.delay as number);
+      return { record, lane: laneOf(opts.priority ?? 0, opts.lifo ?? false) };
+    });
+    const { existing } = await store.enqueue(entries);
+    const existingSet = new Set(existing);
+    return Promise.all(
+      entries.map(async (e) => {
+        if (!existingSet.has(e.record.id)) return new Job<DataType, ResultType, NameType>(store, e.record);
+        const stored = await store.getJob(e.record.id);
+        return new Job<DataType, ResultType, NameType>(store, stored?.record ?? e.record);
+      }),
+    );
+  }
+
+  private prepare(job: BulkJob<DataType, NameType>, index: number): { name: string; data: unknown; opts: JobsOptions } {
+    if (!job || typeof job !== 'object')
+      throw new InvalidArgumentError(`jobs[${index}] must be { name, data, opts }`, 'jobs');
+    validateJobName(job.name);
+    validateJobOptions(job.opts);
+    const opts: JobsOptions = { ...this.opts.defaultJobOptions, ...job.opts };
+    assertJsonFaithful(job.data);
+    if (opts.sizeLimit !== undefined) {
+      const bytes = Buffer.byteLength(JSON.stringify(job.data ?? null));
+      if (bytes > opts.sizeLimit) throw new PayloadTooLargeError(bytes, opts.sizeLimit, 'job data');
+    }
+    return { name: job.name, data: job.data, opts };
+  }
+
+  /** The job with this id, or undefined. */
+  async getJob(jobId: string): Promise<Job<DataType, ResultType, NameType> | undefined> {
+    if (typeof jobId !== 'string' || !jobId)
+      throw new InvalidArgumentError('jobId must be a non-empty string', 'jobId');
+    const store = await this.store();
+    if (jobId.includes('/')) return undefined;
+    const stored = await store.getJob(jobId);
+    return stored ? new Job<DataType, ResultType, NameType>(store, stored.record) : undefined;
+  }
+
+  /** The job's state (`'unknown'` when it does not exist). */
+  async getJobState(jobId: string): Promise<string> {
+    const job = await this.getJob(jobId);
+    return job ? job.getState() : 'unknown';
+  }
+
+  /** Counts per state; all states when none are named. */
+  async getJobCounts(...types: JobType[]): Promise<JobCounts> {
+    return getJobCounts(await this.store(), types.flat() as JobType[]);
+  }
+
+  /** Count of jobs in the named states together. */
+  async getJobCountByTypes(...types: JobType[]): Promise<number> {
+    const counts = await this.getJobCounts(...types);
+    return Object.values(counts).reduce((a, b) => a + b, 0);
+  }
+
+  /** Jobs in the given states, `start`..`end` inclusive (-1: to the end) of each state's order. */
+  async getJobs(
+    types: JobType | JobType[] = ['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized'],
+    start = 0,
+    end = -1,
+    asc = false,
+  ): Promise<Job<DataType, ResultType, NameType>[]> {
+    const store = await this.store();
+    const list = Array.isArray(types) ? types : [types];
+    const limit = end < 0 ? Number.MAX_SAFE_INTEGER : end + 1;
+    const ids: string[] = [];
+    for (const t of list) ids.push(...(await listJobIds(store, t, limit, asc)));
+    const window = ids.slice(start, end < 0 ? undefined : end + 1);
+    const stored = await Promise.all(window.map((id) => store.getJob(id)));
+    return stored.flatMap((s) => (s ? [new Job<DataType, ResultType, NameType>(store, s.record)] : []));
+  }
+
+  async getWaiting(start = 0, end = -1) {
+    return this.getJobs(['waiting'], start, end, true);
+  }
+  async getActive(start = 0, end = -1) {
+    return this.getJobs(['active'], start, end, true);
+  }
+  async getDelayed(start = 0, end = -1) {
+    return this.getJobs(['delayed'], start, end, true);
+  }
+  async getCompleted(start = 0, end = -1) {
+    return this.getJobs(['completed'], start, end, false);
+  }
+  async getFailed(start = 0, end = -1) {
+    return this.getJobs(['failed'], start, end, false);
+  }
+  async count(): Promise<number> {
+    return this.getJobCountByTypes('waiting', 'paused', 'delayed', 'prioritized');
+  }
+
+  /** Stops every worker of this queue from claiming new jobs (in-flight jobs finish). */
+  async pause(): Promise<void> {
+    await (await this.store()).setPaused(true);
+    this.emit('paused');
+  }
+
+  /** Lets workers claim again. */
+  async resume(): Promise<void> {
+    await (await this.store()).setPaused(false);
+    this.emit('resumed');
+  }
+
+  async isPaused(): Promise<boolean> {
+    return (await this.store()).isPaused();
+  }
+
+  /** Closes the connection. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.ready.then(
+      ({ session }) => session.close(),
+      () => undefined,
+    );
+    return this.closing;
+  }
+}

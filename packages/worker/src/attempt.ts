@@ -1,0 +1,211 @@
+/**
+ * Attempt: one run of one claimed job, from processor start to the fenced
+ * write of its outcome, with the events the Worker emits on the way.
+ */
+import {
+  type ClaimedJob,
+  claimPayload,
+  DEFAULT_KEEP_COMPLETED,
+  DEFAULT_KEEP_FAILED,
+  type Finish,
+  type FinishResult,
+  isOutcomeUnknown,
+  Job,
+  type JobProgress,
+  type KeepJobs,
+  keepPolicy,
+  LostJobError,
+  type Outcome,
+  type QueueStore,
+  trimFinished,
+  UnrecoverableError,
+} from '@zkq/core';
+import { backoffDelay, normalizeBackoff } from './backoff.js';
+import type { Lease } from './lease-renewer.js';
+import type { WorkerOptions } from './options.js';
+
+/** What an attempt needs from its Worker. */
+export interface AttemptDriver {
+  run(job: Job, signal: AbortSignal): Promise<unknown>;
+  finish(f: Finish): Promise<FinishResult>;
+  forced(): boolean;
+}
+
+/** The Worker as an attempt sees it: events and errors. */
+interface Emitter {
+  readonly id: string;
+  emit(event: string, ...args: unknown[]): boolean;
+  emitError(err: unknown): void;
+}
+
+/** Most tries to write an outcome whose first write had an unknown outcome. */
+const FINISH_TRIES = 5;
+/** Trim retention at most this often per worker, ms. */
+const TRIM_EVERY_MS = 1000;
+const lastTrim = new WeakMap<QueueStore, Record<string, number>>();
+
+export class Attempt {
+  readonly job: Job;
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+  private readonly controller = new AbortController();
+  private readonly logs: string[] = [];
+  private progress: unknown;
+  private revoked = false;
+
+  constructor(
+    private readonly worker: Emitter,
+    private readonly claimed: ClaimedJob,
+    private readonly store: QueueStore,
+    private readonly opts: WorkerOptions & { maxStalledCount: number; lockDuration: number },
+    private readonly driver: AttemptDriver,
+  ) {
+    this.done = new Promise((r) => {
+      this.resolveDone = r;
+    });
+    this.job = new Job(store, claimed.record, {
+      updateProgress: (p) => this.updateProgress(p),
+      log: async (row) => this.logs.push(row),
+    });
+    this.job.token = String(claimed.token);
+  }
+
+  get token(): number {
+    return this.claimed.token;
+  }
+
+  lease(): Lease {
+    return { id: this.claimed.record.id, token: this.claimed.token, progress: this.progress };
+  }
+
+  /** The claim was revoked: abort the processor; its result will be dropped. */
+  revoke(): void {
+    this.revoked = true;
+    this.abort();
+  }
+
+  abort(): void {
+    this.controller.abort(new Error(`job ${this.job.id} aborted`));
+  }
+
+  private async updateProgress(progress: JobProgress): Promise<void> {
+    this.progress = progress;
+    const { layout, session } = this.store;
+    const data = claimPayload(this.worker.id, this.claimed.token, this.opts.lockDuration, progress);
+    await session.setData(layout.claim(this.job.id), data).catch(() => undefined);
+    this.worker.emit('progress', this.job, progress);
+  }
+
+  async run(): Promise<void> {
+    try {
+      const outcome = await this.outcome();
+      if (!outcome || this.driver.forced()) return;
+      if (this.revoked) return this.lost(new LostJobError(this.job.id));
+      const result = await this.write(outcome);
+      if (!result.ok) return this.lost(result.error as Error);
+      this.report(outcome);
+    } finally {
+      this.resolveDone();
+    }
+  }
+
+  /** Runs the processor and decides where the job goes; undefined when aborted by a forced close. */
+  private async outcome(): Promise<Outcome | undefined> {
+    const record = this.claimed.record;
+    if (record.stalledCounter > this.opts.maxStalledCount) {
+      this.worker.emit('stalled', this.job.id, 'active');
+      return this.failure(new Error('job stalled more than allowable limit'), true);
+    }
+    this.worker.emit('active', this.job, 'waiting');
+    try {
+      const value = await this.driver.run(this.job, this.controller.signal);
+      return { kind: 'completed', returnvalue: value ?? null, remove: this.keep('completed') === 'remove' };
+    } catch (err) {
+      if (this.driver.forced()) return undefined;
+      return this.failure(err instanceof Error ? err : new Error(String(err)), false);
+    }
+  }
+
+  private async failure(err: Error, final: boolean): Promise<Outcome> {
+    const record = this.claimed.record;
+    const attemptsMade = record.attemptsMade + 1;
+    const stacktrace = err.stack ? [err.stack] : [];
+    this.job.failedReason = err.message;
+    const unrecoverable = err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
+    if (!final && !unrecoverable && attemptsMade < (record.opts.attempts ?? 1)) {
+      const backoff = normalizeBackoff(record.opts.backoff);
+      const delay = await backoffDelay(backoff, attemptsMade, err, this.job, this.opts.settings?.backoffStrategy);
+      if (delay >= 0) return { kind: 'retry', reason: err.message, stacktrace, due: Date.now() + delay };
+    }
+    return { kind: 'failed', reason: err.message, stacktrace, remove: this.keep('failed') === 'remove' };
+  }
+
+  private keep(kind: 'completed' | 'failed'): KeepJobs | 'remove' {
+    const opts = this.claimed.record.opts;
+    return kind === 'completed'
+      ? keepPolicy(opts.removeOnComplete ?? this.opts.removeOnComplete, DEFAULT_KEEP_COMPLETED)
+      : keepPolicy(opts.removeOnFail ?? this.opts.removeOnFail, DEFAULT_KEEP_FAILED);
+  }
+
+  /**
+   * Writes the outcome. When a write's outcome is unknown (connection lost),
+   * it is tried again; a retry refused by fencing then means the first write
+   * went through if the record shows this attempt finished.
+   */
+  private async write(outcome: Outcome): Promise<FinishResult> {
+    const finish: Finish = { job: this.claimed, outcome, logs: this.logs, progress: this.progress };
+    let unknown = false;
+    for (let i = 0; ; i++) {
+      try {
+        const result = await this.driver.finish(finish);
+        if (!result.ok && unknown && (await this.committed())) return { ok: true };
+        return result;
+      } catch (err) {
+        if (!isOutcomeUnknown(err) || i + 1 >= FINISH_TRIES) throw err;
+        unknown = true;
+      }
+    }
+  }
+
+  private async committed(): Promise<boolean> {
+    const stored = await this.store.getJob(this.job.id);
+    if (!stored) return true; // removed on finish (or trimmed): nobody else claimed it after us
+    const r = stored.record;
+    return (
+      r.processedBy === this.worker.id &&
+      r.attemptsStarted === this.claimed.record.attemptsStarted &&
+      r.state !== 'active'
+    );
+  }
+
+  private lost(error: Error): void {
+    this.worker.emit('lost', this.job, error);
+  }
+
+  private report(outcome: Outcome): void {
+    const job = this.job;
+    job.finishedOn = Date.now();
+    job.attemptsMade = this.claimed.record.attemptsMade + 1;
+    if (outcome.kind === 'completed') {
+      job.returnvalue = outcome.returnvalue;
+      this.worker.emit('completed', job, outcome.returnvalue, 'active');
+      this.trim('completed');
+    } else {
+      job.failedReason = outcome.reason;
+      this.worker.emit('failed', job, new Error(outcome.reason), 'active');
+      if (outcome.kind === 'failed') this.trim('failed');
+    }
+  }
+
+  /** Keeps retention within bounds, at most once a second per queue and kind. */
+  private trim(kind: 'completed' | 'failed'): void {
+    const policy = this.keep(kind);
+    if (policy === 'remove' || (policy.count === undefined && policy.age === undefined)) return;
+    const last = lastTrim.get(this.store) ?? {};
+    lastTrim.set(this.store, last);
+    const now = Date.now();
+    if (now - (last[kind] ?? 0) < TRIM_EVERY_MS) return;
+    last[kind] = now;
+    trimFinished(this.store, kind, policy).catch((err) => this.worker.emitError(err));
+  }
+}

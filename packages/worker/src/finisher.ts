@@ -1,0 +1,64 @@
+/**
+ * Finisher: writes finished attempts in batches. Jobs that finish within the
+ * same turn of the event loop (or while a write is in flight) share one
+ * fenced transaction; a conflict only costs the job it concerns (see
+ * finishJobs). At most MAX_IN_FLIGHT transactions run at once.
+ */
+import { type Finish, type FinishResult, finishJobs, type QueueStore } from '@zkq/core';
+
+const MAX_BATCH = 100;
+const MAX_IN_FLIGHT = 4;
+
+interface Waiting {
+  finish: Finish;
+  resolve: (r: FinishResult) => void;
+  reject: (e: unknown) => void;
+}
+
+export class Finisher {
+  private queue: Waiting[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(private readonly store: QueueStore) {}
+
+  /** Records `finish`; resolves with its result once written (or rejected by fencing). */
+  finish(finish: Finish): Promise<FinishResult> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ finish, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.queue.length > 0 && this.inFlight < MAX_IN_FLIGHT) {
+      const batch = this.queue.splice(0, MAX_BATCH);
+      this.inFlight++;
+      finishJobs(
+        this.store,
+        batch.map((w) => w.finish),
+      )
+        .then(
+          (results) => {
+            for (const [i, w] of batch.entries()) w.resolve(results[i] as FinishResult);
+          },
+          (err) => {
+            for (const w of batch) w.reject(err);
+          },
+        )
+        .finally(() => {
+          this.inFlight--;
+          if (this.queue.length > 0) this.schedule();
+        });
+    }
+  }
+}

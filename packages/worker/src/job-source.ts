@@ -1,0 +1,130 @@
+/**
+ * JobSource: finds and claims the next jobs for a worker.
+ *
+ * It keeps a short local view of the head of the queue (one scan serves many
+ * claims), claims several jobs per transaction, and when nothing is
+ * claimable it waits on watches — the head's listings (new jobs) and the
+ * claims directory (a dead worker's claim vanishing) — plus a slow poll as a
+ * safety net. Workers that collide on the same jobs start taking them from a
+ * random offset within the head, so they spread instead of racing for the
+ * single smallest node; a lone worker always takes the head in order.
+ */
+import {
+  type Candidate,
+  type ClaimedJob,
+  claimJobs,
+  MalformedJobError,
+  NodeExistsError,
+  type QueueStore,
+  quarantineMalformed,
+  scanHead,
+} from '@zkq/core';
+
+export interface JobSourceOptions {
+  workerId: string;
+  lockDuration: number;
+  /** Slowest re-check while idle, ms. */
+  idlePollMs: number;
+  /** Told about nodes under the queue that are not zkq jobs (then moved to failed, or ignored). */
+  onWarning: (err: Error) => void;
+}
+
+/** A view of the head older than this is scanned again (bounds priority inversion). */
+const VIEW_MAX_AGE_MS = 100;
+/** How long after a collision claims keep spreading, ms. */
+const SPREAD_FOR_MS = 2000;
+
+export class JobSource {
+  private view: Candidate[] = [];
+  private viewAt = 0;
+  private lastCollision = 0;
+  private wake: (() => void) | undefined;
+  /** Ids of foreign pointers this worker leaves alone. */
+  private readonly ignored = new Set<string>();
+
+  constructor(
+    private readonly store: QueueStore,
+    /** Ids of the jobs this worker is running now. */
+    private readonly inHand: () => Iterable<string>,
+    private readonly o: JobSourceOptions,
+  ) {}
+
+  /** Ends a pending idle wait at once (new work, pause, close). */
+  poke(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  /**
+   * Claims up to `max` jobs. Resolves with [] when idle for a while or poked,
+   * so the caller can re-check pause and close.
+   */
+  async claim(max: number, onIdle: () => void): Promise<ClaimedJob[]> {
+    if (this.view.length === 0 || Date.now() - this.viewAt > VIEW_MAX_AGE_MS) await this.rescan(max);
+    if (this.view.length === 0) {
+      onIdle();
+      await this.idleWait();
+      return [];
+    }
+    const picked = this.pick(max);
+    const result = await claimJobs(this.store, picked, {
+      workerId: this.o.workerId,
+      lockDuration: this.o.lockDuration,
+    });
+    for (const { candidate, error } of result.skipped) {
+      if (error === undefined || error instanceof NodeExistsError) this.lastCollision = Date.now();
+      else await this.setAside(candidate, error);
+    }
+    return result.claimed;
+  }
+
+  private async rescan(max: number): Promise<void> {
+    const claims = await this.store.session.getChildren(this.store.layout.claimsDir);
+    const exclude = new Set([...claims, ...this.inHand(), ...this.ignored]);
+    this.view = await scanHead(this.store, { limit: Math.max(200, max * 4), exclude });
+    this.viewAt = Date.now();
+  }
+
+  private pick(max: number): Candidate[] {
+    const spreading = Date.now() - this.lastCollision < SPREAD_FOR_MS;
+    const offset = spreading ? Math.floor(Math.random() * Math.max(1, this.view.length - max)) : 0;
+    const picked = this.view.splice(offset, max);
+    return picked;
+  }
+
+  /** A pointer whose record is not a zkq job: failed with the reason when possible, else ignored. */
+  private async setAside(candidate: Candidate, error: unknown): Promise<void> {
+    this.o.onWarning(error instanceof Error ? error : new Error(String(error)));
+    if (!(error instanceof MalformedJobError) || !(await quarantineMalformed(this.store, candidate, error))) {
+      this.ignored.add(candidate.id);
+    }
+  }
+
+  /** One stable watcher: re-arming it on every idle wait registers nothing twice. */
+  private readonly onChange = (): void => this.poke();
+
+  /** Waits for a change at the head or in the claims, a poke, or the idle poll. */
+  private async idleWait(): Promise<void> {
+    const woken = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => this.poke(), this.o.idlePollMs);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    // Arm watches, then look once more: what arrived before they were set is seen now.
+    const watch = this.onChange;
+    Promise.all([
+      this.store.session.getChildren(this.store.layout.claimsDir, { watch }),
+      scanHead(this.store, { limit: 1, exclude: new Set(this.inHand()), watch }),
+    ]).then(
+      ([claims, head]) => {
+        if (head.some((c) => !claims.includes(c.id))) this.poke();
+      },
+      () => this.poke(),
+    );
+    await woken;
+    this.viewAt = 0;
+  }
+}

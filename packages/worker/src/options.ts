@@ -1,0 +1,103 @@
+/** Worker options (BullMQ's WorkerOptions, zkq's subset plus `threads` and `barrier`), validated once. */
+import { InvalidArgumentError, type Job, type KeepJobs, type QueueBaseOptions, validateConnection } from '@zkq/core';
+import type { BackoffStrategy } from './backoff.js';
+
+/** A job processor: resolves with the job's result, throws to fail the attempt (BullMQ's Processor). */
+export type Processor<T = any, R = any, N extends string = string> = (
+  job: Job<T, R, N>,
+  token?: string,
+  signal?: AbortSignal,
+) => Promise<R>;
+
+export interface AdvancedOptions {
+  /** Custom backoff strategies, used for `backoff.type` other than fixed/exponential. */
+  backoffStrategy?: BackoffStrategy;
+}
+
+/** Batch start: claim nothing until `size` workers have joined the barrier `name`. */
+export interface BarrierOptions {
+  name: string;
+  size: number;
+  /** Give up waiting after this many ms (the worker then closes with an error). */
+  timeout?: number;
+}
+
+export interface WorkerOptions extends QueueBaseOptions {
+  /** Jobs run at once by this worker. Default 1. */
+  concurrency?: number;
+  /** Start processing in the constructor. Default true; else call `run()`. */
+  autorun?: boolean;
+  /** Lease of a claimed job, ms: a claim not renewed for this long is stalled. Default 30000. */
+  lockDuration?: number;
+  /** How often leases are renewed, ms. Default lockDuration / 2. */
+  lockRenewTime?: number;
+  /** Stalls (lease expiry or worker death mid-job) a job survives before it fails. Default 1. */
+  maxStalledCount?: number;
+  /** How often the leader checks for stalled jobs, ms. Default 30000. */
+  stalledInterval?: number;
+  /** Retention of completed jobs when the job says nothing. */
+  removeOnComplete?: KeepJobs;
+  /** Retention of failed jobs when the job says nothing. */
+  removeOnFail?: KeepJobs;
+  /** Slowest re-check of an idle queue, seconds (watches wake the worker sooner). Default 5. */
+  drainDelay?: number;
+  /** Wait after an unexpected error in the claim loop, ms. Default 1000. */
+  runRetryDelay?: number;
+  settings?: AdvancedOptions;
+  /** Accepted for compatibility: file processors always run on worker threads in zkq. */
+  useWorkerThreads?: boolean;
+  /** Threads for a file processor. Default: the CPU count, at most `concurrency`. */
+  threads?: number;
+  /** Worker id (default: host-pid-random). Shown in claims, membership and logs. */
+  name?: string;
+  /** Batch start barrier. */
+  barrier?: BarrierOptions;
+}
+
+export const DEFAULT_LOCK_DURATION_MS = 30_000;
+export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
+export const DEFAULT_MAX_STALLED_COUNT = 1;
+export const DEFAULT_DRAIN_DELAY_S = 5;
+export const DEFAULT_RUN_RETRY_DELAY_MS = 1000;
+
+function positiveInt(v: unknown, name: string): void {
+  if (v !== undefined && (!Number.isInteger(v) || (v as number) < 1)) {
+    throw new InvalidArgumentError(`${name} must be an integer >= 1`, name);
+  }
+}
+
+function positive(v: unknown, name: string): void {
+  if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)) {
+    throw new InvalidArgumentError(`${name} must be a number > 0`, name);
+  }
+}
+
+export function validateWorkerOptions(opts: unknown): asserts opts is WorkerOptions {
+  if (!opts || typeof opts !== 'object')
+    throw new InvalidArgumentError('Worker options with a connection are required', 'opts');
+  const o = opts as WorkerOptions;
+  validateConnection(o.connection);
+  positiveInt(o.concurrency, 'concurrency');
+  positiveInt(o.threads, 'threads');
+  positive(o.lockDuration, 'lockDuration');
+  positive(o.lockRenewTime, 'lockRenewTime');
+  positive(o.stalledInterval, 'stalledInterval');
+  positive(o.drainDelay, 'drainDelay');
+  if (o.maxStalledCount !== undefined && (!Number.isInteger(o.maxStalledCount) || o.maxStalledCount < 0)) {
+    throw new InvalidArgumentError('maxStalledCount must be an integer >= 0', 'maxStalledCount');
+  }
+  if (o.lockRenewTime !== undefined && o.lockRenewTime >= (o.lockDuration ?? DEFAULT_LOCK_DURATION_MS)) {
+    throw new InvalidArgumentError('lockRenewTime must be shorter than lockDuration', 'lockRenewTime');
+  }
+  if (o.name !== undefined && (typeof o.name !== 'string' || !/^[A-Za-z0-9._:-]{1,100}$/.test(o.name))) {
+    throw new InvalidArgumentError('name must be 1-100 characters of A-Z a-z 0-9 . _ : -', 'name');
+  }
+  if (o.barrier !== undefined) {
+    const b = o.barrier;
+    if (!b || typeof b.name !== 'string' || !/^[A-Za-z0-9._-]{1,100}$/.test(b.name)) {
+      throw new InvalidArgumentError('barrier.name must be 1-100 characters of A-Z a-z 0-9 . _ -', 'barrier.name');
+    }
+    positiveInt(b.size, 'barrier.size');
+    positive(b.timeout, 'barrier.timeout');
+  }
+}

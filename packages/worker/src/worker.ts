@@ -1,0 +1,320 @@
+/**
+ * Worker: claims jobs of a queue and runs them, `concurrency` at a time
+ * (BullMQ's Worker, on ZooKeeper).
+ *
+ * ```ts
+ * const worker = new Worker('emails', async (job) => send(job.data), {
+ *   connection: { connectionString: '127.0.0.1:2181' },
+ *   concurrency: 10,
+ * });
+ * ```
+ *
+ * A processor function runs inline; a file path or URL runs on a piscina
+ * thread pool. The claim protocol and its fencing are described in
+ * @zkq/core's transitions.ts; this class drives it: JobSource claims,
+ * LeaseRenewer keeps claims alive, Finisher writes results in batches.
+ */
+
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  type ClaimedJob,
+  ClosedError,
+  DEFAULT_PREFIX,
+  InvalidArgumentError,
+  type Job,
+  type JobProgress,
+  openSession,
+  QueueStore,
+  type Session,
+  validateQueueName,
+} from '@zkq/core';
+import { Attempt } from './attempt.js';
+import { Finisher } from './finisher.js';
+import { JobSource } from './job-source.js';
+import { LeaseRenewer } from './lease-renewer.js';
+import {
+  DEFAULT_DRAIN_DELAY_S,
+  DEFAULT_LOCK_DURATION_MS,
+  DEFAULT_MAX_STALLED_COUNT,
+  DEFAULT_RUN_RETRY_DELAY_MS,
+  type Processor,
+  validateWorkerOptions,
+  type WorkerOptions,
+} from './options.js';
+import { ThreadPool } from './sandbox/pool.js';
+import type { ThreadMessage } from './sandbox/protocol.js';
+
+/** Typed events of a Worker (BullMQ's WorkerListener, plus `lost`). */
+export interface WorkerListener<T = any, R = any, N extends string = string> {
+  active: [job: Job<T, R, N>, prev: string];
+  completed: [job: Job<T, R, N>, result: R, prev: string];
+  failed: [job: Job<T, R, N> | undefined, error: Error, prev: string];
+  progress: [job: Job<T, R, N>, progress: JobProgress];
+  /** The worker lost a job it was running (claim revoked); its result was dropped. */
+  lost: [job: Job<T, R, N>, error: Error];
+  stalled: [jobId: string, prev: string];
+  error: [failedReason: Error];
+  drained: [];
+  ready: [];
+  paused: [];
+  resumed: [];
+  closing: [msg: string];
+  closed: [];
+}
+
+export class Worker<DataType = any, ResultType = any, NameType extends string = string> extends EventEmitter<
+  WorkerListener<DataType, ResultType, NameType>
+> {
+  readonly name: string;
+  readonly id: string;
+  readonly opts: Required<Pick<WorkerOptions, 'concurrency' | 'lockDuration' | 'maxStalledCount'>> & WorkerOptions;
+  private readonly processorFn: Processor<DataType, ResultType, NameType> | undefined;
+  private readonly pool: ThreadPool | undefined;
+  private readonly attempts = new Map<string, Attempt>();
+  private session: Session | undefined;
+  private store: QueueStore | undefined;
+  private source: JobSource | undefined;
+  private finisher: Finisher | undefined;
+  private renewer: LeaseRenewer | undefined;
+  private running: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  private forced = false;
+  private queuePaused = false;
+  private localPaused = false;
+  private wakeLoop: (() => void) | undefined;
+  private hadWork = false;
+
+  constructor(name: string, processor: Processor<DataType, ResultType, NameType> | string | URL, opts: WorkerOptions) {
+    super();
+    validateQueueName(name);
+    validateWorkerOptions(opts);
+    if (typeof processor !== 'function' && typeof processor !== 'string' && !(processor instanceof URL)) {
+      throw new InvalidArgumentError('processor must be an async function, a file path or a URL', 'processor');
+    }
+    this.name = name;
+    this.id =
+      opts.name ?? `${hostname().replace(/[^A-Za-z0-9._-]/g, '-')}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    const concurrency = opts.concurrency ?? 1;
+    this.opts = {
+      ...opts,
+      concurrency,
+      lockDuration: opts.lockDuration ?? DEFAULT_LOCK_DURATION_MS,
+      maxStalledCount: opts.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
+    };
+    if (typeof processor === 'function') this.processorFn = processor;
+    else this.pool = new ThreadPool(processor, opts.threads, (m) => this.onThreadMessage(m));
+    if (opts.autorun !== false) {
+      this.run().catch((err) => this.emitError(err));
+    }
+  }
+
+  /** Starts claiming and processing; resolves when the worker has closed. */
+  run(): Promise<void> {
+    if (this.closing) return Promise.reject(new ClosedError(`worker of '${this.name}'`));
+    this.running ??= this.start().then(() => this.loop());
+    return this.running;
+  }
+
+  /** Resolves once connected and registered. */
+  async waitUntilReady(): Promise<void> {
+    while (!this.store) {
+      if (this.closing) throw new ClosedError(`worker of '${this.name}'`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  isRunning(): boolean {
+    return this.running !== undefined && !this.closing;
+  }
+
+  isPaused(): boolean {
+    return this.localPaused;
+  }
+
+  private async start(): Promise<void> {
+    const session = await openSession(this.opts.connection, this.opts.prefix ?? DEFAULT_PREFIX);
+    this.session = session;
+    const store = new QueueStore(session, this.name);
+    await store.init();
+    this.store = store;
+    this.finisher = new Finisher(store);
+    this.source = new JobSource(store, () => this.attempts.keys(), {
+      workerId: this.id,
+      lockDuration: this.opts.lockDuration,
+      idlePollMs: (this.opts.drainDelay ?? DEFAULT_DRAIN_DELAY_S) * 1000,
+      onWarning: (err) => this.emitError(err),
+    });
+    this.renewer = new LeaseRenewer(
+      store,
+      this.id,
+      this.opts.lockDuration,
+      this.opts.lockRenewTime ?? this.opts.lockDuration / 2,
+      () => [...this.attempts.values()].map((a) => a.lease()),
+      (id) => this.attempts.get(id)?.revoke(),
+      (err) => this.emitError(err as Error),
+    );
+    this.renewer.start();
+    session.on('reconnected', ({ newSession }) => {
+      if (newSession) void this.renewer?.renew().catch((err) => this.emitError(err));
+      this.nudge();
+    });
+    await this.register();
+    session.onNewSession(() => this.register());
+    await this.watchPause();
+    this.emit('ready');
+  }
+
+  /** EPHEMERAL `workers/<id>` so operators (and the leader) see live workers. */
+  private async register(): Promise<void> {
+    const store = this.store as QueueStore;
+    const info = {
+      id: this.id,
+      host: hostname(),
+      pid: process.pid,
+      concurrency: this.opts.concurrency,
+      startedAt: Date.now(),
+    };
+    await store.session
+      .create(store.layout.worker(this.id), Buffer.from(JSON.stringify(info)), 'ephemeral')
+      .catch(() => undefined);
+  }
+
+  private async watchPause(): Promise<void> {
+    const store = this.store as QueueStore;
+    const rearm = () => {
+      if (!this.closing) this.watchPause().catch((err) => this.emitError(err));
+    };
+    const paused = await store.isPaused(rearm);
+    if (paused !== this.queuePaused) {
+      this.queuePaused = paused;
+      this.nudge();
+    }
+  }
+
+  /** Wakes the claim loop (slot freed, pause changed, closing). */
+  private nudge(): void {
+    const w = this.wakeLoop;
+    this.wakeLoop = undefined;
+    w?.();
+    this.source?.poke();
+  }
+
+  private waitForNudge(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wakeLoop = resolve;
+    });
+  }
+
+  private async loop(): Promise<void> {
+    const source = this.source as JobSource;
+    while (!this.closing) {
+      if (this.queuePaused || this.localPaused) {
+        await this.waitForNudge();
+        continue;
+      }
+      const free = this.opts.concurrency - this.attempts.size;
+      if (free <= 0) {
+        await this.waitForNudge();
+        continue;
+      }
+      let claimed: ClaimedJob[];
+      try {
+        claimed = await source.claim(free, () => this.onIdle());
+      } catch (err) {
+        if (this.closing) break;
+        this.emitError(err);
+        await sleep(this.opts.runRetryDelay ?? DEFAULT_RUN_RETRY_DELAY_MS);
+        continue;
+      }
+      for (const c of claimed) {
+        if (this.closing) break;
+        this.hadWork = true;
+        this.process(c);
+      }
+    }
+  }
+
+  private onIdle(): void {
+    if (this.hadWork && this.attempts.size === 0) {
+      this.hadWork = false;
+      this.emit('drained');
+    }
+  }
+
+  private process(claimed: ClaimedJob): void {
+    const attempt = new Attempt(this, claimed, this.store as QueueStore, this.opts, {
+      run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal),
+      finish: (f) => (this.finisher as Finisher).finish(f),
+      forced: () => this.forced,
+    });
+    this.attempts.set(claimed.record.id, attempt);
+    attempt
+      .run()
+      .catch((err) => this.emitError(err))
+      .finally(() => {
+        this.attempts.delete(claimed.record.id);
+        this.nudge();
+      });
+  }
+
+  private async execute(job: Job<DataType, ResultType, NameType>, signal: AbortSignal): Promise<ResultType> {
+    if (this.processorFn) return this.processorFn(job, job.token, signal);
+    return (await (this.pool as ThreadPool).run(job.toJSON(), job.token ?? '', signal)) as ResultType;
+  }
+
+  private onThreadMessage(m: ThreadMessage): void {
+    const attempt = this.attempts.get(m.jobId);
+    if (!attempt || String(attempt.token) !== m.token) return;
+    if (m.kind === 'progress') void attempt.job.updateProgress(m.value as JobProgress).catch((e) => this.emitError(e));
+    else void attempt.job.log(String(m.value));
+  }
+
+  /** Emits `error` when someone listens; otherwise a process warning (an unheard 'error' would crash). */
+  emitError(err: unknown): void {
+    const e = err instanceof Error ? err : new Error(String(err));
+    if (this.listenerCount('error') > 0) this.emit('error', e);
+    else process.emitWarning(e.message, { type: 'ZkqWorkerWarning', code: (e as { code?: string }).code });
+  }
+
+  /** Stops claiming on this worker (jobs in flight finish). */
+  async pause(doNotWaitActive = false): Promise<void> {
+    this.localPaused = true;
+    this.emit('paused');
+    if (!doNotWaitActive) await Promise.all([...this.attempts.values()].map((a) => a.done));
+  }
+
+  resume(): void {
+    this.localPaused = false;
+    this.emit('resumed');
+    this.nudge();
+  }
+
+  /**
+   * Stops claiming, lets jobs in flight finish and record their results,
+   * then disconnects. `force` aborts them instead (their processors' signals
+   * fire; threaded ones are terminated); their claims end with the session,
+   * so other workers run them again.
+   */
+  close(force = false): Promise<void> {
+    if (force) this.forced = true;
+    if (this.closing) {
+      if (force) for (const a of this.attempts.values()) a.abort();
+      return this.closing;
+    }
+    this.emit('closing', 'closing');
+    this.closing = (async () => {
+      this.nudge();
+      if (force) for (const a of this.attempts.values()) a.abort();
+      await this.running?.catch(() => undefined);
+      await Promise.all([...this.attempts.values()].map((a) => a.done));
+      await this.renewer?.stop();
+      await this.pool?.close();
+      await this.session?.close();
+      this.emit('closed');
+    })();
+    return this.closing;
+  }
+}
