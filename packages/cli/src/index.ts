@@ -1,1 +1,2 @@
-export {};
+export { buildParser, main } from './cli.js';
+export { CliError, describeError, EXIT, NotSupportedError, UsageError } from './errors.js';

@@ -1,0 +1,154 @@
+/**
+ * Coordination from the shell: `zkq barrier` (wait until N processes have
+ * joined), `zkq lock` (run a command under an exclusive lock), `zkq leader`
+ * (who leads a queue's housekeeping).
+ *
+ * Layout inside the namespace: `/barriers/<name>` and `/locks/<name>` (the
+ * recipes' own nodes below them), and a queue's `<queue>/leader`.
+ */
+import { spawn } from 'node:child_process';
+import { constants, hostname } from 'node:os';
+import { Barrier, Lock } from '@zkq/core';
+import type { Argv } from 'yargs';
+import { checkNodeName, type GlobalArgs, integer, positive, withQueue, withSession } from '../context.js';
+import { CliError, EXIT, UsageError } from '../errors.js';
+import { createLogger } from '../logger.js';
+import { printJson, println } from '../output.js';
+import { currentLeader } from './inspect.js';
+
+export const BARRIERS_DIR = '/barriers';
+export const LOCKS_DIR = '/locks';
+
+function memberId(): string {
+  return `${hostname().replace(/[^A-Za-z0-9._-]/g, '-')}-${process.pid}`;
+}
+
+export function registerCoordinationCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
+  return y
+    .command(
+      'barrier <name>',
+      'Join a barrier and exit 0 once --members processes have joined',
+      (b) =>
+        b
+          .positional('name', { type: 'string', demandOption: true, describe: 'Barrier name' })
+          .option('members', { type: 'number', describe: 'How many must join before anyone passes' })
+          .option('timeout', { type: 'number', describe: 'Give up after this many ms (exit 7)' })
+          .option('reset', {
+            type: 'boolean',
+            default: false,
+            describe: 'Re-arm a used barrier for another round (run once, after everyone left)',
+          })
+          .example('$0 barrier nightly --members 3 && ./run-my-part.sh', 'Start three scripts together')
+          .example('$0 barrier nightly --reset', 'Re-arm the barrier for the next round'),
+      async (argv) => {
+        checkNodeName(argv.name, 'barrier');
+        if (!argv.reset) integer(argv.members, '--members');
+        if (argv.timeout !== undefined) positive(argv.timeout, '--timeout');
+        const log = createLogger(argv, 'stderr');
+        await withSession(argv, async (session) => {
+          const barrier = new Barrier(session, `${BARRIERS_DIR}/${argv.name}`, {
+            size: argv.members ?? 1,
+            id: memberId(),
+          });
+          if (argv.reset) {
+            await barrier.reset();
+            println(`barrier ${argv.name} re-armed`);
+            return;
+          }
+          log.info({ barrier: argv.name, members: argv.members }, 'waiting at barrier');
+          await barrier.enter(argv.timeout !== undefined ? { timeout: argv.timeout } : {});
+          println(`barrier ${argv.name}: all ${argv.members} members joined`);
+        });
+      },
+    )
+    .command(
+      'lock <name> [command..]',
+      'Run a command while holding an exclusive lock; exit with its exit code',
+      (b) =>
+        b
+          .positional('name', { type: 'string', demandOption: true, describe: 'Lock name' })
+          .positional('command', { type: 'string', array: true, describe: 'The command, after --' })
+          .option('timeout', { type: 'number', describe: 'Give up waiting for the lock after this many ms (exit 7)' })
+          .example('$0 lock nightly-report -- ./make-report.sh --full', 'One report at a time, cluster-wide'),
+      async (argv) => {
+        checkNodeName(argv.name, 'lock');
+        if (argv.timeout !== undefined) positive(argv.timeout, '--timeout');
+        const command = [...(argv.command ?? []), ...((argv['--'] as string[] | undefined) ?? [])].map(String);
+        const [file, ...args] = command;
+        if (!file) throw new UsageError('give the command to run after --, e.g. zkq lock name -- ./job.sh');
+        const log = createLogger(argv, 'stderr');
+        const code = await withSession(argv, async (session) => {
+          const lock = new Lock(session, `${LOCKS_DIR}/${argv.name}`, { id: memberId() });
+          log.debug({ lock: argv.name }, 'waiting for lock');
+          await lock.acquire(argv.timeout !== undefined ? { timeout: argv.timeout } : {});
+          log.debug({ lock: argv.name }, 'lock acquired');
+          try {
+            return await runUnderLock(file, args, lock, log);
+          } finally {
+            await lock.release().catch(() => undefined);
+          }
+        });
+        process.exitCode = code;
+      },
+    )
+    .command(
+      'leader <queue>',
+      "Print the id of the queue's current leader (or none)",
+      (b) =>
+        b
+          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+          .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
+          .example('$0 leader emails', 'Which worker does the housekeeping of emails'),
+      async (argv) => {
+        await withQueue(argv, argv.queue, async (queue) => {
+          const leader = await currentLeader(await queue.waitUntilReady(), argv.queue);
+          if (argv.json) printJson({ queue: argv.queue, leader: leader ?? null });
+          else println(leader ?? 'none');
+        });
+      },
+    );
+}
+
+/**
+ * Runs the command with the terminal's stdio and resolves with its exit code
+ * (128 + signal number when killed). SIGINT/SIGTERM are passed on to it. If
+ * the lock is lost (session expired) the command is terminated: it is no
+ * longer alone.
+ */
+function runUnderLock(file: string, args: string[], lock: Lock, log: ReturnType<typeof createLogger>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { stdio: 'inherit' });
+    const forward = (signal: NodeJS.Signals) => child.kill(signal);
+    const onLost = () => {
+      log.error({ lock: lock.path }, 'lock lost (ZooKeeper session expired); stopping the command');
+      child.kill('SIGTERM');
+    };
+    const onSuspended = () => log.warn({ lock: lock.path }, 'connection to ZooKeeper suspended while holding the lock');
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    lock.on('lost', onLost);
+    lock.on('suspended', onSuspended);
+    const cleanup = () => {
+      process.off('SIGINT', forward);
+      process.off('SIGTERM', forward);
+      lock.off('lost', onLost);
+      lock.off('suspended', onSuspended);
+    };
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      cleanup();
+      reject(
+        err.code === 'ENOENT'
+          ? new CliError(`cannot run '${file}': command not found`, 127)
+          : new CliError(`cannot run '${file}': ${err.message}`, 126),
+      );
+    });
+    child.once('exit', (code, signal) => {
+      cleanup();
+      if (!lock.isHeld && code === null) {
+        resolve(EXIT.FAILURE);
+        return;
+      }
+      resolve(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0));
+    });
+  });
+}

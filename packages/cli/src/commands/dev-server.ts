@@ -1,0 +1,106 @@
+/**
+ * `zkq dev-server`: a local ZooKeeper for development (standalone, or a
+ * 3-server ensemble on loopback), installed first when missing. Runs until
+ * SIGINT/SIGTERM, then stops the server(s).
+ */
+import { createServer } from 'node:net';
+import { startEnsemble, startZooKeeper } from '@zkq/testing';
+import type { Argv } from 'yargs';
+import type { GlobalArgs } from '../context.js';
+import { CliError, UsageError } from '../errors.js';
+import { createLogger } from '../logger.js';
+import { printJson, println } from '../output.js';
+
+export const DEV_SERVER_PORT = 2181;
+export const DEV_SERVER_HEAP_MB = 512;
+
+/** A running local server or ensemble. */
+export interface DevServer {
+  connectionString: string;
+  stop(): Promise<void>;
+}
+
+/** Fails with a clear message when `port` is taken on loopback. */
+function checkPortFree(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new CliError(`port ${port} is in use (another ZooKeeper?); pick one with --port, or --port 0 for any`)
+          : err,
+      ),
+    );
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve()));
+  });
+}
+
+/** Starts a standalone server (`port` 0: any free port) or a 3-server ensemble. */
+export async function startDevServer(opts: {
+  ensemble?: boolean;
+  port?: number;
+  dataDir?: string;
+}): Promise<DevServer> {
+  const common = { heapMb: DEV_SERVER_HEAP_MB, install: true, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}) };
+  if (opts.ensemble) return startEnsemble(common);
+  if (opts.port) await checkPortFree(opts.port);
+  return startZooKeeper({ ...common, ...(opts.port ? { clientPort: opts.port } : {}) });
+}
+
+/** Resolves with the first of SIGINT/SIGTERM. */
+export function nextSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(signal);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}
+
+export function registerDevServerCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
+  return y.command(
+    'dev-server',
+    'Run a local ZooKeeper for development until Ctrl-C',
+    (b) =>
+      b
+        .option('ensemble', { type: 'boolean', default: false, describe: 'Three servers on free loopback ports' })
+        .option('port', {
+          type: 'number',
+          default: DEV_SERVER_PORT,
+          describe: 'Client port of the standalone server (0: any free port)',
+        })
+        .option('data-dir', {
+          type: 'string',
+          describe: 'Keep data here (default: a temporary folder, removed on stop)',
+        })
+        .option('json', { type: 'boolean', default: false, describe: 'Print the connection string as JSON' })
+        .example('$0 dev-server', 'ZooKeeper on 127.0.0.1:2181')
+        .example('$0 dev-server --ensemble', 'A 3-server ensemble'),
+    async (argv) => {
+      if (!Number.isInteger(argv.port) || argv.port < 0 || argv.port > 65535) {
+        throw new UsageError('--port must be a port number (0: any free port)');
+      }
+      const log = createLogger(argv, 'stderr');
+      const stopped = nextSignal();
+      log.info({ ensemble: argv.ensemble }, 'starting ZooKeeper');
+      const server = await startDevServer({
+        ensemble: argv.ensemble,
+        port: argv.port,
+        ...(argv.dataDir ? { dataDir: argv.dataDir } : {}),
+      });
+      const cs = server.connectionString;
+      if (argv.json) printJson({ connectionString: cs, ensemble: argv.ensemble });
+      else {
+        println(`ZooKeeper ${argv.ensemble ? 'ensemble' : 'server'} is serving at ${cs}`);
+        println(`export ZKQ_ZK=${cs}`);
+      }
+      const signal = await stopped;
+      log.info({ signal }, 'stopping ZooKeeper');
+      await server.stop();
+      log.info('ZooKeeper stopped');
+    },
+  );
+}

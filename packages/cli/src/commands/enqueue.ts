@@ -1,0 +1,145 @@
+/** `zkq add` and `zkq add-bulk`: enqueue jobs. */
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { BulkJob, JobsOptions, Queue } from '@zkq/producer';
+import type { Argv } from 'yargs';
+import { type GlobalArgs, integer, withQueue } from '../context.js';
+import { UsageError } from '../errors.js';
+import { printJson, println } from '../output.js';
+import { progressBar } from '../progress.js';
+
+export const DEFAULT_BULK_BATCH = 1000;
+
+function parseData(text: string | undefined): unknown {
+  if (text === undefined) return {};
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--data is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+export function registerEnqueueCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
+  return y
+    .command(
+      'add <queue> <name>',
+      'Add one job and print its id',
+      (b) =>
+        b
+          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+          .positional('name', { type: 'string', demandOption: true, describe: 'Job name' })
+          .option('data', { type: 'string', describe: 'Job data as JSON (default {})' })
+          .option('delay', { type: 'number', describe: 'Run no earlier than this many ms from now' })
+          .option('priority', { type: 'number', describe: '1 (highest) .. 2097152; 0 = none, before all prioritized' })
+          .option('attempts', { type: 'number', describe: 'Total attempts, the first included (default 1)' })
+          .option('backoff', { type: 'number', describe: 'Wait between attempts, ms (fixed)' })
+          .option('lifo', { type: 'boolean', describe: 'Run before every other waiting job' })
+          .option('job-id', { type: 'string', describe: 'Custom job id; an existing one returns that job' })
+          .option('json', { type: 'boolean', default: false, describe: 'Print the job as JSON' })
+          .example('$0 add emails welcome --data \'{"to":"ada@example.com"}\'', 'Add a job, print its id')
+          .example('$0 add reports nightly --delay 60000 --attempts 3 --json', 'A delayed job with retries'),
+      async (argv) => {
+        const opts: JobsOptions = {};
+        if (argv.delay !== undefined) opts.delay = argv.delay;
+        if (argv.priority !== undefined) opts.priority = argv.priority;
+        if (argv.attempts !== undefined) opts.attempts = argv.attempts;
+        if (argv.backoff !== undefined) opts.backoff = argv.backoff;
+        if (argv.lifo !== undefined) opts.lifo = argv.lifo;
+        if (argv.jobId !== undefined) opts.jobId = argv.jobId;
+        const data = parseData(argv.data);
+        await withQueue(argv, argv.queue, async (queue) => {
+          const job = await queue.add(argv.name, data, opts);
+          if (argv.json) printJson({ queue: argv.queue, ...job.toJSON() });
+          else println(job.id);
+        });
+      },
+    )
+    .command(
+      'add-bulk <queue>',
+      'Add jobs from NDJSON lines {"name","data","opts"} (a file or stdin)',
+      (b) =>
+        b
+          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+          .option('file', { alias: 'f', type: 'string', describe: 'NDJSON file (default: stdin)' })
+          .option('batch', {
+            type: 'number',
+            default: DEFAULT_BULK_BATCH,
+            describe: 'Jobs per addBulk call (each is all-or-nothing)',
+          })
+          .option('json', { type: 'boolean', default: false, describe: 'Print the summary as JSON' })
+          .example('$0 add-bulk emails --file jobs.ndjson', 'Add every line of jobs.ndjson')
+          .example('seq 1000 | jq -c \'{name:"sq",data:{n:.}}\' | $0 add-bulk squares', 'Add 1000 jobs from a pipe'),
+      async (argv) => {
+        integer(argv.batch, '--batch');
+        if (argv.file === undefined && process.stdin.isTTY) {
+          throw new UsageError('give --file <jobs.ndjson> or pipe NDJSON lines into stdin');
+        }
+        const jobs = await readJobs(argv.file);
+        await withQueue(argv, argv.queue, async (queue) => {
+          const { seconds } = await addInBatches(queue, jobs, argv.batch);
+          const rate = seconds > 0 ? Math.round(jobs.length / seconds) : jobs.length;
+          if (argv.json) printJson({ queue: argv.queue, added: jobs.length, seconds, rate });
+          else println(`added ${jobs.length} jobs to ${argv.queue} in ${seconds.toFixed(2)} s (${rate} jobs/s)`);
+        });
+      },
+    );
+}
+
+/** Reads and checks every line before anything is enqueued, so a bad line adds nothing. */
+async function readJobs(file: string | undefined): Promise<BulkJob[]> {
+  const input = file === undefined ? process.stdin : createReadStream(file);
+  const opened = new Promise<void>((resolve, reject) => {
+    input.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'ENOENT' ? new UsageError(`cannot read ${file}: no such file`) : err),
+    );
+    input.once('end', resolve);
+  });
+  const jobs: BulkJob[] = [];
+  let lineNo = 0;
+  const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+  const reading = (async () => {
+    for await (const line of lines) {
+      lineNo++;
+      if (line.trim()) jobs.push(parseLine(line, lineNo));
+    }
+  })();
+  await Promise.all([reading, opened]);
+  return jobs;
+}
+
+function parseLine(line: string, lineNo: number): BulkJob {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch (err) {
+    throw new UsageError(`line ${lineNo}: not valid JSON (${(err as Error).message})`);
+  }
+  const j = parsed as { name?: unknown; data?: unknown; opts?: unknown };
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof j.name !== 'string') {
+    throw new UsageError(`line ${lineNo}: expected {"name": string, "data": any, "opts": object}`);
+  }
+  if (j.opts !== undefined && (typeof j.opts !== 'object' || j.opts === null)) {
+    throw new UsageError(`line ${lineNo}: "opts" must be an object`);
+  }
+  return { name: j.name, data: j.data ?? {}, ...(j.opts ? { opts: j.opts as JobsOptions } : {}) };
+}
+
+/** Adds `jobs` through addBulk, `batch` at a time, with a progress bar on a terminal. */
+export async function addInBatches(
+  queue: Queue,
+  jobs: BulkJob[],
+  batch: number,
+  showProgress?: boolean,
+): Promise<{ seconds: number }> {
+  const bar = progressBar('enqueue', jobs.length, showProgress);
+  const started = performance.now();
+  try {
+    for (let i = 0; i < jobs.length; i += batch) {
+      await queue.addBulk(jobs.slice(i, i + batch));
+      bar.update(Math.min(jobs.length, i + batch));
+    }
+  } finally {
+    bar.stop();
+  }
+  return { seconds: (performance.now() - started) / 1000 };
+}

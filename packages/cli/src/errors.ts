@@ -1,0 +1,117 @@
+/**
+ * Errors of the command line and how every failure becomes one line on
+ * stderr and an exit code. Errors are told apart by class or by their stable
+ * `code` (ZkqError), never by message text.
+ */
+
+/** Exit codes of `zkq` (documented in docs/cli.md). */
+export const EXIT = {
+  OK: 0,
+  /** The operation failed. */
+  FAILURE: 1,
+  /** Bad usage: unknown command or option, invalid argument or input. */
+  USAGE: 2,
+  /** ZooKeeper could not be reached, or the connection was lost mid-command. */
+  UNREACHABLE: 3,
+  /** ZooKeeper refused the credentials, or the ACL forbids the operation. */
+  NOT_AUTHORIZED: 4,
+  /** The job (or other named thing) does not exist. */
+  NOT_FOUND: 5,
+  /** The installed library does not support the command yet. */
+  NOT_SUPPORTED: 6,
+  /** A wait (barrier, lock) ran past its --timeout. */
+  TIMEOUT: 7,
+  /** The worker was stopped by a second signal before its jobs finished. */
+  FORCED: 130,
+} as const;
+
+/** A failure the CLI itself detected; its message is shown as is. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT.FAILURE,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** Bad usage or input (exit 2). */
+export class UsageError extends CliError {
+  constructor(message: string) {
+    super(message, EXIT.USAGE);
+    this.name = 'UsageError';
+  }
+}
+
+/** The library in use lacks an API the command needs (exit 6). */
+export class NotSupportedError extends CliError {
+  constructor(command: string, api: string) {
+    super(`'zkq ${command}' is not supported by this version of zkq (${api} is missing)`, EXIT.NOT_SUPPORTED);
+    this.name = 'NotSupportedError';
+  }
+}
+
+interface CodedError {
+  code?: unknown;
+  message?: unknown;
+  connectionString?: unknown;
+  timeoutMs?: unknown;
+  path?: unknown;
+}
+
+/** The one-line message and exit code for any error a command can end with. */
+export function describeError(err: unknown): { message: string; exitCode: number } {
+  if (err instanceof CliError) return { message: err.message, exitCode: err.exitCode };
+  const e = (err && typeof err === 'object' ? err : {}) as CodedError;
+  const raw = typeof e.message === 'string' ? e.message : String(err);
+  const message = raw.split('\n')[0] ?? raw;
+  switch (e.code) {
+    case 'ZK_CONNECT_TIMEOUT':
+      return {
+        message: `cannot reach ZooKeeper at ${String(e.connectionString)} within ${String(e.timeoutMs)} ms`,
+        exitCode: EXIT.UNREACHABLE,
+      };
+    case 'ZK_CONNECTION_LOSS':
+    case 'ZK_SESSION_EXPIRED':
+    case 'ZK_SESSION_CLOSED':
+      return { message: `lost the connection to ZooKeeper (${message})`, exitCode: EXIT.UNREACHABLE };
+    case 'ZK_REQUEST_TIMEOUT':
+      return { message: `ZooKeeper did not answer in time (${message})`, exitCode: EXIT.UNREACHABLE };
+    case 'ZK_AUTH_FAILED':
+      return { message: 'ZooKeeper rejected the credentials given with --auth', exitCode: EXIT.NOT_AUTHORIZED };
+    case 'ZK_NO_AUTH':
+      return {
+        message: `not authorized to ${typeof e.path === 'string' ? `use ${e.path}` : 'do that'} (check --auth and the ACLs of the namespace)`,
+        exitCode: EXIT.NOT_AUTHORIZED,
+      };
+    case 'ZKQ_INVALID_ARGUMENT':
+    case 'ZKQ_PAYLOAD_TOO_LARGE':
+    case 'ZKQ_INVALID_JOB_DATA':
+    case 'ZK_BAD_ARGUMENTS':
+      return { message, exitCode: EXIT.USAGE };
+    case 'ZKQ_JOB_NOT_FOUND':
+      return { message, exitCode: EXIT.NOT_FOUND };
+    case 'ZKQ_TIMEOUT':
+      return { message, exitCode: EXIT.TIMEOUT };
+    case 'ZKQ_ZOOKEEPER_NOT_INSTALLED':
+      return { message: `ZooKeeper is not installed: ${message}`, exitCode: EXIT.FAILURE };
+    case 'ZKQ_ZOOKEEPER_START_FAILED':
+      return { message: `ZooKeeper did not start: ${message} (--verbose shows its log)`, exitCode: EXIT.FAILURE };
+    case 'ENOENT':
+      return { message, exitCode: EXIT.USAGE };
+    default:
+      return { message, exitCode: EXIT.FAILURE };
+  }
+}
+
+/** Writes the error as one line (`zkq: ...`), the stack too when verbose; returns the exit code. */
+export function reportError(err: unknown, verbose: boolean): number {
+  const { message, exitCode } = describeError(err);
+  process.stderr.write(`zkq: ${message}\n`);
+  if (verbose && err instanceof Error && !(err instanceof UsageError)) {
+    process.stderr.write(`${err.stack ?? err.message}\n`);
+    if (err.cause) process.stderr.write(`caused by: ${String((err.cause as Error).stack ?? err.cause)}\n`);
+  }
+  return exitCode;
+}

@@ -1,0 +1,53 @@
+/** Printing results: aligned tables for people, JSON for scripts. */
+
+/** Prints `value` as one JSON document. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export function println(line = ''): void {
+  process.stdout.write(`${line}\n`);
+}
+
+/** Prints rows as an aligned table under a header; `(none)` when empty. */
+export function printTable(columns: string[], rows: string[][]): void {
+  if (rows.length === 0) {
+    println('(none)');
+    return;
+  }
+  const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  println(line(columns));
+  for (const row of rows) println(line(row));
+}
+
+/** Prints `key  value` pairs with the keys aligned. */
+export function printPairs(pairs: [string, string][]): void {
+  const width = Math.max(0, ...pairs.map(([k]) => k.length));
+  for (const [k, v] of pairs) println(`${k.padEnd(width)}  ${v}`);
+}
+
+/** A timestamp (ms) as ISO text, or '-'. */
+export function time(ms: number | undefined): string {
+  return ms ? new Date(ms).toISOString() : '-';
+}
+
+/** Compact JSON, cut to `max` characters. */
+export function brief(value: unknown, max = 60): string {
+  const text = value === undefined ? '-' : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** A duration in ms as `1h2m`, `3m4s`, `5.6s` or `78ms`. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${Math.floor(s % 60)}s`;
+  return `${Math.floor(m / 60)}h${m % 60}m`;
+}
