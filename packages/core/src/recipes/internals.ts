@@ -13,7 +13,7 @@
  * session). Session loss: pending watches report `sessionLost`; the wait
  * rejects with `SessionExpiredError` because the waiter's ephemeral node is gone.
  */
-import { AbortedError, InvalidArgumentError, TimeoutError } from '../errors.js';
+import { AbortedError, ClosedError, InvalidArgumentError, TimeoutError } from '../errors.js';
 import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import type { WatchEvent } from '../zk/types.js';
@@ -110,15 +110,24 @@ export async function watchOnce(
   until: 'absent' | 'present' = 'absent',
 ): Promise<WatchEvent | undefined> {
   let fire!: (event: WatchEvent) => void;
-  const fired = new Promise<WatchEvent>((resolve) => {
+  let fail!: (err: Error) => void;
+  const fired = new Promise<WatchEvent>((resolve, reject) => {
     fire = resolve;
+    fail = reject;
   });
+  // A closed session drops its pending watches without a word: stop waiting.
+  const onClosed = () => fail(new ClosedError(`session of ${options.what}`));
   const stat = await session.exists(path, { watch: (event) => fire(event) });
   if ((stat === null) === (until === 'absent')) return undefined;
   if (options.stats) options.stats.watches++;
-  const event = await raceWait(fired, options);
-  if (options.stats) options.stats.wakeups++;
-  return event;
+  session.once('closed', onClosed);
+  try {
+    const event = await raceWait(fired, options);
+    if (options.stats) options.stats.wakeups++;
+    return event;
+  } finally {
+    session.off('closed', onClosed);
+  }
 }
 
 /** Waits for `promise`, or rejects on the deadline or the abort signal of `options`. */

@@ -137,9 +137,9 @@ export class Lock extends EventEmitter<LockEvents> {
     }
   }
 
-  /** Releases the lock (deletes the node). Does nothing when not held. */
+  /** Releases the lock (deletes the node). Does nothing when not held (also after `lost`). */
   async release(): Promise<void> {
-    if (!this.held) return;
+    if (this.busy || (!this.held && !this.detach)) return;
     await this.abandon();
   }
 
