@@ -18,6 +18,7 @@ import {
   InvalidArgumentError,
   Job,
   type JobCounts,
+  type JobState,
   type JobsOptions,
   type JobType,
   laneOf,
@@ -35,9 +36,9 @@ import {
 } from '@zkq/core';
 
 /** Typed events of a Queue. */
-export interface QueueListener {
+export interface QueueListener<JobBase extends Job = Job> {
   error: [error: Error];
-  waiting: [job: Job];
+  waiting: [job: JobBase];
   paused: [];
   resumed: [];
   cleaned: [jobs: string[], type: string];
@@ -50,11 +51,9 @@ export interface BulkJob<DataType = unknown, NameType extends string = string> {
   opts?: JobsOptions;
 }
 
-export class Queue<
-  DataType = any,
-  ResultType = any,
-  NameType extends string = string,
-> extends EventEmitter<QueueListener> {
+export class Queue<DataType = any, ResultType = any, NameType extends string = string> extends EventEmitter<
+  QueueListener<Job<DataType, ResultType, NameType>>
+> {
   readonly name: string;
   readonly opts: QueueOptions;
   private readonly ready: Promise<{ session: Session; store: QueueStore }>;
@@ -150,7 +149,7 @@ export class Queue<
   }
 
   /** The job's state (`'unknown'` when it does not exist). */
-  async getJobState(jobId: string): Promise<string> {
+  async getJobState(jobId: string): Promise<JobState | 'unknown'> {
     const job = await this.getJob(jobId);
     return job ? job.getState() : 'unknown';
   }

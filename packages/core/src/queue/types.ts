@@ -86,6 +86,10 @@ export interface QueueBaseOptions {
   connection: ConnectionOptions;
   /** Namespace node of every queue, default `zkq`. */
   prefix?: string;
+  /** Accepted for compatibility and ignored: BullMQ's Redis version check has no ZooKeeper counterpart. */
+  skipVersionCheck?: boolean;
+  /** Accepted for compatibility and ignored (deprecated and unused in BullMQ too). */
+  blockingConnection?: boolean;
 }
 
 export interface QueueOptions extends QueueBaseOptions {
