@@ -83,6 +83,11 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     return (await this.ready).session;
   }
 
+  /** The queue's ZooKeeper session, once connected. */
+  get client(): Promise<Session> {
+    return this.waitUntilReady();
+  }
+
   private async store(): Promise<QueueStore> {
     if (this.closing) throw new ClosedError(`queue '${this.name}'`);
     return (await this.ready).store;

@@ -148,6 +148,15 @@ export class ZooKeeperProcess {
     this.child = child;
   }
 
+  /**
+   * Lets the Node process exit while this server runs (it is still killed on
+   * exit). For a server that lives as long as its process, like a test file's
+   * private shared server.
+   */
+  unref(): void {
+    this.child?.unref();
+  }
+
   /** Last `bytes` of the server log. */
   logTail(bytes = 4000): string {
     try {

@@ -19,16 +19,12 @@ export async function sharedZooKeeper(): Promise<string> {
   const given = process.env[SHARED_SERVER_ENV];
   if (given) return given;
   if (!own) {
-    own = startZooKeeper();
-    // Once per process, not once per call: every test file asks for the server.
-    process.once(
-      'beforeExit',
-      () =>
-        void own?.then(
-          (server) => server.stop(),
-          () => undefined,
-        ),
-    );
+    // The private server lives as long as this process: unreferenced so that
+    // it does not keep the process alive, and killed when the process exits.
+    own = startZooKeeper().then((server) => {
+      server.process.unref();
+      return server;
+    });
   }
   const server = await own;
   return server.connectionString;

@@ -118,6 +118,11 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     return this.running;
   }
 
+  /** The worker's ZooKeeper session, once connected (diagnostics, tests, recipes sharing it). */
+  get client(): Promise<Session> {
+    return this.waitUntilReady().then(() => this.session as Session);
+  }
+
   /** Resolves once connected and registered. */
   async waitUntilReady(): Promise<void> {
     while (!this.store) {

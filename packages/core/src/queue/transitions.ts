@@ -221,6 +221,10 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
     const ops = built.flatMap((b) => b.ops);
     try {
       await store.session.multi(ops);
+      await removeStaleClaims(
+        store,
+        pending.filter((p) => !p.withClaim).map((p) => p.f.job.record.id),
+      );
       return results;
     } catch (err) {
       const index = (err as { opIndex?: number }).opIndex;
@@ -247,6 +251,46 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
     }
   }
   return results;
+}
+
+/**
+ * Revokes the claim of job `id` (the leader's recovery of a hung worker): in
+ * one transaction, deletes the claim and rewrites the record with one more
+ * stall, which moves the version on so that the hung worker's late result
+ * fails its fencing check. The ready pointer stays, so the job is claimed
+ * again; a job past maxStalledCount is failed by that next claim. `fence`
+ * ops (the leader's election check) make a deposed leader's revocation fail.
+ * Resolves false when there was nothing to revoke.
+ */
+export async function revokeClaim(store: QueueStore, id: string, fence: Op[] = []): Promise<boolean> {
+  const { session, layout } = store;
+  let data: Buffer;
+  let version: number;
+  try {
+    ({
+      data,
+      stat: { version },
+    } = await session.getData(layout.job(id)));
+  } catch (err) {
+    if (err instanceof NoNodeError) return false;
+    throw err;
+  }
+  const record = decodeRecord(data, layout.job(id));
+  const updated: JobRecord = { ...record, state: 'waiting', stalledCounter: record.stalledCounter + 1 };
+  try {
+    await session.multi([
+      ...fence,
+      { op: 'delete', path: layout.claim(id) },
+      { op: 'setData', path: layout.job(id), data: encodeRecord(updated), version },
+    ]);
+    return true;
+  } catch (err) {
+    if (err instanceof NoNodeError || err instanceof BadVersionError) {
+      if (err.opIndex !== undefined && err.opIndex < fence.length) throw err; // fencing failed: not leader
+      return false;
+    }
+    throw err;
+  }
 }
 
 /**
@@ -291,6 +335,22 @@ function newQuarantineRecord(id: string, reason: string, raw: string): JobRecord
     finishedOn: now,
     state: 'failed',
   };
+}
+
+/**
+ * After a finish written without its claim node (the claim had vanished with
+ * an expired session), a claim that reappeared meanwhile can only be this
+ * worker's own re-claim: the finish passed its token check, so nobody else
+ * claimed the job. Remove it so the job does not look active.
+ */
+async function removeStaleClaims(store: QueueStore, ids: string[]): Promise<void> {
+  await Promise.all(
+    ids.map((id) =>
+      store.session.delete(store.layout.claim(id)).catch((err) => {
+        if (!(err instanceof NoNodeError)) throw err;
+      }),
+    ),
+  );
 }
 
 /** Sorts pointer names (`qn-`, `c-`, `f-`) by their sequence number. */
