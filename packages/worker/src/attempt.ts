@@ -88,6 +88,12 @@ export class Attempt {
     this.controller.abort(new Error(`job ${this.job.id} aborted`));
   }
 
+  /** Takes the final progress and the log lines a thread reported with its result. */
+  absorb(progress: unknown, logs: string[]): void {
+    if (progress !== undefined) this.progress = progress;
+    this.logs.push(...logs);
+  }
+
   private async updateProgress(progress: JobProgress): Promise<void> {
     this.progress = progress;
     const { layout, session } = this.store;

@@ -267,14 +267,16 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
 
   private async execute(job: Job<DataType, ResultType, NameType>, signal: AbortSignal): Promise<ResultType> {
     if (this.processorFn) return this.processorFn(job, job.token, signal);
-    return (await (this.pool as ThreadPool).run(job.toJSON(), job.token ?? '', signal)) as ResultType;
+    const attempt = this.attempts.get(job.id);
+    return (await (this.pool as ThreadPool).run(job.toJSON(), job.token ?? '', signal, (progress, logs) =>
+      attempt?.absorb(progress, logs),
+    )) as ResultType;
   }
 
   private onThreadMessage(m: ThreadMessage): void {
     const attempt = this.attempts.get(m.jobId);
     if (!attempt || String(attempt.token) !== m.token) return;
-    if (m.kind === 'progress') void attempt.job.updateProgress(m.value as JobProgress).catch((e) => this.emitError(e));
-    else void attempt.job.log(String(m.value));
+    void attempt.job.updateProgress(m.value as JobProgress).catch((e) => this.emitError(e));
   }
 
   /** Emits `error` when someone listens; otherwise a process warning (an unheard 'error' would crash). */

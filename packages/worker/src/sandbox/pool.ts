@@ -47,12 +47,21 @@ export class ThreadPool {
     this.channel.onmessage = (e) => onMessage((e as { data: ThreadMessage }).data);
   }
 
-  /** Runs one job; resolves with the processor's result, rejects with its error. */
-  async run(job: JobJson, token: string, signal: AbortSignal): Promise<unknown> {
+  /**
+   * Runs one job; resolves with the processor's result, rejects with its
+   * error. `report` receives the attempt's final progress and log lines first.
+   */
+  async run(
+    job: JobJson,
+    token: string,
+    signal: AbortSignal,
+    report: (progress: unknown, logs: string[]) => void,
+  ): Promise<unknown> {
     const result = (await this.pool.run(
       { processor: this.processorUrl, job, token, channel: this.channelName },
       { signal },
     )) as ThreadResult;
+    report(result.progress, result.logs);
     if (result.ok) return result.value;
     throw new ProcessorThreadError(result);
   }

@@ -11,15 +11,20 @@ export interface ThreadTask {
   channel: string;
 }
 
-/** A thread's answer: errors travel as data, so their name (UnrecoverableError...) survives. */
-export type ThreadResult =
+/**
+ * A thread's answer. Errors travel as data, so their name (UnrecoverableError...)
+ * survives; the final progress and the log lines come with it, because the
+ * live progress messages travel on another channel and may arrive later.
+ */
+export type ThreadResult = { progress?: unknown; logs: string[] } & (
   | { ok: true; value: unknown }
-  | { ok: false; name: string; message: string; stack?: string; unrecoverable: boolean };
+  | { ok: false; name: string; message: string; stack?: string; unrecoverable: boolean }
+);
 
-/** Progress and log lines from a thread. */
+/** Live progress from a thread. */
 export interface ThreadMessage {
   jobId: string;
   token: string;
-  kind: 'progress' | 'log';
+  kind: 'progress';
   value: unknown;
 }

@@ -3,8 +3,9 @@
  *
  * The processor module's default export (or `module.exports`) is called with
  * a job object that offers `updateProgress` and `log` like the main-thread
- * Job; they travel to the Worker over a BroadcastChannel. Errors come back as
- * data so that their name (UnrecoverableError) survives the thread boundary.
+ * Job: live progress travels to the Worker over a BroadcastChannel, and the
+ * final progress and the log lines come back with the result. Errors come
+ * back as data so that their name (UnrecoverableError) survives.
  * A thread that crashes or exits fails only its job; piscina replaces it.
  */
 import { BroadcastChannel } from 'node:worker_threads';
@@ -41,7 +42,7 @@ export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
   }
   const post = (kind: ThreadMessage['kind'], value: unknown) =>
     channel(task.channel).postMessage({ jobId: task.job.id, token: task.token, kind, value } satisfies ThreadMessage);
-  let lines = 0;
+  const logs: string[] = [];
   const job = {
     ...task.job,
     token: task.token,
@@ -50,21 +51,16 @@ export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
       post('progress', progress);
     },
     async log(row: string) {
-      post('log', String(row));
-      return ++lines;
+      return logs.push(String(row));
     },
   };
   try {
     const fn = await loading;
-    return { ok: true, value: await fn(job, task.token) };
+    const value = await fn(job, task.token);
+    return { ok: true, value, progress: job.progress, logs };
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
-    return {
-      ok: false,
-      name: e.name,
-      message: e.message,
-      stack: e.stack,
-      unrecoverable: e.name === 'UnrecoverableError',
-    };
+    const unrecoverable = e.name === 'UnrecoverableError';
+    return { ok: false, name: e.name, message: e.message, stack: e.stack, unrecoverable, progress: job.progress, logs };
   }
 }

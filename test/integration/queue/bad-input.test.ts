@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  InvalidArgumentError,
+  InvalidJobDataError,
+  MAX_RECORD_BYTES,
+  PayloadTooLargeError,
+  QueueLayout,
+  ZkqError,
+} from '@zkq/core';
+import { Queue } from '@zkq/producer';
+import { Worker } from '@zkq/worker';
+import { queueEnv } from '../../helpers/queue.js';
+import { waitFor } from '../../helpers/zk.js';
+
+async function assertNothingAdded(queue: Queue): Promise<void> {
+  const counts = await queue.getJobCounts();
+  assert.equal(
+    Object.values(counts).reduce((a, b) => a + b, 0),
+    0,
+    JSON.stringify(counts),
+  );
+}
+
+test('oversized payloads are refused before they reach ZooKeeper, with the limit named', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('big', env);
+  t.after(() => queue.close());
+  const err = await queue.add('x', { blob: 'x'.repeat(MAX_RECORD_BYTES) }).catch((e) => e);
+  assert.ok(err instanceof PayloadTooLargeError);
+  assert.equal(err.code, 'ZKQ_PAYLOAD_TOO_LARGE');
+  assert.equal(err.limit, MAX_RECORD_BYTES);
+  assert.match(err.message, new RegExp(`${MAX_RECORD_BYTES}-byte limit`));
+  const sized = await queue.add('x', 'abcdef', { sizeLimit: 4 }).catch((e) => e);
+  assert.ok(sized instanceof PayloadTooLargeError);
+  await assertNothingAdded(queue);
+});
+
+test('data JSON cannot carry faithfully is refused with a typed error naming where', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('json', env);
+  t.after(() => queue.close());
+  const cyclic: Record<string, unknown> = { a: 1 };
+  cyclic.self = cyclic;
+  const cases: [unknown, RegExp][] = [
+    [{ f: () => 1 }, /a function at data\.f/],
+    [{ n: 10n }, /a BigInt at data\.n/],
+    [cyclic, /circular reference at data\.self/],
+    [{ list: [1, Number.NaN] }, /NaN at data\.list\[1\]/],
+    [{ s: Symbol('x') }, /a symbol at data\.s/],
+  ];
+  for (const [data, message] of cases) {
+    const err = await queue.add('x', data).catch((e) => e);
+    assert.ok(err instanceof InvalidJobDataError, String(err));
+    assert.equal(err.code, 'ZKQ_INVALID_JOB_DATA');
+    assert.match(err.message, message);
+  }
+  // one bad job in a bulk: nothing is added
+  const bulk = await queue
+    .addBulk([
+      { name: 'ok', data: 1 },
+      { name: 'bad', data: { f: () => 1 } },
+    ])
+    .catch((e) => e);
+  assert.ok(bulk instanceof InvalidJobDataError);
+  // Dates are stored in their JSON form
+  const dated = await queue.add('d', { at: new Date(0) });
+  assert.equal((await queue.getJob(dated.id))?.data.at, '1970-01-01T00:00:00.000Z');
+});
+
+test('invalid names, options and connections get InvalidArgumentError naming the argument', async (t) => {
+  const env = await queueEnv(t);
+  for (const name of ['', 'a/b', '..', 'meta', 'x'.repeat(101)]) {
+    assert.throws(() => new Queue(name, env), InvalidArgumentError, `queue name ${JSON.stringify(name)}`);
+  }
+  assert.throws(
+    () => new Queue('q', { connection: {} as never }),
+    (e: unknown) => {
+      return e instanceof InvalidArgumentError && e.argument === 'connection';
+    },
+  );
+  assert.throws(() => new Worker('q', 42 as never, env), InvalidArgumentError);
+  assert.throws(() => new Worker('q', async () => 1, { ...env, concurrency: 0 }), InvalidArgumentError);
+  const queue = new Queue('opts', env);
+  t.after(() => queue.close());
+  const bad: [object, string][] = [
+    [{ priority: -1 }, 'opts.priority'],
+    [{ priority: 1.5 }, 'opts.priority'],
+    [{ attempts: 0 }, 'opts.attempts'],
+    [{ delay: -5 }, 'opts.delay'],
+    [{ jobId: 'a/b' }, 'opts.jobId'],
+    [{ jobId: '123' }, 'opts.jobId'],
+    [{ backoff: { type: 'fixed', jitter: 2 } }, 'opts.backoff.jitter'],
+    [{ removeOnComplete: -1 }, 'opts.removeOnComplete'],
+  ];
+  for (const [opts, argument] of bad) {
+    const err = await queue.add('x', {}, opts).catch((e) => e);
+    assert.ok(err instanceof InvalidArgumentError, `${JSON.stringify(opts)} -> ${err}`);
+    assert.equal(err.argument, argument);
+    assert.ok(err instanceof ZkqError && err.code === 'ZKQ_INVALID_ARGUMENT');
+  }
+  await assertNothingAdded(queue);
+});
+
+test('malformed and foreign nodes under the queue: moved to failed or skipped, the worker keeps going', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('mixed', env);
+  t.after(() => queue.close());
+  await queue.add('good', 1);
+  const session = await queue.client;
+  const layout = new QueueLayout('mixed');
+  // a record that is not JSON, with a proper pointer
+  await session.create(layout.job('garbage'), Buffer.from('{not json'));
+  await session.create(`${layout.bucket('p-0000000000', 0)}/qn-garbage-`, undefined, 'persistent_sequential');
+  // a foreign pointer with no record at all
+  await session.create(`${layout.bucket('p-0000000000', 0)}/qn-nobody-`, undefined, 'persistent_sequential');
+  await queue.add('good', 2);
+  const warnings: Error[] = [];
+  const seen: unknown[] = [];
+  const worker = new Worker(
+    'mixed',
+    async (job) => {
+      seen.push(job.data);
+    },
+    env,
+  );
+  worker.on('error', (e) => warnings.push(e));
+  t.after(() => worker.close());
+  await waitFor(() => seen.length === 2, { what: 'both good jobs ran' });
+  assert.deepEqual(seen, [1, 2]);
+  await waitFor(async () => (await queue.getJobCounts('failed')).failed === 1, { what: 'malformed job failed' });
+  const quarantined = await queue.getJob('garbage');
+  assert.match(quarantined?.failedReason ?? '', /not JSON/);
+  assert.ok(warnings.some((w) => /malformed/.test(w.message)));
+});
