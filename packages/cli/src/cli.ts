@@ -51,9 +51,14 @@ export function buildParser(argv: string[]): Argv<GlobalArgs> {
 }
 
 /** yargs' complaint, with where to look for help. */
-function usageMessage(msg: string, argv: string[]): string {
-  if (/^Did you mean/.test(msg)) return `unknown command. ${msg} (zkq --help lists the commands)`;
+function usageMessage(raw: string, argv: string[]): string {
+  const msg = raw.replace(/\s*\n\s*/g, ' ').trim();
   const command = argv.find((a) => COMMANDS.has(a));
+  const guess = argv.find((a) => !a.startsWith('-'));
+  const suggestion = /^Did you mean (.+)\?$/.exec(msg);
+  if (!command && suggestion)
+    return `unknown command '${guess}'; did you mean ${suggestion[1]}? (zkq --help lists them)`;
+  if (!command && /^Unknown arguments?: /.test(msg)) return `unknown command '${guess}' (zkq --help lists them)`;
   return `${msg} (see zkq ${command ? `${command} ` : ''}--help)`;
 }
 

@@ -4,7 +4,6 @@
  * SIGINT/SIGTERM, then stops the server(s).
  */
 import { createServer } from 'node:net';
-import { startEnsemble, startZooKeeper } from '@zkq/testing';
 import type { Argv } from 'yargs';
 import type { GlobalArgs } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
@@ -41,6 +40,8 @@ export async function startDevServer(opts: {
   port?: number;
   dataDir?: string;
 }): Promise<DevServer> {
+  // Loaded on use: only dev-server and demo start servers.
+  const { startEnsemble, startZooKeeper } = await import('@zkq/testing');
   const common = { heapMb: DEV_SERVER_HEAP_MB, install: true, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}) };
   if (opts.ensemble) return startEnsemble(common);
   if (opts.port) await checkPortFree(opts.port);
