@@ -1,5 +1,6 @@
 export { DEFAULT_PREFIX, openSession, validateConnection } from './connection.js';
 export * from './errors.js';
+export { EVENT_VALUE_LIMIT, EVENTS_KEEP, EventSink, eventValue, type QueueEventRecord } from './events.js';
 export { type ScanOptions, scanHead, sortLanes } from './head.js';
 export { type AttemptHooks, type FinishedWaiter, Job, jobState } from './job.js';
 export {

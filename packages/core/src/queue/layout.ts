@@ -27,7 +27,10 @@
  *   workers/<workerId>                EPHEMERAL membership of live workers
  *   leader/                           election of the housekeeping leader
  *   barriers/<name>/                  batch-start barriers
- *   events/                           queue events (see QueueEvents)
+ *   events/listeners/<id>             EPHEMERAL: a QueueEvents is listening
+ *   events/log/e-<seq>                event batches (JSON arrays), written only while
+ *                                     someone listens, inside the transaction that
+ *                                     caused them; the oldest are trimmed (EVENTS_KEEP)
  * ```
  */
 import { InvalidArgumentError } from '../errors.js';
@@ -128,6 +131,8 @@ export class QueueLayout {
   readonly leaderDir: string;
   readonly barriersDir: string;
   readonly eventsDir: string;
+  readonly eventListeners: string;
+  readonly eventLog: string;
 
   constructor(readonly queue: string) {
     validateQueueName(queue);
@@ -144,6 +149,8 @@ export class QueueLayout {
     this.leaderDir = `${this.root}/leader`;
     this.barriersDir = `${this.root}/barriers`;
     this.eventsDir = `${this.root}/events`;
+    this.eventListeners = `${this.eventsDir}/listeners`;
+    this.eventLog = `${this.eventsDir}/log`;
   }
 
   /** Directories created once per queue (shards included). */
@@ -162,6 +169,8 @@ export class QueueLayout {
       this.leaderDir,
       this.barriersDir,
       this.eventsDir,
+      this.eventListeners,
+      this.eventLog,
     ];
   }
 
@@ -204,6 +213,10 @@ export class QueueLayout {
 
   failedPointerPrefix(id: string): string {
     return `${this.failedDir}/f-${id}-`;
+  }
+
+  eventPrefix(): string {
+    return `${this.eventLog}/e-`;
   }
 
   worker(id: string): string {

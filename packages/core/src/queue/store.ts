@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { isOutcomeUnknown, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import type { Op } from '../zk/types.js';
+import { EventSink, type QueueEventRecord } from './events.js';
 import { BUCKET_CAPACITY, ID_BLOCK_SIZE, QueueLayout, sequenceOf } from './layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
 
@@ -32,6 +33,8 @@ export interface StoredJob {
 
 export class QueueStore {
   readonly layout: QueueLayout;
+  /** Queue events, written only while a QueueEvents listens. */
+  readonly events: EventSink;
   private initialized: Promise<void> | undefined;
   private readonly tails = new Map<string, number>();
   private readonly knownDirs = new Set<string>();
@@ -42,14 +45,17 @@ export class QueueStore {
     readonly queue: string,
   ) {
     this.layout = new QueueLayout(queue);
+    this.events = new EventSink(this);
   }
 
   /** Creates the queue's directories once (idempotent; `meta` is written last as the marker). */
   init(): Promise<void> {
-    this.initialized ??= this.createDirectories().catch((err) => {
-      this.initialized = undefined;
-      throw err;
-    });
+    this.initialized ??= this.createDirectories()
+      .then(() => this.events.start())
+      .catch((err) => {
+        this.initialized = undefined;
+        throw err;
+      });
     return this.initialized;
   }
 
@@ -149,12 +155,19 @@ export class QueueStore {
     const existing: string[] = [];
     for (let attempt = 0; pending.length > 0; attempt++) {
       const { ops, lanes } = await this.enqueueOps(pending);
+      const eventOp = this.events.op(pending.flatMap(enqueueEvents));
       try {
-        const results = await this.session.multi(ops);
+        const results = await this.session.multi(eventOp ? [...ops, eventOp] : ops);
+        this.events.afterWrite(results.map((r) => (r as { path?: string }).path));
         await this.rollFullBuckets(results, lanes);
         return { added: pending.map((e) => e.record.id), existing };
       } catch (err) {
-        if (err instanceof NodeExistsError && err.opIndex !== undefined && err.opIndex % 2 === 0) {
+        if (
+          err instanceof NodeExistsError &&
+          err.opIndex !== undefined &&
+          err.opIndex < ops.length &&
+          err.opIndex % 2 === 0
+        ) {
           const dup = pending[err.opIndex / 2] as Prepared;
           existing.push(dup.record.id);
           pending = pending.filter((e) => e !== dup);
@@ -275,6 +288,15 @@ export interface ClaimInfo {
   leaseUntil: number;
   /** Latest progress reported by the processor. */
   progress?: unknown;
+}
+
+function enqueueEvents({ record }: EnqueueEntry): QueueEventRecord[] {
+  const ts = Date.now();
+  const second =
+    record.state === 'delayed'
+      ? { event: 'delayed', jobId: record.id, delay: record.due, ts }
+      : { event: 'waiting', jobId: record.id, ts };
+  return [{ event: 'added', jobId: record.id, name: record.name, ts }, second];
 }
 
 /** An entry with its record serialized once. */

@@ -30,6 +30,7 @@
 import { BadVersionError, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Op, OpResult } from '../zk/types.js';
 import { LostJobError, PayloadTooLargeError } from './errors.js';
+import { eventValue, type QueueEventRecord } from './events.js';
 import { idOfPointer, sequenceOf } from './layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
 import type { QueueStore } from './store.js';
@@ -110,15 +111,19 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
       });
       ops.push({ op: 'setData', path: layout.job(r.candidate.id), data: encodeRecord(r.updated), version: r.version });
     }
+    const eventOp = store.events.op(
+      next.map((r) => ({ event: 'active', jobId: r.candidate.id, prev: 'waiting', ts: now })),
+    );
     try {
-      await session.multi(ops);
+      const results = await session.multi(eventOp ? [...ops, eventOp] : ops);
+      store.events.afterWrite(results.map((r) => (r as { path?: string }).path));
       for (const r of next) {
         result.claimed.push({ record: r.updated, token: r.version + 1, pointer: r.candidate.pointer });
       }
       return result;
     } catch (err) {
       const index = conflictIndex(err);
-      if (index === undefined) throw err;
+      if (index === undefined || index >= ops.length) throw err;
       const loser = pending[Math.floor(index / 2)];
       if (loser) result.skipped.push({ candidate: loser.candidate });
       pending = pending.filter((r) => r !== loser);
@@ -196,6 +201,17 @@ function failure(record: JobRecord, o: { reason: string; stacktrace: string[] })
   return { failedReason: o.reason, stacktrace: [...o.stacktrace, ...record.stacktrace].slice(0, Math.max(limit, 1)) };
 }
 
+/** The event a finish publishes (BullMQ's names: a retry is `delayed` or `waiting` again). */
+function finishEvent(f: Finish): QueueEventRecord {
+  const o = f.outcome;
+  const jobId = f.job.record.id;
+  const ts = Date.now();
+  if (o.kind === 'completed')
+    return { event: 'completed', jobId, returnvalue: eventValue(o.returnvalue), prev: 'active', ts };
+  if (o.kind === 'failed') return { event: 'failed', jobId, failedReason: o.reason, prev: 'active', ts };
+  return o.due > ts ? { event: 'delayed', jobId, delay: o.due, ts } : { event: 'waiting', jobId, prev: 'failed', ts };
+}
+
 /** What became of each finish in a batch. */
 export type FinishResult = { ok: true } | { ok: false; error: unknown };
 
@@ -219,8 +235,10 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
       }
     }
     const ops = built.flatMap((b) => b.ops);
+    const eventOp = store.events.op(built.map((b) => finishEvent(b.entry.f)));
     try {
-      await store.session.multi(ops);
+      const written = await store.session.multi(eventOp ? [...ops, eventOp] : ops);
+      store.events.afterWrite(written.map((r) => (r as { path?: string }).path));
       await removeStaleClaims(
         store,
         pending.filter((p) => !p.withClaim).map((p) => p.f.job.record.id),
@@ -235,6 +253,7 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
         throw err;
       }
       let at = 0;
+      if (index >= ops.length) throw err;
       const culprit = built.find((b) => {
         at += b.ops.length;
         return index < at;
@@ -277,11 +296,13 @@ export async function revokeClaim(store: QueueStore, id: string, fence: Op[] = [
   }
   const record = decodeRecord(data, layout.job(id));
   const updated: JobRecord = { ...record, state: 'waiting', stalledCounter: record.stalledCounter + 1 };
+  const eventOp = store.events.op([{ event: 'stalled', jobId: id, ts: Date.now() }]);
   try {
     await session.multi([
       ...fence,
       { op: 'delete', path: layout.claim(id) },
       { op: 'setData', path: layout.job(id), data: encodeRecord(updated), version },
+      ...(eventOp ? [eventOp] : []),
     ]);
     return true;
   } catch (err) {
