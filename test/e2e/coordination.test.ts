@@ -105,3 +105,44 @@ test("leader prints the id of the queue's elected leader, or none", async (t) =>
   assert.equal((await zkq(['leader', 'elect', ...env.global])).stdout, 'worker-b\n');
   assert.equal((await zkqJson(['stats', 'elect', ...env.global])).leader, 'worker-b');
 });
+
+test("leader and stats name the worker that leads the queue's housekeeping; --no-housekeeping never leads", async (t) => {
+  const { Worker } = await import('@zkq/worker');
+  if (!Object.getOwnPropertyDescriptor(Worker.prototype, 'isLeader')) {
+    t.skip('this version of the Worker elects no housekeeping leader');
+    return;
+  }
+  const env = await cliEnv(t);
+  const worker = (name: string, ...extra: string[]) =>
+    new ZkqProcess([
+      'worker',
+      'kept',
+      '--processor',
+      'examples/processors/demo.js',
+      '--name',
+      name,
+      ...extra,
+      ...env.global,
+    ]);
+  const follower = worker('never-leads', '--no-housekeeping');
+  t.after(() => follower.dispose());
+  await follower.waitForLine(/worker ready/);
+  const leader = worker('leads');
+  t.after(() => leader.dispose());
+  await leader.waitForLine(/worker ready/);
+  await waitFor(async () => (await zkq(['leader', 'kept', ...env.global])).stdout === 'leads\n', {
+    timeoutMs: 60_000,
+    what: 'the housekeeping leader',
+  });
+  const stats = await zkqJson(['stats', 'kept', ...env.global]);
+  assert.equal(stats.leader, 'leads');
+  assert.deepEqual(
+    stats.workers.map((w: { id: string }) => w.id),
+    ['leads', 'never-leads'],
+  );
+  follower.kill('SIGTERM');
+  leader.kill('SIGTERM');
+  const results = await within(Promise.all([follower.exited, leader.exited]), 60_000, 'workers exit');
+  for (const r of results) assert.equal(r.code, 0, r.stderr);
+  assert.equal((await zkq(['leader', 'kept', ...env.global])).stdout, 'none\n');
+});

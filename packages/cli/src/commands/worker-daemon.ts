@@ -17,6 +17,7 @@ async function checkArgs(argv: WorkerArgs): Promise<string> {
   integer(argv.concurrency, '--concurrency');
   if (argv.threads !== undefined) integer(argv.threads, '--threads');
   if (argv.lockDuration !== undefined) positive(argv.lockDuration, '--lock-duration');
+  if (argv.stalledInterval !== undefined) positive(argv.stalledInterval, '--stalled-interval');
   if (argv.barrier !== undefined) {
     checkNodeName(argv.barrier, 'barrier');
     integer(argv.members, '--members');
@@ -35,7 +36,8 @@ async function checkArgs(argv: WorkerArgs): Promise<string> {
 export async function runWorker(argv: WorkerArgs): Promise<void> {
   const processor = await checkArgs(argv);
   const connection = connectionOf(argv);
-  const opts: WorkerOptions & { leader?: boolean } = {
+  // `housekeeping` is passed only to turn it off, so that libraries without it accept the options.
+  const opts: WorkerOptions & { housekeeping?: boolean } = {
     connection,
     prefix: prefixOf(argv),
     concurrency: argv.concurrency,
@@ -43,7 +45,8 @@ export async function runWorker(argv: WorkerArgs): Promise<void> {
     ...(argv.threads !== undefined ? { threads: argv.threads } : {}),
     ...(argv.lockDuration !== undefined ? { lockDuration: argv.lockDuration } : {}),
     ...(argv.name !== undefined ? { name: argv.name } : {}),
-    ...(argv.leader ? {} : { leader: false }),
+    ...(argv.stalledInterval !== undefined ? { stalledInterval: argv.stalledInterval } : {}),
+    ...(argv.housekeeping ? {} : { housekeeping: false }),
   };
   const worker = new Worker(argv.queue, processor, opts);
   const log = createLogger(argv, 'stdout').child({ queue: argv.queue, worker: worker.id });

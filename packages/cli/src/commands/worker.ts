@@ -23,7 +23,8 @@ export interface WorkerArgs extends GlobalArgs {
   barrierTimeout: number | undefined;
   metricsPort: number | undefined;
   metricsHost: string;
-  leader: boolean;
+  housekeeping: boolean;
+  stalledInterval: number | undefined;
 }
 
 export function registerWorkerCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
@@ -51,10 +52,15 @@ export function registerWorkerCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           describe: 'Serve Prometheus metrics on this port (0: any free port)',
         })
         .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'Address of the metrics server' })
-        .option('leader', {
+        .option('housekeeping', {
+          alias: 'leader',
           type: 'boolean',
           default: true,
-          describe: "Take part in the election for the queue's housekeeping (--no-leader: never lead)",
+          describe: "Take part in the election of the queue's housekeeping leader (--no-housekeeping: never lead)",
+        })
+        .option('stalled-interval', {
+          type: 'number',
+          describe: 'How often the leader looks for stalled jobs, ms (default 30000)',
         })
         .implies('barrier', 'members')
         .example('$0 worker emails --processor ./send-email.js --concurrency 10', 'Run jobs of emails')
