@@ -14,7 +14,9 @@ test('a worker process killed with SIGKILL mid-job: its jobs complete on another
   const queue = new Queue('kill', env);
   t.after(() => queue.close());
   const jobs = await queue.addBulk(Array.from({ length: 10 }, (_, i) => ({ name: 'k', data: i })));
-  const victim = spawnFixture(WORKER, [env.connection.connectionString, env.prefix, 'kill', 'hang', '2000']);
+  const victim = spawnFixture(WORKER, [
+    JSON.stringify({ ...env.connection, sessionTimeout: 2000, prefix: env.prefix, queue: 'kill', mode: 'hang' }),
+  ]);
   t.after(() => victim.child.kill('SIGKILL'));
   await victim.waitForLine(/^ready$/);
   await victim.waitForLine(/^started /);

@@ -15,3 +15,4 @@ export {
   UnrecoverableError,
 } from '@zkq/core';
 export { type BulkJob, Queue, type QueueListener } from './queue.js';
+export { QueueEvents, type QueueEventsListener, type QueueEventsOptions } from './queue-events.js';

@@ -11,23 +11,33 @@
 import { EventEmitter } from 'node:events';
 import {
   assertJsonFaithful,
+  type CleanType,
   ClosedError,
+  clean,
   DEFAULT_PREFIX,
+  drain,
   type EnqueueEntry,
+  type FinishedStatus,
   getJobCounts,
   InvalidArgumentError,
   Job,
   type JobCounts,
   type JobState,
+  JobStateError,
   type JobsOptions,
   type JobType,
   laneOf,
   listJobIds,
   newRecord,
+  type ObliterateOptions,
+  obliterate,
   openSession,
   PayloadTooLargeError,
+  promoteJobs,
   type QueueOptions,
   QueueStore,
+  removeJob,
+  retryJobs,
   type Session,
   validateConnection,
   validateJobName,
@@ -42,7 +52,19 @@ export interface QueueListener<JobBase extends Job = Job> {
   paused: [];
   resumed: [];
   cleaned: [jobs: string[], type: string];
+  removed: [jobId: string];
 }
+
+const CLEAN_TYPES = new Set<string>([
+  'completed',
+  'wait',
+  'waiting',
+  'active',
+  'paused',
+  'prioritized',
+  'delayed',
+  'failed',
+]);
 
 /** One job of `addBulk`. */
 export interface BulkJob<DataType = unknown, NameType extends string = string> {
@@ -122,7 +144,11 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     const existingSet = new Set(existing);
     return Promise.all(
       entries.map(async (e) => {
-        if (!existingSet.has(e.record.id)) return new Job<DataType, ResultType, NameType>(store, e.record);
+        if (!existingSet.has(e.record.id)) {
+          const job = new Job<DataType, ResultType, NameType>(store, e.record);
+          if (e.record.state === 'waiting') this.emit('waiting', job);
+          return job;
+        }
         const stored = await store.getJob(e.record.id);
         return new Job<DataType, ResultType, NameType>(store, stored?.record ?? e.record);
       }),
@@ -220,6 +246,67 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
 
   async isPaused(): Promise<boolean> {
     return (await this.store()).isPaused();
+  }
+
+  // ---- queue control (docs/queue-control.md) ---------------------------------
+
+  /**
+   * Removes a job that is not active, wherever it is. Resolves 1 when the job
+   * is gone (removed now, or not there), 0 when it is active and was left
+   * alone (BullMQ's codes). `removeChildren` has no effect: zkq has no flows.
+   */
+  async remove(jobId: string, _opts?: { removeChildren?: boolean }): Promise<number> {
+    if (typeof jobId !== 'string' || !jobId || jobId.includes('/'))
+      throw new InvalidArgumentError('jobId must be a non-empty string', 'jobId');
+    try {
+      if (await removeJob(await this.store(), jobId)) this.emit('removed', jobId);
+      return 1;
+    } catch (err) {
+      if (err instanceof JobStateError) return 0;
+      throw err;
+    }
+  }
+
+  /** Removes every waiting (and prioritized) job and, with `delayed`, every delayed job; active jobs stay. */
+  async drain(delayed = false): Promise<void> {
+    await drain(await this.store(), delayed === true);
+  }
+
+  /**
+   * Removes up to `limit` jobs (0: all) of `type` older than `grace` ms —
+   * finished before it for completed/failed, added before it otherwise — and
+   * resolves with their ids. Active jobs are never removed. Emits `cleaned`.
+   */
+  async clean(grace: number, limit: number, type: CleanType = 'completed'): Promise<string[]> {
+    if (typeof grace !== 'number' || !(grace >= 0))
+      throw new InvalidArgumentError('grace must be a number >= 0', 'grace');
+    if (typeof limit !== 'number' || !(limit >= 0))
+      throw new InvalidArgumentError('limit must be a number >= 0', 'limit');
+    if (!CLEAN_TYPES.has(type)) throw new InvalidArgumentError(`cannot clean jobs of type '${String(type)}'`, 'type');
+    const ids = await clean(await this.store(), grace, limit, type);
+    this.emit('cleaned', ids, type === 'waiting' ? 'wait' : type);
+    return ids;
+  }
+
+  /**
+   * Deletes the queue and everything in it, irreversibly. Refuses with
+   * QueueNotEmptyError while jobs are active, unless `force`. Close the
+   * queue's workers and QueueEvents first; use a new Queue object afterwards.
+   */
+  async obliterate(opts?: ObliterateOptions): Promise<void> {
+    await obliterate(await this.store(), opts ?? {});
+  }
+
+  /** Moves failed (or, with `state: 'completed'`, completed) jobs finished by `timestamp` back to waiting. */
+  async retryJobs(opts: { count?: number; state?: FinishedStatus; timestamp?: number } = {}): Promise<void> {
+    if (opts.state !== undefined && opts.state !== 'failed' && opts.state !== 'completed')
+      throw new InvalidArgumentError("state must be 'failed' or 'completed'", 'opts.state');
+    await retryJobs(await this.store(), opts);
+  }
+
+  /** Moves every delayed job to waiting now. */
+  async promoteJobs(opts: { count?: number } = {}): Promise<void> {
+    await promoteJobs(await this.store(), opts);
   }
 
   /** Closes the connection. Idempotent. */

@@ -17,7 +17,6 @@ import {
   LostJobError,
   type Outcome,
   type QueueStore,
-  trimFinished,
   UnrecoverableError,
 } from '@zkq/core';
 import { backoffDelay, normalizeBackoff } from './backoff.js';
@@ -29,6 +28,7 @@ export interface AttemptDriver {
   run(job: Job, signal: AbortSignal): Promise<unknown>;
   finish(f: Finish): Promise<FinishResult>;
   forced(): boolean;
+  trim(kind: 'completed' | 'failed', keep: KeepJobs): void;
 }
 
 /** The Worker as an attempt sees it: events and errors. */
@@ -40,9 +40,6 @@ interface Emitter {
 
 /** Most tries to write an outcome whose first write had an unknown outcome. */
 const FINISH_TRIES = 5;
-/** Trim retention at most this often per worker, ms. */
-const TRIM_EVERY_MS = 1000;
-const lastTrim = new WeakMap<QueueStore, Record<string, number>>();
 
 export class Attempt {
   readonly job: Job;
@@ -203,15 +200,9 @@ export class Attempt {
     }
   }
 
-  /** Keeps retention within bounds, at most once a second per queue and kind. */
+  /** Keeps retention within its bounds (the Trimmer batches the work). */
   private trim(kind: 'completed' | 'failed'): void {
     const policy = this.keep(kind);
-    if (policy === 'remove' || (policy.count === undefined && policy.age === undefined)) return;
-    const last = lastTrim.get(this.store) ?? {};
-    lastTrim.set(this.store, last);
-    const now = Date.now();
-    if (now - (last[kind] ?? 0) < TRIM_EVERY_MS) return;
-    last[kind] = now;
-    trimFinished(this.store, kind, policy).catch((err) => this.worker.emitError(err));
+    if (policy !== 'remove') this.driver.trim(kind, policy);
   }
 }

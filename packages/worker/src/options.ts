@@ -20,6 +20,8 @@ export interface BarrierOptions {
   size: number;
   /** Give up waiting after this many ms (the worker then closes with an error). */
   timeout?: number;
+  /** A double barrier: `worker.leaveBarrier()` then resolves once every member has left. */
+  double?: boolean;
 }
 
 export interface WorkerOptions extends QueueBaseOptions {
@@ -52,6 +54,12 @@ export interface WorkerOptions extends QueueBaseOptions {
   name?: string;
   /** Batch start barrier. */
   barrier?: BarrierOptions;
+  /**
+   * Take part in the election of the queue's housekeeping leader (stalled-job
+   * recovery, delayed-job promotion). Default true; at least one worker of a
+   * queue should.
+   */
+  housekeeping?: boolean;
 }
 
 export const DEFAULT_LOCK_DURATION_MS = 30_000;

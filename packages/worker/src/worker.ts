@@ -20,9 +20,11 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  Barrier,
   type ClaimedJob,
   ClosedError,
   DEFAULT_PREFIX,
+  DoubleBarrier,
   InvalidArgumentError,
   type Job,
   type JobProgress,
@@ -33,6 +35,7 @@ import {
 } from '@zkq/core';
 import { Attempt } from './attempt.js';
 import { Finisher } from './finisher.js';
+import { Housekeeper } from './housekeeper.js';
 import { JobSource } from './job-source.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import {
@@ -40,12 +43,14 @@ import {
   DEFAULT_LOCK_DURATION_MS,
   DEFAULT_MAX_STALLED_COUNT,
   DEFAULT_RUN_RETRY_DELAY_MS,
+  DEFAULT_STALLED_INTERVAL_MS,
   type Processor,
   validateWorkerOptions,
   type WorkerOptions,
 } from './options.js';
 import { ThreadPool } from './sandbox/pool.js';
 import type { ThreadMessage } from './sandbox/protocol.js';
+import { Trimmer } from './trimmer.js';
 
 /** Typed events of a Worker (BullMQ's WorkerListener, plus `lost`). */
 export interface WorkerListener<T = any, R = any, N extends string = string> {
@@ -59,6 +64,8 @@ export interface WorkerListener<T = any, R = any, N extends string = string> {
   error: [failedReason: Error];
   drained: [];
   ready: [];
+  /** All members of the batch-start barrier have joined: claiming starts. */
+  barrierPassed: [];
   paused: [];
   resumed: [];
   closing: [msg: string];
@@ -78,7 +85,12 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private store: QueueStore | undefined;
   private source: JobSource | undefined;
   private finisher: Finisher | undefined;
+  private trimmer: Trimmer | undefined;
   private renewer: LeaseRenewer | undefined;
+  private housekeeper: Housekeeper | undefined;
+  private barrier: Barrier | undefined;
+  /** Fires on close: ends waits that would otherwise outlive the worker (the barrier). */
+  private readonly closeSignal = new AbortController();
   private running: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private forced = false;
@@ -114,7 +126,9 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   /** Starts claiming and processing; resolves when the worker has closed. */
   run(): Promise<void> {
     if (this.closing) return Promise.reject(new ClosedError(`worker of '${this.name}'`));
-    this.running ??= this.start().then(() => this.loop());
+    this.running ??= this.start()
+      .then(() => this.passBarrier())
+      .then(() => this.loop());
     return this.running;
   }
 
@@ -146,6 +160,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     await store.init();
     this.store = store;
     this.finisher = new Finisher(store);
+    this.trimmer = new Trimmer(store, (err) => this.emitError(err));
     this.source = new JobSource(store, () => this.attempts.keys(), {
       workerId: this.id,
       lockDuration: this.opts.lockDuration,
@@ -169,7 +184,56 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     await this.register();
     session.onNewSession(() => this.register());
     await this.watchPause();
+    if (this.opts.housekeeping !== false) await this.startHousekeeping(store);
     this.emit('ready');
+  }
+
+  private async startHousekeeping(store: QueueStore): Promise<void> {
+    const keeper = new Housekeeper(store, this.id, this.opts.stalledInterval ?? DEFAULT_STALLED_INTERVAL_MS);
+    keeper.on('stalled', (jobId) => this.emit('stalled', jobId, 'active'));
+    keeper.on('error', (err) => this.emitError(err));
+    this.housekeeper = keeper;
+    await keeper.start();
+  }
+
+  /**
+   * Batch start: claims nothing until `barrier.size` workers have joined the
+   * barrier `barriers/<name>` of this queue; then all start together.
+   */
+  private async passBarrier(): Promise<void> {
+    const b = this.opts.barrier;
+    if (!b || this.closing) return;
+    const store = this.store as QueueStore;
+    const path = `${store.layout.barriersDir}/${b.name}`;
+    const options = { size: b.size, id: this.id };
+    this.barrier = b.double
+      ? new DoubleBarrier(store.session, path, options)
+      : new Barrier(store.session, path, options);
+    try {
+      await this.barrier.enter({
+        signal: this.closeSignal.signal,
+        ...(b.timeout !== undefined ? { timeout: b.timeout } : {}),
+      });
+    } catch (err) {
+      if (this.closing) return; // closed while waiting
+      throw err;
+    }
+    this.emit('barrierPassed');
+  }
+
+  /**
+   * Leaves the batch-start barrier. With `barrier.double`, resolves once every
+   * member of the batch has left: the whole batch is done.
+   */
+  async leaveBarrier(options: { timeout?: number } = {}): Promise<void> {
+    if (!this.barrier) throw new InvalidArgumentError('this worker has no barrier option', 'barrier');
+    if (this.barrier instanceof DoubleBarrier) await this.barrier.leave(options);
+    else await this.barrier.leave();
+  }
+
+  /** Whether this worker is the queue's housekeeping leader now. */
+  get isLeader(): boolean {
+    return this.housekeeper?.isLeader ?? false;
   }
 
   /** EPHEMERAL `workers/<id>` so operators (and the leader) see live workers. */
@@ -254,6 +318,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal),
       finish: (f) => (this.finisher as Finisher).finish(f),
       forced: () => this.forced,
+      trim: (kind, keep) => this.trimmer?.request(kind, keep),
     });
     this.attempts.set(claimed.record.id, attempt);
     attempt
@@ -313,11 +378,14 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     }
     this.emit('closing', 'closing');
     this.closing = (async () => {
+      this.closeSignal.abort();
       this.nudge();
       if (force) for (const a of this.attempts.values()) a.abort();
       await this.running?.catch(() => undefined);
       await Promise.all([...this.attempts.values()].map((a) => a.done));
       await this.renewer?.stop();
+      this.trimmer?.stop();
+      await this.housekeeper?.close().catch(() => undefined);
       await this.pool?.close();
       await this.session?.close();
       this.emit('closed');

@@ -1,0 +1,48 @@
+/**
+ * Trimmer: keeps retained finished jobs within their bounds without trimming
+ * after every job. A request runs at once when none ran in the last
+ * TRIM_EVERY_MS; otherwise one trailing run is scheduled at the end of that
+ * window, so the last burst of completions is trimmed too.
+ */
+import { type KeepJobs, type QueueStore, trimFinished } from '@zkq/core';
+
+const TRIM_EVERY_MS = 1000;
+type Kind = 'completed' | 'failed';
+
+export class Trimmer {
+  private readonly last: Record<Kind, number> = { completed: 0, failed: 0 };
+  private readonly pending = new Map<Kind, KeepJobs>();
+  private readonly timers = new Map<Kind, NodeJS.Timeout>();
+
+  constructor(
+    private readonly store: QueueStore,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  request(kind: Kind, keep: KeepJobs): void {
+    if (keep.count === undefined && keep.age === undefined) return;
+    const wait = this.last[kind] + TRIM_EVERY_MS - Date.now();
+    if (wait <= 0) return this.run(kind, keep);
+    this.pending.set(kind, keep);
+    if (!this.timers.has(kind)) {
+      const timer = setTimeout(() => {
+        this.timers.delete(kind);
+        const latest = this.pending.get(kind);
+        this.pending.delete(kind);
+        if (latest) this.run(kind, latest);
+      }, wait);
+      timer.unref();
+      this.timers.set(kind, timer);
+    }
+  }
+
+  private run(kind: Kind, keep: KeepJobs): void {
+    this.last[kind] = Date.now();
+    trimFinished(this.store, kind, keep).catch(this.onError);
+  }
+
+  stop(): void {
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+  }
+}
