@@ -22,7 +22,10 @@ export class Trimmer {
   request(kind: Kind, keep: KeepJobs): void {
     if (keep.count === undefined && keep.age === undefined) return;
     const wait = this.last[kind] + TRIM_EVERY_MS - Date.now();
-    if (wait <= 0) return this.run(kind, keep);
+    if (wait <= 0) {
+      this.run(kind, keep);
+      return;
+    }
     this.pending.set(kind, keep);
     if (!this.timers.has(kind)) {
       const timer = setTimeout(() => {
