@@ -234,13 +234,17 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
 
   /** Stops every worker of this queue from claiming new jobs (in-flight jobs finish). */
   async pause(): Promise<void> {
-    await (await this.store()).setPaused(true);
+    const store = await this.store();
+    await store.setPaused(true);
+    await store.events.publish([{ event: 'paused', ts: Date.now() }]);
     this.emit('paused');
   }
 
   /** Lets workers claim again. */
   async resume(): Promise<void> {
-    await (await this.store()).setPaused(false);
+    const store = await this.store();
+    await store.setPaused(false);
+    await store.events.publish([{ event: 'resumed', ts: Date.now() }]);
     this.emit('resumed');
   }
 

@@ -7,6 +7,7 @@ import {
   claimPayload,
   DEFAULT_KEEP_COMPLETED,
   DEFAULT_KEEP_FAILED,
+  eventValue,
   type Finish,
   type FinishResult,
   isOutcomeUnknown,
@@ -95,7 +96,10 @@ export class Attempt {
     this.progress = progress;
     const { layout, session } = this.store;
     const data = claimPayload(this.worker.id, this.claimed.token, this.opts.lockDuration, progress);
-    await session.setData(layout.claim(this.job.id), data).catch(() => undefined);
+    const event = { event: 'progress', jobId: this.job.id, data: eventValue(progress), ts: Date.now() };
+    const eventOp = this.store.events.op([event]);
+    const claimOp = { op: 'setData', path: layout.claim(this.job.id), data } as const;
+    await session.multi(eventOp ? [claimOp, eventOp] : [claimOp]).catch(() => undefined); // claim gone: lease renewal reports it
     this.worker.emit('progress', this.job, progress);
   }
 
