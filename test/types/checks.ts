@@ -178,7 +178,7 @@ export type WorkerListenerCheck = ExpectNone<
 type BullQueueListener = Bull.QueueListener<Bull.Job<EmailData, EmailResult, EmailJobName>>;
 type ZkqQueueListener = Zkq.QueueListener<Zkq.Job<EmailData, EmailResult, EmailJobName>>;
 /** BullMQ queue events zkq does not emit. */
-export type QueueListenerGaps = 'ioredis:close' | 'progress' | 'removed';
+export type QueueListenerGaps = 'ioredis:close' | 'progress';
 export type QueueListenerCheck = ExpectNone<ListenerProblems<BullQueueListener, ZkqQueueListener, QueueListenerGaps>>;
 
 // ---------------------------------------------------------------------------
@@ -209,9 +209,6 @@ export type JobMemberGaps =
   | 'asJSONSandbox'
   | 'updateData'
   | 'clearLogs'
-  | 'remove'
-  | 'retry'
-  | 'promote'
   | 'changeDelay'
   | 'changePriority'
   | 'extendLock'
@@ -232,7 +229,7 @@ export type JobMemberGaps =
   | 'toFlowEntry'
   | 'removeDeduplicationKey';
 
-/** Queue: schedulers, rate limits, global concurrency, cleaning, metrics, per-state counters. */
+/** Queue: schedulers, rate limits, global concurrency, metrics, per-state counters. */
 export type QueueMemberGaps =
   // Redis and backend internals (zkq's `client`, where present, is the ZooKeeper session)
   | 'client'
@@ -277,12 +274,6 @@ export type QueueMemberGaps =
   | 'getDebounceJobId'
   | 'getDeduplicationJobId'
   // managing jobs in bulk
-  | 'remove'
-  | 'drain'
-  | 'clean'
-  | 'obliterate'
-  | 'retryJobs'
-  | 'promoteJobs'
   | 'updateJobProgress'
   | 'addJobLog'
   | 'getJobLogs'

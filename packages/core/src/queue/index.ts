@@ -26,3 +26,4 @@ export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy, trimFinished }
 export { type ClaimInfo, type EnqueueEntry, QueueStore, type StoredJob } from './store.js';
 export * from './transitions.js';
 export type * from './types.js';
+export * from './control.js';

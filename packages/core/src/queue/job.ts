@@ -5,10 +5,11 @@
  * report progress and logs of the attempt it is running).
  */
 import { InvalidArgumentError } from '../errors.js';
+import { promoteJob, type RetryJobOptions, removeJob, retryJob } from './control.js';
 import { JobStateError } from './errors.js';
 import { assertJsonFaithful, type JobRecord } from './record.js';
 import type { QueueStore } from './store.js';
-import type { JobJson, JobProgress, JobState, JobsOptions } from './types.js';
+import type { FinishedStatus, JobJson, JobProgress, JobState, JobsOptions } from './types.js';
 
 /** What a job running in a worker reports through. */
 export interface AttemptHooks {
@@ -128,6 +129,37 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   async getLogs(): Promise<string[]> {
     const stored = await this.scope().getJob(this.id);
     return stored?.record.logs ?? [];
+  }
+
+  /**
+   * Removes the job from the queue, wherever it is; throws JobStateError
+   * while it is active. `removeChildren` has no effect (zkq has no flows).
+   */
+  async remove(_opts?: { removeChildren?: boolean }): Promise<void> {
+    await removeJob(this.scope(), this.id);
+  }
+
+  /**
+   * Moves the job, which must be `state` (default failed), back to waiting:
+   * it runs again with its attempt counters reset (unless `opts` keeps them).
+   * Throws JobStateError when it is in another state.
+   */
+  async retry(state: FinishedStatus = 'failed', opts: Omit<RetryJobOptions, 'state'> = {}): Promise<void> {
+    await retryJob(this.scope(), this.id, { ...opts, state });
+    if (opts.resetAttemptsMade !== false) this.attemptsMade = 0;
+    if (opts.resetAttemptsStarted !== false) this.attemptsStarted = 0;
+    this.stalledCounter = 0;
+    this.failedReason = undefined;
+    this.returnvalue = undefined;
+    this.finishedOn = undefined;
+    this.processedOn = undefined;
+    this.processedBy = undefined;
+  }
+
+  /** Moves the delayed job to waiting now; throws JobStateError when it is not delayed. */
+  async promote(): Promise<void> {
+    await promoteJob(this.scope(), this.id);
+    this.delay = 0;
   }
 
   toJSON(): JobJson {
