@@ -2,7 +2,7 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Session, type SessionOptions } from '@zkq/core';
-import { sharedZooKeeper, uniqueRoot } from '@zkq/testing';
+import { expireSession, sharedZooKeeper, uniqueRoot } from '@zkq/testing';
 
 /** Opens a session on the shared test server under a fresh namespace; closes it after the test. */
 export async function testSession(
@@ -54,4 +54,14 @@ export function nextEvent<A extends unknown[] = unknown[]>(
       resolve(args);
     });
   });
+}
+
+/**
+ * Expires `session` on the server (the shared one unless `connectionString`
+ * says otherwise) and waits until the session layer reports it lost.
+ */
+export async function expire(session: Session, connectionString?: string): Promise<void> {
+  const lost = nextEvent(session, 'lost', 20_000);
+  await expireSession(connectionString ?? (await sharedZooKeeper()), session.credentials());
+  await lost;
 }

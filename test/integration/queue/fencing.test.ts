@@ -3,9 +3,8 @@ import { test } from 'node:test';
 import { LostJobError, QueueStore, revokeClaim } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { expire } from '../../fixtures/recipes/helpers.js';
 import { queueEnv } from '../../helpers/queue.js';
-import { nextEvent, waitFor } from '../../helpers/zk.js';
+import { expire, nextEvent, waitFor } from '../../helpers/zk.js';
 
 /** A promise with its resolve function, to hold a processor mid-job. */
 function gate(): { promise: Promise<void>; open: () => void } {

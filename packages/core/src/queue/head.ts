@@ -9,10 +9,11 @@
  * a stale view that appends to one meets NoNode and re-reads the tail).
  */
 import { NoNodeError, NotEmptyError } from '../zk/errors.js';
+import { sortBySequence } from '../zk/sequence.js';
 import type { Watcher } from '../zk/types.js';
 import { idOfPointer, LIFO_LANE } from './layout.js';
 import type { QueueStore } from './store.js';
-import { bySequence, type Candidate } from './transitions.js';
+import type { Candidate } from './transitions.js';
 
 export interface ScanOptions {
   /** Most candidates to return. */
@@ -38,7 +39,7 @@ export async function scanHead(store: QueueStore, o: ScanOptions): Promise<Candi
     const lifo = lane === LIFO_LANE;
     let buckets: string[];
     try {
-      buckets = bySequence(await session.getChildren(layout.lane(lane), watch), lifo);
+      buckets = sortBySequence(await session.getChildren(layout.lane(lane), watch), undefined, lifo);
     } catch (err) {
       if (err instanceof NoNodeError) continue;
       throw err;
@@ -57,7 +58,7 @@ export async function scanHead(store: QueueStore, o: ScanOptions): Promise<Candi
         void removeEmptyBucket(store, path);
         continue;
       }
-      for (const name of bySequence(names, lifo)) {
+      for (const name of sortBySequence(names, undefined, lifo)) {
         const id = idOfPointer(name);
         if (o.exclude.has(id)) continue;
         out.push({ id, pointer: `${path}/${name}`, lane });

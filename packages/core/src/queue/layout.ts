@@ -34,6 +34,9 @@
  * ```
  */
 import { InvalidArgumentError } from '../errors.js';
+import { sequenceOf } from '../zk/sequence.js';
+
+export { sequenceOf };
 
 /** Pointers per ready bucket before producers roll to the next one. */
 export const BUCKET_CAPACITY = 2000;
@@ -94,11 +97,6 @@ export function laneOf(priority: number, lifo: boolean): string {
 /** Ten-digit zero-padded number, as ZooKeeper writes sequence numbers. */
 export function pad10(n: number): string {
   return String(n).padStart(10, '0');
-}
-
-/** The sequence number at the end of a sequential node's name. */
-export function sequenceOf(name: string): number {
-  return Number(name.slice(-10));
 }
 
 /** The job id inside a `qn-<id>-<seq>`, `c-<id>-<seq>` or `f-<id>-<seq>` pointer name. */

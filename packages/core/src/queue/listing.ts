@@ -4,10 +4,10 @@
  * never one flat list of the whole backlog.
  */
 import { NoNodeError } from '../zk/errors.js';
+import { sortBySequence } from '../zk/sequence.js';
 import { sortLanes } from './head.js';
 import { dueOfDelayed, idOfDelayed, idOfPointer, LIFO_LANE } from './layout.js';
 import type { QueueStore } from './store.js';
-import { bySequence } from './transitions.js';
 import type { JobType } from './types.js';
 
 async function childrenOrEmpty(store: QueueStore, path: string): Promise<string[]> {
@@ -84,7 +84,7 @@ export async function listJobIds(store: QueueStore, type: JobType, limit: number
     case 'completed':
     case 'failed': {
       const dir = type === 'completed' ? layout.completedDir : layout.failedDir;
-      return bySequence(await childrenOrEmpty(store, dir), !asc)
+      return sortBySequence(await childrenOrEmpty(store, dir), undefined, !asc)
         .slice(0, limit)
         .map(idOfPointer);
     }
@@ -109,9 +109,13 @@ export async function listJobIds(store: QueueStore, type: JobType, limit: number
       for (const lane of sortLanes(await childrenOrEmpty(store, layout.ready))) {
         const isPrioritized = lane !== LIFO_LANE && lane !== 'p-0000000000';
         if ((type === 'prioritized') !== isPrioritized) continue;
-        const buckets = bySequence(await childrenOrEmpty(store, layout.lane(lane)), lane === LIFO_LANE);
+        const buckets = sortBySequence(await childrenOrEmpty(store, layout.lane(lane)), undefined, lane === LIFO_LANE);
         for (const b of buckets) {
-          const names = bySequence(await childrenOrEmpty(store, `${layout.lane(lane)}/${b}`), lane === LIFO_LANE);
+          const names = sortBySequence(
+            await childrenOrEmpty(store, `${layout.lane(lane)}/${b}`),
+            undefined,
+            lane === LIFO_LANE,
+          );
           for (const n of names) {
             const id = idOfPointer(n);
             if (!active.has(id)) out.push(id);

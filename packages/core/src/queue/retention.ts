@@ -8,10 +8,10 @@
  * records, in transactions of TRIM_BATCH jobs.
  */
 import { NoNodeError } from '../zk/errors.js';
+import { sortBySequence } from '../zk/sequence.js';
 import type { Op } from '../zk/types.js';
 import { idOfPointer } from './layout.js';
 import type { QueueStore } from './store.js';
-import { bySequence } from './transitions.js';
 import type { KeepJobs } from './types.js';
 
 export const DEFAULT_KEEP_COMPLETED: KeepJobs = { count: 1000 };
@@ -30,7 +30,7 @@ export function keepPolicy(option: boolean | number | KeepJobs | undefined, fall
 export async function trimFinished(store: QueueStore, kind: 'completed' | 'failed', keep: KeepJobs): Promise<string[]> {
   const { session, layout } = store;
   const dir = kind === 'completed' ? layout.completedDir : layout.failedDir;
-  const names = bySequence(await session.getChildren(dir)); // oldest first
+  const names = sortBySequence(await session.getChildren(dir)); // oldest first
   let excess = keep.count !== undefined ? Math.max(0, names.length - keep.count) : 0;
   const victims = names.slice(0, excess);
   if (keep.age !== undefined) {

@@ -374,11 +374,5 @@ async function removeStaleClaims(store: QueueStore, ids: string[]): Promise<void
   );
 }
 
-/** Sorts pointer names (`qn-`, `c-`, `f-`) by their sequence number. */
-export function bySequence(names: string[], descending = false): string[] {
-  const sorted = names.slice().sort((a, b) => sequenceOf(a) - sequenceOf(b));
-  return descending ? sorted.reverse() : sorted;
-}
-
 export type { OpResult };
 export { idOfPointer };

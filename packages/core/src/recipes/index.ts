@@ -11,8 +11,6 @@ export {
 export {
   exclusiveDriver,
   type LockDriver,
-  sequenceOf,
-  sortBySequence,
   type TurnDecision,
   type WaitOptions,
   type WaitStats,

@@ -15,24 +15,9 @@
  */
 import { AbortedError, ClosedError, InvalidArgumentError, TimeoutError } from '../errors.js';
 import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
+import { sequenceOf, sortBySequence } from '../zk/sequence.js';
 import type { Session } from '../zk/session.js';
 import type { WatchEvent } from '../zk/types.js';
-
-/** Length of the sequence suffix ZooKeeper appends to sequential names. */
-const SEQUENCE_DIGITS = 10;
-const SEQUENTIAL_NAME = /\d{10}$/;
-
-/** The sequence number of a sequential node name (its last 10 digits). */
-export function sequenceOf(name: string): number {
-  return Number(name.slice(-SEQUENCE_DIGITS));
-}
-
-/** The sequential names among `names`, optionally only those with `prefix`, sorted by sequence number. */
-export function sortBySequence(names: readonly string[], prefix?: string): string[] {
-  return names
-    .filter((n) => SEQUENTIAL_NAME.test(n) && (prefix === undefined || n.startsWith(prefix)))
-    .sort((a, b) => sequenceOf(a) - sequenceOf(b));
-}
 
 /** A driver's answer: proceed, or watch `watch` (a sibling name) and ask again when it changes. */
 export type TurnDecision = { proceed: true } | { proceed: false; watch: string };
@@ -47,7 +32,7 @@ export interface LockDriver {
 
 /** Exclusive ordering: the lowest node proceeds; the others watch their immediate predecessor. */
 export const exclusiveDriver: LockDriver = {
-  participates: (name) => SEQUENTIAL_NAME.test(name),
+  participates: (name) => sortBySequence([name]).length === 1,
   decide(sorted, own) {
     const index = sorted.indexOf(own);
     return index === 0 ? { proceed: true } : { proceed: false, watch: sorted[index - 1] as string };
@@ -235,3 +220,5 @@ export async function createMemberNode(session: Session, dir: string, prefix: st
     return session.createProtected(joinPath(dir, prefix), data, 'ephemeral_sequential');
   }
 }
+
+export { sequenceOf, sortBySequence };

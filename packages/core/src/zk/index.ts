@@ -1,6 +1,7 @@
 export { CREATOR_ACL, digestId, OPEN_ACL, permissionBits } from './acl.js';
 export * from './errors.js';
 export { backoffDelay, DEFAULT_RETRY, isRetryable, type RetryOptions, withRetry } from './retry.js';
+export { SEQUENCE_DIGITS, sequenceOf, sortBySequence } from './sequence.js';
 export {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
