@@ -1,0 +1,4 @@
+/** File processor for the threaded drain: does nothing. Plain JavaScript, as threads load it without a TypeScript loader. */
+export default async function noop() {
+  return null;
+}
