@@ -8,6 +8,7 @@ import { registerCoordinationCommands } from './commands/coordination.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerDevServerCommand } from './commands/dev-server.js';
 import { registerEnqueueCommands } from './commands/enqueue.js';
+import { registerEventsCommand } from './commands/events.js';
 import { registerInspectCommands } from './commands/inspect.js';
 import { registerWorkerCommand } from './commands/worker.js';
 import { type GlobalArgs, globalOptions } from './context.js';
@@ -18,7 +19,7 @@ const EPILOGUE =
 
 /** Command names, to point usage errors at the right --help. */
 const COMMANDS = new Set(
-  'worker add add-bulk stats jobs job pause resume retry promote remove clean drain obliterate barrier lock leader dev-server demo'.split(
+  'worker add add-bulk stats jobs job events pause resume retry promote remove clean drain obliterate barrier lock leader dev-server demo'.split(
     ' ',
   ),
 );
@@ -43,6 +44,7 @@ export function buildParser(argv: string[]): Argv<GlobalArgs> {
   y = registerWorkerCommand(y);
   y = registerEnqueueCommands(y);
   y = registerInspectCommands(y);
+  y = registerEventsCommand(y);
   y = registerAdminCommands(y);
   y = registerCoordinationCommands(y);
   y = registerDevServerCommand(y);

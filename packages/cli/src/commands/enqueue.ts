@@ -1,10 +1,10 @@
 /** `zkq add` and `zkq add-bulk`: enqueue jobs. */
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import type { BulkJob, JobsOptions, Queue } from '@zkq/producer';
+import { type BulkJob, type Job, type JobsOptions, type Queue, QueueEvents } from '@zkq/producer';
 import type { Argv } from 'yargs';
-import { type GlobalArgs, integer, withQueue } from '../context.js';
-import { UsageError } from '../errors.js';
+import { connectionOf, type GlobalArgs, integer, positive, prefixOf, withQueue } from '../context.js';
+import { CliError, UsageError } from '../errors.js';
 import { printJson, println } from '../output.js';
 import { progressBar } from '../progress.js';
 
@@ -35,7 +35,14 @@ export function registerEnqueueCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           .option('backoff', { type: 'number', describe: 'Wait between attempts, ms (fixed)' })
           .option('lifo', { type: 'boolean', describe: 'Run before every other waiting job' })
           .option('job-id', { type: 'string', describe: 'Custom job id; an existing one returns that job' })
+          .option('wait', {
+            type: 'boolean',
+            default: false,
+            describe: 'Wait until the job finishes and print its result (exit 1 if it failed)',
+          })
+          .option('timeout', { type: 'number', describe: 'With --wait: give up after this many ms (exit 7)' })
           .option('json', { type: 'boolean', default: false, describe: 'Print the job as JSON' })
+          .example('$0 add resize-images thumb --data \'{"id":7}\' --wait', 'Run a job and print its result')
           .example('$0 add emails welcome --data \'{"to":"ada@example.com"}\'', 'Add a job, print its id')
           .example('$0 add reports nightly --delay 60000 --attempts 3 --json', 'A delayed job with retries'),
       async (argv) => {
@@ -47,7 +54,12 @@ export function registerEnqueueCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
         if (argv.lifo !== undefined) opts.lifo = argv.lifo;
         if (argv.jobId !== undefined) opts.jobId = argv.jobId;
         const data = parseData(argv.data);
+        if (argv.timeout !== undefined) positive(argv.timeout, '--timeout');
         await withQueue(argv, argv.queue, async (queue) => {
+          if (argv.wait) {
+            await addAndWait(queue, argv, argv.name, data, opts);
+            return;
+          }
           const job = await queue.add(argv.name, data, opts);
           if (argv.json) printJson({ queue: argv.queue, ...job.toJSON() });
           else println(job.id);
@@ -142,4 +154,31 @@ export async function addInBatches(
     bar.stop();
   }
   return { seconds: (performance.now() - started) / 1000 };
+}
+
+/** Adds a job and waits for its outcome: prints the result, or fails with the job's reason. */
+async function addAndWait(
+  queue: Queue,
+  argv: GlobalArgs & { queue: string; json: boolean; timeout: number | undefined },
+  name: string,
+  data: unknown,
+  opts: JobsOptions,
+): Promise<void> {
+  // Listening before adding: the worker may finish the job at once.
+  const events = new QueueEvents(argv.queue, { connection: connectionOf(argv), prefix: prefixOf(argv) });
+  try {
+    await events.waitUntilReady();
+    const job: Job = await queue.add(name, data, opts);
+    let result: unknown;
+    try {
+      result = await job.waitUntilFinished(events, argv.timeout);
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'ZKQ_TIMEOUT') throw err;
+      throw new CliError(`job ${job.id} failed: ${(err as Error).message}`);
+    }
+    if (argv.json) printJson({ queue: argv.queue, id: job.id, state: 'completed', returnvalue: result ?? null });
+    else println(result === undefined ? '' : JSON.stringify(result));
+  } finally {
+    await events.close();
+  }
 }

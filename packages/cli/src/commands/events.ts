@@ -1,0 +1,76 @@
+/** `zkq events`: follow a queue's events (QueueEvents) until Ctrl-C. */
+import { QueueEvents } from '@zkq/producer';
+import type { Argv } from 'yargs';
+import { connectionOf, type GlobalArgs, prefixOf } from '../context.js';
+import { createLogger } from '../logger.js';
+import { brief, println } from '../output.js';
+import { nextSignal } from './dev-server.js';
+
+export const QUEUE_EVENT_NAMES = [
+  'added',
+  'waiting',
+  'active',
+  'progress',
+  'completed',
+  'failed',
+  'delayed',
+  'stalled',
+  'removed',
+  'cleaned',
+  'paused',
+  'resumed',
+  'drained',
+] as const;
+
+export function registerEventsCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
+  return y.command(
+    'events <queue>',
+    "Print the queue's events as they happen, until Ctrl-C",
+    (b) =>
+      b
+        .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+        .option('from-start', { type: 'boolean', default: false, describe: 'Begin with the events still in the log' })
+        .option('json', { type: 'boolean', default: false, describe: 'One JSON object a line' })
+        .example('$0 events emails', 'Watch jobs of emails come and go')
+        .example('$0 events emails --json | jq -c \'select(.event == "failed")\'', 'Failures, for a script'),
+    async (argv) => {
+      const events = new QueueEvents(argv.queue, {
+        connection: connectionOf(argv),
+        prefix: prefixOf(argv),
+        lastEventId: argv.fromStart ? '0' : '$',
+      });
+      let failure: Error | undefined;
+      const failed = new Promise<void>((resolve) =>
+        events.on('error', (err) => {
+          failure = err;
+          resolve();
+        }),
+      );
+      for (const name of QUEUE_EVENT_NAMES) {
+        events.on(name, (...args: unknown[]) => {
+          const [payload, id] = name === 'drained' ? [{}, args[0]] : args;
+          const fields = (payload ?? {}) as Record<string, unknown>;
+          if (argv.json) println(JSON.stringify({ event: name, id, ...fields }));
+          else println(readable(name, fields));
+        });
+      }
+      try {
+        await events.waitUntilReady();
+        createLogger(argv, 'stderr').info({ queue: argv.queue }, 'following events');
+        await Promise.race([nextSignal(), failed]);
+      } finally {
+        await events.close();
+      }
+      if (failure) throw failure;
+    },
+  );
+}
+
+function readable(event: string, fields: Record<string, unknown>): string {
+  const time = new Date().toISOString().slice(11, 23);
+  const { jobId, ...rest } = fields;
+  const detail = Object.entries(rest)
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : brief(v, 80)}`)
+    .join(' ');
+  return `${time}  ${event.padEnd(9)} ${jobId !== undefined ? `job ${String(jobId)} ` : ''}${detail}`.trimEnd();
+}
