@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { claimJobs, JobNotFoundError, JobStateError, QueueNotEmptyError, QueueStore, scanHead } from '@zkq/core';
-import { Queue } from '@zkq/producer';
+import { Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
@@ -377,4 +377,39 @@ test('obliterate with force deletes a queue with active jobs', async (t) => {
   assert.equal(await session.exists('/force'), null);
   await sleep(500);
   assert.equal(await session.exists('/force'), null);
+
+  // What a live worker leaves behind (its election node) goes too.
+  await session.ensurePath('/force/leader/n-0000000000');
+  await queue.obliterate();
+  assert.equal(await session.exists('/force'), null);
+});
+
+test('queue control writes removed, waiting and cleaned events', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('ctl-events', env);
+  t.after(() => queue.close());
+  const events = new QueueEvents('ctl-events', env);
+  t.after(() => events.close());
+  await events.waitUntilReady();
+  const seen: string[] = [];
+  events.on('removed', ({ jobId, prev }) => seen.push(`removed ${jobId} ${prev}`));
+  events.on('waiting', ({ jobId, prev }) => {
+    if (prev) seen.push(`waiting ${jobId} ${prev}`);
+  });
+  events.on('cleaned', ({ count }) => seen.push(`cleaned ${count}`));
+  await sleep(500); // writers learn of the listener through a watch
+
+  const a = await queue.add('a', {}, { priority: 3 });
+  const b = await queue.add('b', {}, { delay: 600_000 });
+  const c = await queue.add('c', {});
+  await queue.remove(a.id);
+  await b.promote();
+  await queue.drain();
+  await queue.add('d', {}, { delay: 600_000 });
+  await queue.clean(0, 0, 'delayed');
+  const expected = [`removed ${a.id} prioritized`, `waiting ${b.id} delayed`, `removed ${c.id} waiting`];
+  await waitFor(() => seen.length >= 5, { what: 'five events' });
+  assert.deepEqual(seen.slice(0, 3), expected);
+  assert.ok(seen.slice(3).includes(`removed ${b.id} waiting`));
+  assert.ok(seen.includes('cleaned 1'));
 });

@@ -278,7 +278,11 @@ export async function obliterate(store: QueueStore, opts: ObliterateOptions = {}
   const { session, layout } = store;
   await store.init();
   if (!(await session.exists(layout.root))) return store.forgetDirs();
-  const wasPaused = await store.isPaused();
+  // no meta: a half-deleted queue (an earlier obliterate), nothing to pause
+  const wasPaused = await store.isPaused().catch((err) => {
+    if (err instanceof NoNodeError) return true;
+    throw err;
+  });
   if (!wasPaused) await store.setPaused(true);
   try {
     await session.delete(layout.claimsDir);
