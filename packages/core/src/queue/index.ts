@@ -1,4 +1,5 @@
 export { DEFAULT_PREFIX, openSession, validateConnection } from './connection.js';
+export * from './control.js';
 export * from './errors.js';
 export { EVENT_VALUE_LIMIT, EVENTS_KEEP, EventSink, eventValue, type QueueEventRecord } from './events.js';
 export { type ScanOptions, scanHead, sortLanes } from './head.js';
@@ -26,4 +27,3 @@ export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy, trimFinished }
 export { type ClaimInfo, type EnqueueEntry, QueueStore, type StoredJob } from './store.js';
 export * from './transitions.js';
 export type * from './types.js';
-export * from './control.js';
