@@ -182,3 +182,38 @@ test('drain and clean work or say the library lacks them', async (t) => {
   if (cleaned.code === 6) assert.match(cleaned.stderr, /Queue\.clean is missing/);
   else assert.equal(cleaned.code, 0, cleaned.stderr);
 });
+
+test('promote, remove and retry --job act on single jobs', async (t) => {
+  const env = await cliEnv(t);
+  const later = await zkqJson(['add', 'one', 'later', '--delay', '600000', ...env.global]);
+  const r = await zkq(['promote', 'one', '--json', ...env.global]);
+  if (r.code === 6) {
+    t.skip('Queue.promoteJobs is not in the library yet');
+    return;
+  }
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout).promoted, 1);
+  assert.equal((await zkqJson(['job', 'one', later.id, ...env.global])).state, 'waiting');
+
+  const delayed = await zkqJson(['add', 'one', 'later', '--delay', '600000', ...env.global]);
+  assert.deepEqual(await zkqJson(['promote', 'one', '--job', delayed.id, ...env.global]), {
+    queue: 'one',
+    promoted: [delayed.id],
+  });
+  assert.equal((await zkqJson(['job', 'one', delayed.id, ...env.global])).state, 'waiting');
+
+  assert.equal((await zkq(['remove', 'one', later.id, ...env.global])).stdout, `removed job ${later.id}\n`);
+  assert.equal((await zkq(['job', 'one', later.id, ...env.global])).code, 5);
+  assert.equal((await zkq(['remove', 'one', 'nope', ...env.global])).code, 5);
+
+  const worker = new ZkqProcess(['worker', 'one', '--processor', join(FIXTURES, 'always-fail.js'), ...env.global]);
+  t.after(() => worker.dispose());
+  await waitFor(async () => (await zkqJson(['job', 'one', delayed.id, ...env.global])).state === 'failed', {
+    timeoutMs: 60_000,
+    what: 'the job to fail',
+  });
+  worker.kill('SIGTERM');
+  assert.equal((await within(worker.exited, 60_000, 'worker exit')).code, 0);
+  assert.equal((await zkq(['retry', 'one', '--job', delayed.id, ...env.global])).code, 0);
+  assert.equal((await zkqJson(['job', 'one', delayed.id, ...env.global])).state, 'waiting');
+});
