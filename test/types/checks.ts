@@ -93,7 +93,7 @@ export type WorkerOptionsGaps =
   | 'workerForkOptions'
   | 'workerThreadsOptions';
 /** zkq-only worker options. */
-export type WorkerOptionsExtras = 'threads' | 'barrier';
+export type WorkerOptionsExtras = 'threads' | 'barrier' | 'housekeeping';
 /** BullMQ's repeat settings (repeatable jobs are not implemented). */
 export type AdvancedOptionsGaps = 'repeatStrategy' | 'repeatKeyHashAlgorithm';
 
@@ -172,7 +172,7 @@ type ZkqWorkerListener = ZkqWorker.WorkerListener<EmailData, EmailResult, EmailJ
 /** BullMQ worker events zkq does not emit; zkq adds `lost` (a claim revoked mid-job). */
 export type WorkerListenerGaps = 'ioredis:close' | 'lockRenewalFailed' | 'locksRenewed';
 export type WorkerListenerCheck = ExpectNone<
-  ListenerProblems<BullWorkerListener, ZkqWorkerListener, WorkerListenerGaps, 'lost'>
+  ListenerProblems<BullWorkerListener, ZkqWorkerListener, WorkerListenerGaps, 'lost' | 'barrierPassed'>
 >;
 
 type BullQueueListener = Bull.QueueListener<Bull.Job<EmailData, EmailResult, EmailJobName>>;

@@ -133,7 +133,6 @@ export class ZooKeeperProcess {
     const args = [
       `-Xmx${heap}m`,
       '-XX:+UseSerialGC',
-      '-XX:TieredStopAtLevel=1',
       '-Dzookeeper.admin.enableServer=false',
       '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn',
       '-cp',

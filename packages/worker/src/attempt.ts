@@ -29,6 +29,8 @@ export interface AttemptDriver {
   run(job: Job, signal: AbortSignal): Promise<unknown>;
   finish(f: Finish): Promise<FinishResult>;
   forced(): boolean;
+  /** The processor has settled: its slot may take the next job while the outcome is written. */
+  released(): void;
   trim(kind: 'completed' | 'failed', keep: KeepJobs): void;
 }
 
@@ -50,6 +52,8 @@ export class Attempt {
   private readonly logs: string[] = [];
   private progress: unknown;
   private revoked = false;
+  /** True while the processor runs (what `concurrency` counts). */
+  processing = true;
 
   constructor(
     private readonly worker: Emitter,
@@ -103,6 +107,12 @@ export class Attempt {
     this.worker.emit('progress', this.job, progress);
   }
 
+  private release(): void {
+    if (!this.processing) return;
+    this.processing = false;
+    this.driver.released();
+  }
+
   async run(): Promise<void> {
     try {
       const outcome = await this.outcome();
@@ -112,6 +122,7 @@ export class Attempt {
       if (!result.ok) return this.lost(result.error as Error);
       this.report(outcome);
     } finally {
+      this.release();
       this.resolveDone();
     }
   }
@@ -126,8 +137,10 @@ export class Attempt {
     this.worker.emit('active', this.job, 'waiting');
     try {
       const value = await this.driver.run(this.job, this.controller.signal);
+      this.release();
       return { kind: 'completed', returnvalue: value ?? null, remove: this.keep('completed') === 'remove' };
     } catch (err) {
+      this.release();
       if (this.driver.forced()) return undefined;
       return this.failure(err instanceof Error ? err : new Error(String(err)), false);
     }

@@ -284,7 +284,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
         await this.waitForNudge();
         continue;
       }
-      const free = this.opts.concurrency - this.attempts.size;
+      const free = this.freeSlots();
       if (free <= 0) {
         await this.waitForNudge();
         continue;
@@ -306,6 +306,18 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     }
   }
 
+  /**
+   * Slots for new jobs: `concurrency` counts running processors, so the next
+   * claim overlaps the writing of finished outcomes; at most `concurrency`
+   * more jobs may be waiting for their outcome to be written.
+   */
+  private freeSlots(): number {
+    let running = 0;
+    for (const a of this.attempts.values()) if (a.processing) running++;
+    const c = this.opts.concurrency;
+    return Math.min(c - running, 2 * c - this.attempts.size);
+  }
+
   private onIdle(): void {
     if (this.hadWork && this.attempts.size === 0) {
       this.hadWork = false;
@@ -318,6 +330,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal),
       finish: (f) => (this.finisher as Finisher).finish(f),
       forced: () => this.forced,
+      released: () => this.nudge(),
       trim: (kind, keep) => this.trimmer?.request(kind, keep),
     });
     this.attempts.set(claimed.record.id, attempt);

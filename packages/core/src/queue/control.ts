@@ -22,11 +22,12 @@
  */
 import { ZkqError } from '../errors.js';
 import { BadVersionError, NodeExistsError, NoNodeError, NotEmptyError } from '../zk/errors.js';
+import { sortBySequence } from '../zk/sequence.js';
 import type { Op, OpResult } from '../zk/types.js';
 import { JobNotFoundError, JobStateError } from './errors.js';
 import type { QueueEventRecord } from './events.js';
 import { sortLanes } from './head.js';
-import { BUCKET_CAPACITY, dueOfDelayed, idOfDelayed, idOfPointer, LIFO_LANE, laneOf, sequenceOf } from './layout.js';
+import { dueOfDelayed, idOfDelayed, idOfPointer, LIFO_LANE, laneOf } from './layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
 import type { QueueStore, StoredJob } from './store.js';
 import type { FinishedStatus, JobType } from './types.js';
@@ -149,7 +150,7 @@ export async function retryJobs(
   const state = opts.state ?? 'failed';
   const timestamp = opts.timestamp ?? Date.now();
   const dir = state === 'completed' ? store.layout.completedDir : store.layout.failedDir;
-  const names = bySeq(await childrenOrEmpty(store, dir));
+  const names = sortBySequence(await childrenOrEmpty(store, dir));
   let moved = 0;
   for (const chunk of chunked(names, positive(opts.count, 1000))) {
     const jobs = await readJobs(
@@ -361,7 +362,7 @@ async function applyMoves(
       const eventOp = store.events.op([...batch.flatMap((b) => b.move.events), ...batchEvents(batch.length)]);
       try {
         const results = await store.session.multi(eventOp ? [...ops, eventOp] : ops);
-        await afterMove(store, results);
+        afterMove(store, results);
         done.push(...batch.map((b) => b.move.id));
         break;
       } catch (err) {
@@ -400,7 +401,7 @@ async function retryMove<T>(
     const eventOp = store.events.op(planned.events);
     try {
       const results = await store.session.multi(eventOp ? [...planned.ops, eventOp] : planned.ops);
-      await afterMove(store, results);
+      afterMove(store, results);
       return planned.result;
     } catch (err) {
       if (conflictIndex(err, planned.ops.length) === undefined || attempt >= MOVE_ATTEMPTS) throw err;
@@ -420,17 +421,9 @@ function conflictIndex(err: unknown, count: number): number | undefined {
   return index !== undefined && index < count ? index : undefined;
 }
 
-/** After a move: trim the event log, and roll a ready bucket that a new pointer filled. */
-async function afterMove(store: QueueStore, results: OpResult[]): Promise<void> {
-  const paths = results.map((r) => (r.op === 'create' ? r.path : undefined));
-  store.events.afterWrite(paths);
-  const ready = `${store.layout.ready}/`;
-  for (const path of paths) {
-    if (!path?.startsWith(ready) || sequenceOf(path) < BUCKET_CAPACITY - 1) continue;
-    const [lane, bucket] = path.slice(ready.length).split('/') as [string, string];
-    await store.ensureDir(store.layout.bucket(lane, sequenceOf(bucket) + 1));
-    await store.tailBucket(lane, true);
-  }
+/** After a move: trim the event log (ready buckets roll as their slots are reserved: readyPointerOp). */
+function afterMove(store: QueueStore, results: OpResult[]): void {
+  store.events.afterWrite(results.map((r) => (r.op === 'create' ? r.path : undefined)));
 }
 
 function removeMove(store: QueueStore, j: Read): Move {
@@ -516,7 +509,7 @@ async function findPointer(store: QueueStore, r: JobRecord): Promise<string | un
     case 'waiting':
     case 'active': {
       const laneDir = layout.lane(laneOfRecord(r));
-      for (const bucket of bySeq(await childrenOrEmpty(store, laneDir))) {
+      for (const bucket of sortBySequence(await childrenOrEmpty(store, laneDir))) {
         const names = await childrenOrEmpty(store, `${laneDir}/${bucket}`);
         const name = names.find((n) => n.startsWith(`qn-${r.id}-`) && idOfPointer(n) === r.id);
         if (name) return `${laneDir}/${bucket}/${name}`;
@@ -570,9 +563,13 @@ async function* readyPointers(store: QueueStore, laneFilter: (lane: string) => b
   const { layout } = store;
   for (const lane of sortLanes(await childrenOrEmpty(store, layout.ready))) {
     if (!laneFilter(lane)) continue;
-    for (const bucket of bySeq(await childrenOrEmpty(store, layout.lane(lane)), lane === LIFO_LANE)) {
+    for (const bucket of sortBySequence(
+      await childrenOrEmpty(store, layout.lane(lane)),
+      undefined,
+      lane === LIFO_LANE,
+    )) {
       const dir = `${layout.lane(lane)}/${bucket}`;
-      const names = bySeq(await childrenOrEmpty(store, dir), lane === LIFO_LANE);
+      const names = sortBySequence(await childrenOrEmpty(store, dir), undefined, lane === LIFO_LANE);
       for (const chunk of chunked(names, READ_CHUNK)) {
         yield chunk.map((n) => ({ id: idOfPointer(n), pointer: `${dir}/${n}` }));
       }
@@ -592,7 +589,7 @@ async function* delayedPointers(store: QueueStore, size: number): AsyncGenerator
 }
 
 async function* finishedPointers(store: QueueStore, dir: string): AsyncGenerator<Located[]> {
-  for (const chunk of chunked(bySeq(await childrenOrEmpty(store, dir)), READ_CHUNK)) {
+  for (const chunk of chunked(sortBySequence(await childrenOrEmpty(store, dir)), READ_CHUNK)) {
     yield chunk.map((n) => ({ id: idOfPointer(n), pointer: `${dir}/${n}` }));
   }
 }
@@ -601,7 +598,7 @@ async function* finishedPointers(store: QueueStore, dir: string): AsyncGenerator
 async function removeEmptyBuckets(store: QueueStore): Promise<void> {
   const { layout, session } = store;
   for (const lane of await childrenOrEmpty(store, layout.ready)) {
-    const buckets = bySeq(await childrenOrEmpty(store, layout.lane(lane)));
+    const buckets = sortBySequence(await childrenOrEmpty(store, layout.lane(lane)));
     for (const bucket of buckets.slice(0, -1)) {
       await session.delete(`${layout.lane(lane)}/${bucket}`).catch((err) => {
         if (!(err instanceof NotEmptyError) && !(err instanceof NoNodeError)) throw err;
@@ -617,12 +614,6 @@ async function childrenOrEmpty(store: QueueStore, path: string): Promise<string[
     if (err instanceof NoNodeError) return [];
     throw err;
   }
-}
-
-/** The sequential names among `names` (foreign ones left out), by sequence number. */
-function bySeq(names: readonly string[], descending = false): string[] {
-  const sorted = names.filter((n) => /\d{10}$/.test(n)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
-  return descending ? sorted.reverse() : sorted;
 }
 
 function* chunked<T>(items: readonly T[], size: number): Generator<T[]> {

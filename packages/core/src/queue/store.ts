@@ -9,13 +9,15 @@
 import { randomBytes } from 'node:crypto';
 import { isOutcomeUnknown, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
-import type { Op } from '../zk/types.js';
+import type { Op, OpResult } from '../zk/types.js';
 import { EventSink, type QueueEventRecord } from './events.js';
 import { BUCKET_CAPACITY, ID_BLOCK_SIZE, QueueLayout, sequenceOf } from './layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
 
 /** Most entries (two nodes each) per enqueue transaction. */
 export const ENQUEUE_CHUNK = 500;
+/** Enqueue transactions one call keeps in flight. */
+export const ENQUEUE_IN_FLIGHT = 4;
 /** Most bytes of node data per enqueue transaction (ZooKeeper's packet limit is ~1 MB). */
 export const ENQUEUE_CHUNK_BYTES = 700 * 1024;
 
@@ -37,8 +39,12 @@ export class QueueStore {
   readonly events: EventSink;
   private initialized: Promise<void> | undefined;
   private readonly tails = new Map<string, number>();
+  /** Pointers this producer counts in each lane's tail bucket (sent or known). */
+  private readonly fill = new Map<string, number>();
+  private sendChain: Promise<unknown> = Promise.resolve();
   private readonly knownDirs = new Set<string>();
   private idBlock = { next: 0, end: 0 };
+  private idRefill: Promise<void> | undefined;
 
   constructor(
     readonly session: Session,
@@ -77,21 +83,33 @@ export class QueueStore {
       });
   }
 
-  /** `n` fresh numeric job ids. Each block of ID_BLOCK_SIZE costs one write of the `ids` counter. */
+  /**
+   * `n` fresh numeric job ids. Each block of ID_BLOCK_SIZE costs one write of
+   * the `ids` counter (its new version numbers the block); concurrent callers
+   * share one refill.
+   */
   async nextIds(n: number): Promise<string[]> {
     const ids: string[] = [];
     while (ids.length < n) {
       if (this.idBlock.next >= this.idBlock.end) {
-        const stat = await this.session.setData(this.layout.ids, Buffer.alloc(0)).catch(async (err) => {
-          if (!(err instanceof NoNodeError)) throw err;
-          await this.session.create(this.layout.ids).catch(() => undefined);
-          return this.session.setData(this.layout.ids, Buffer.alloc(0));
+        this.idRefill ??= this.refillIds().finally(() => {
+          this.idRefill = undefined;
         });
-        this.idBlock = { next: stat.version * ID_BLOCK_SIZE, end: (stat.version + 1) * ID_BLOCK_SIZE };
+        await this.idRefill;
+        continue;
       }
       ids.push(String(this.idBlock.next++));
     }
     return ids;
+  }
+
+  private async refillIds(): Promise<void> {
+    const stat = await this.session.setData(this.layout.ids, Buffer.alloc(0)).catch(async (err) => {
+      if (!(err instanceof NoNodeError)) throw err;
+      await this.session.create(this.layout.ids).catch(() => undefined);
+      return this.session.setData(this.layout.ids, Buffer.alloc(0));
+    });
+    this.idBlock = { next: stat.version * ID_BLOCK_SIZE, end: (stat.version + 1) * ID_BLOCK_SIZE };
   }
 
   // ---- enqueue --------------------------------------------------------------
@@ -104,15 +122,21 @@ export class QueueStore {
     const buckets = await this.session.getChildren(this.layout.lane(lane));
     const last = buckets.length ? Math.max(...buckets.map(sequenceOf)) : 0;
     await this.ensureDir(this.layout.bucket(lane, last));
+    // The next sequence number is the bucket's count of child changes so far.
+    const stat = await this.session.exists(this.layout.bucket(lane, last));
     this.tails.set(lane, last);
+    this.fill.set(lane, stat?.cversion ?? 0);
     return last;
   }
 
   private async rollBucket(lane: string, full: number): Promise<void> {
     if ((this.tails.get(lane) ?? 0) > full) return;
-    const next = full + 1;
-    await this.ensureDir(this.layout.bucket(lane, next));
-    this.tails.set(lane, next);
+    await this.ensureDir(this.layout.bucket(lane, full + 1));
+    // Another roll of the same bucket may have finished meanwhile (and slots
+    // of the new bucket been reserved): only the first one resets the count.
+    if ((this.tails.get(lane) ?? 0) > full) return;
+    this.tails.set(lane, full + 1);
+    this.fill.set(lane, 0);
   }
 
   /** Creates a directory node if it is not known to exist. */
@@ -126,6 +150,7 @@ export class QueueStore {
   forgetDirs(): void {
     this.knownDirs.clear();
     this.tails.clear();
+    this.fill.clear();
   }
 
   /**
@@ -142,8 +167,16 @@ export class QueueStore {
       ...e,
       data: encodeRecord({ ...e.record, lane: e.lane, n: nonce } as JobRecord),
     }));
+    // Chunks are pipelined: ZooKeeper runs one session's requests in order, so
+    // they commit in the order they were sent and FIFO holds.
+    const inFlight: Promise<{ added: string[]; existing: string[] }>[] = [];
     for (const chunk of chunks(prepared)) {
-      const result = await this.enqueueChunk(chunk, nonce);
+      const sent = this.enqueueChunk(chunk, nonce);
+      sent.catch(() => undefined); // awaited below; never left unhandled
+      inFlight.push(sent);
+      if (inFlight.length >= ENQUEUE_IN_FLIGHT) await inFlight[inFlight.length - ENQUEUE_IN_FLIGHT];
+    }
+    for (const result of await Promise.all(inFlight)) {
       added.push(...result.added);
       existing.push(...result.existing);
     }
@@ -154,12 +187,13 @@ export class QueueStore {
     let pending = chunk;
     const existing: string[] = [];
     for (let attempt = 0; pending.length > 0; attempt++) {
-      const { ops, lanes } = await this.enqueueOps(pending);
-      const eventOp = this.events.op(pending.flatMap(enqueueEvents));
+      let ops: Op[] = [];
       try {
-        const results = await this.session.multi(eventOp ? [...ops, eventOp] : ops);
+        const sent = await this.send(pending);
+        ops = sent.ops;
+        const results = await sent.written;
         this.events.afterWrite(results.map((r) => (r as { path?: string }).path));
-        await this.rollFullBuckets(results, lanes);
+        await this.noteFill(results, sent.lanes);
         return { added: pending.map((e) => e.record.id), existing };
       } catch (err) {
         if (
@@ -185,6 +219,23 @@ export class QueueStore {
     return { added: [], existing };
   }
 
+  /**
+   * Builds and sends one enqueue transaction, strictly after the previous one
+   * was sent: transactions leave in call order (so they commit in that order:
+   * FIFO), while their replies are awaited concurrently.
+   */
+  private send(pending: Prepared[]): Promise<{ written: Promise<OpResult[]>; ops: Op[]; lanes: (string | null)[] }> {
+    const turn = this.sendChain.then(async () => {
+      const { ops, lanes } = await this.enqueueOps(pending);
+      const eventOp = this.events.op(pending.flatMap(enqueueEvents));
+      const written = this.session.multi(eventOp ? [...ops, eventOp] : ops);
+      written.catch(() => undefined); // awaited by the caller
+      return { written, ops, lanes };
+    });
+    this.sendChain = turn.catch(() => undefined);
+    return turn;
+  }
+
   /** After an unknown outcome: did our transaction commit? (atomic: look at its first record) */
   private async committed(first: Prepared, nonce: string): Promise<boolean> {
     try {
@@ -207,7 +258,7 @@ export class QueueStore {
         ops.push({ op: 'create', path: this.layout.delayed(due, record.id) });
         lanes.push(null);
       } else {
-        const bucket = await this.tailBucket(lane);
+        const bucket = await this.reserveSlot(lane);
         ops.push({
           op: 'create',
           path: this.layout.readyPointerPrefix(lane, bucket, record.id),
@@ -219,21 +270,45 @@ export class QueueStore {
     return { ops, lanes };
   }
 
-  private async rollFullBuckets(results: { op: string; path?: string }[], lanes: (string | null)[]): Promise<void> {
-    const full = new Map<string, number>();
-    lanes.forEach((lane, i) => {
-      const path = (results[i * 2 + 1] as { path?: string }).path;
-      if (lane && path && sequenceOf(path) >= BUCKET_CAPACITY - 1) {
-        const bucket = sequenceOf(path.slice(0, path.lastIndexOf('/')));
-        full.set(lane, Math.max(full.get(lane) ?? 0, bucket));
-      }
-    });
-    for (const [lane, bucket] of full) await this.rollBucket(lane, bucket);
+  /**
+   * The bucket for one more pointer in `lane`: the tail, or the next one when
+   * this producer's count says the tail is full, so that pipelined
+   * transactions do not overfill a bucket.
+   */
+  private async reserveSlot(lane: string): Promise<number> {
+    let bucket = await this.tailBucket(lane);
+    if ((this.fill.get(lane) ?? 0) >= BUCKET_CAPACITY) {
+      await this.rollBucket(lane, bucket);
+      bucket = await this.tailBucket(lane);
+    }
+    this.fill.set(lane, (this.fill.get(lane) ?? 0) + 1);
+    return bucket;
   }
 
-  /** Re-inserts a job's ready pointer (promotion from delayed, retry, stall recovery). */
+  /**
+   * After a write: other producers may have filled the tail too, so the
+   * sequence numbers ZooKeeper gave (the bucket's count of child changes)
+   * raise this producer's count; a bucket past its capacity is rolled.
+   */
+  private async noteFill(results: OpResult[], lanes: (string | null)[]): Promise<void> {
+    for (const [i, lane] of lanes.entries()) {
+      const path = (results[i * 2 + 1] as { path?: string } | undefined)?.path;
+      if (!lane || !path) continue;
+      const bucket = sequenceOf(path.slice(0, path.lastIndexOf('/')));
+      if (bucket !== this.tails.get(lane)) continue;
+      this.fill.set(lane, Math.max(this.fill.get(lane) ?? 0, sequenceOf(path) + 1));
+    }
+    for (const lane of new Set(lanes)) {
+      if (lane && (this.fill.get(lane) ?? 0) >= BUCKET_CAPACITY) await this.rollBucket(lane, this.tails.get(lane) ?? 0);
+    }
+  }
+
+  /**
+   * Re-inserts a job's ready pointer (promotion from delayed, retry, stall
+   * recovery), counted like an enqueue so that bulk moves roll buckets too.
+   */
   async readyPointerOp(id: string, lane: string): Promise<{ op: Op; bucket: number }> {
-    const bucket = await this.tailBucket(lane);
+    const bucket = await this.reserveSlot(lane);
     return {
       op: { op: 'create', path: this.layout.readyPointerPrefix(lane, bucket, id), mode: 'persistent_sequential' },
       bucket,

@@ -31,7 +31,7 @@ import { BadVersionError, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Op, OpResult } from '../zk/types.js';
 import { LostJobError, PayloadTooLargeError } from './errors.js';
 import { eventValue, type QueueEventRecord } from './events.js';
-import { idOfPointer, sequenceOf } from './layout.js';
+import { idOfPointer } from './layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
 import type { QueueStore } from './store.js';
 

@@ -94,6 +94,8 @@ export interface SessionStats {
   requests: number;
   /** The most names any `getChildren` reply of this session returned. */
   maxChildren: number;
+  /** The path whose listing returned `maxChildren` names. */
+  maxChildrenPath?: string;
   sessionsCreated: number;
 }
 
@@ -513,7 +515,10 @@ export class Session extends EventEmitter<SessionEvents> {
         this.options.retry,
       ),
     );
-    if (names.length > this.stats.maxChildren) this.stats.maxChildren = names.length;
+    if (names.length > this.stats.maxChildren) {
+      this.stats.maxChildren = names.length;
+      this.stats.maxChildrenPath = path;
+    }
     return names;
   }
 
