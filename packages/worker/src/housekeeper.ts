@@ -149,14 +149,9 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
       const windowStart = Number(w.slice(2)) * DELAY_WINDOW_MS;
       if (windowStart > now) return windowStart; // its earliest job is due no sooner
       const path = `${layout.delayedDir}/${w}`;
-      let names: string[];
-      try {
-        names = await session.getChildren(path, watch);
-      } catch (err) {
-        if (err instanceof NoNodeError) continue;
-        throw err;
-      }
-      const sorted = names.sort((a, b) => dueOfDelayed(a) - dueOfDelayed(b));
+      const sorted = (await this.store.children(path, this.onDelayedChange)).sort(
+        (a, b) => dueOfDelayed(a) - dueOfDelayed(b),
+      );
       const due = sorted.filter((n) => dueOfDelayed(n) <= Date.now());
       for (let i = 0; i < due.length && this.leading; i += PROMOTE_BATCH) {
         await this.promote(path, due.slice(i, i + PROMOTE_BATCH));

@@ -150,7 +150,7 @@ export async function retryJobs(
   const state = opts.state ?? 'failed';
   const timestamp = opts.timestamp ?? Date.now();
   const dir = state === 'completed' ? store.layout.completedDir : store.layout.failedDir;
-  const names = sortBySequence(await childrenOrEmpty(store, dir));
+  const names = sortBySequence(await store.children(dir));
   let moved = 0;
   for (const chunk of chunked(names, positive(opts.count, 1000))) {
     const jobs = await readJobs(
@@ -290,7 +290,7 @@ export async function obliterate(store: QueueStore, opts: ObliterateOptions = {}
   } catch (err) {
     if (err instanceof NotEmptyError) {
       if (!opts.force) {
-        const active = (await childrenOrEmpty(store, layout.claimsDir)).length;
+        const active = (await store.children(layout.claimsDir)).length;
         if (!wasPaused) await store.setPaused(false);
         throw new QueueNotEmptyError(store.queue, active);
       }
@@ -509,8 +509,8 @@ async function findPointer(store: QueueStore, r: JobRecord): Promise<string | un
     case 'waiting':
     case 'active': {
       const laneDir = layout.lane(laneOfRecord(r));
-      for (const bucket of sortBySequence(await childrenOrEmpty(store, laneDir))) {
-        const names = await childrenOrEmpty(store, `${laneDir}/${bucket}`);
+      for (const bucket of sortBySequence(await store.children(laneDir))) {
+        const names = await store.children(`${laneDir}/${bucket}`);
         const name = names.find((n) => n.startsWith(`qn-${r.id}-`) && idOfPointer(n) === r.id);
         if (name) return `${laneDir}/${bucket}/${name}`;
       }
@@ -528,7 +528,7 @@ async function findPointer(store: QueueStore, r: JobRecord): Promise<string | un
     default: {
       const dir = r.state === 'completed' ? layout.completedDir : layout.failedDir;
       const prefix = `${r.state === 'completed' ? 'c' : 'f'}-${r.id}-`;
-      const name = (await childrenOrEmpty(store, dir)).find((n) => n.startsWith(prefix) && idOfPointer(n) === r.id);
+      const name = (await store.children(dir)).find((n) => n.startsWith(prefix) && idOfPointer(n) === r.id);
       return name ? `${dir}/${name}` : undefined;
     }
   }
@@ -556,20 +556,16 @@ async function readJobs(store: QueueStore, located: Located[]): Promise<Read[]> 
 
 /** Ids of the active jobs. List it AFTER reading the records it filters (see the header). */
 async function activeIds(store: QueueStore): Promise<Set<string>> {
-  return new Set(await childrenOrEmpty(store, store.layout.claimsDir));
+  return new Set(await store.children(store.layout.claimsDir));
 }
 
 async function* readyPointers(store: QueueStore, laneFilter: (lane: string) => boolean): AsyncGenerator<Located[]> {
   const { layout } = store;
-  for (const lane of sortLanes(await childrenOrEmpty(store, layout.ready))) {
+  for (const lane of sortLanes(await store.children(layout.ready))) {
     if (!laneFilter(lane)) continue;
-    for (const bucket of sortBySequence(
-      await childrenOrEmpty(store, layout.lane(lane)),
-      undefined,
-      lane === LIFO_LANE,
-    )) {
+    for (const bucket of sortBySequence(await store.children(layout.lane(lane)), undefined, lane === LIFO_LANE)) {
       const dir = `${layout.lane(lane)}/${bucket}`;
-      const names = sortBySequence(await childrenOrEmpty(store, dir), undefined, lane === LIFO_LANE);
+      const names = sortBySequence(await store.children(dir), undefined, lane === LIFO_LANE);
       for (const chunk of chunked(names, READ_CHUNK)) {
         yield chunk.map((n) => ({ id: idOfPointer(n), pointer: `${dir}/${n}` }));
       }
@@ -579,9 +575,9 @@ async function* readyPointers(store: QueueStore, laneFilter: (lane: string) => b
 
 async function* delayedPointers(store: QueueStore, size: number): AsyncGenerator<Located[]> {
   const { layout } = store;
-  for (const w of (await childrenOrEmpty(store, layout.delayedDir)).sort()) {
+  for (const w of (await store.children(layout.delayedDir)).sort()) {
     const dir = `${layout.delayedDir}/${w}`;
-    const names = (await childrenOrEmpty(store, dir)).sort((a, b) => dueOfDelayed(a) - dueOfDelayed(b));
+    const names = (await store.children(dir)).sort((a, b) => dueOfDelayed(a) - dueOfDelayed(b));
     for (const chunk of chunked(names, size)) {
       yield chunk.map((n) => ({ id: idOfDelayed(n), pointer: `${dir}/${n}` }));
     }
@@ -589,7 +585,7 @@ async function* delayedPointers(store: QueueStore, size: number): AsyncGenerator
 }
 
 async function* finishedPointers(store: QueueStore, dir: string): AsyncGenerator<Located[]> {
-  for (const chunk of chunked(sortBySequence(await childrenOrEmpty(store, dir)), READ_CHUNK)) {
+  for (const chunk of chunked(sortBySequence(await store.children(dir)), READ_CHUNK)) {
     yield chunk.map((n) => ({ id: idOfPointer(n), pointer: `${dir}/${n}` }));
   }
 }
@@ -597,22 +593,13 @@ async function* finishedPointers(store: QueueStore, dir: string): AsyncGenerator
 /** Deletes the empty ready buckets that are not their lane's tail (as the head scan does). */
 async function removeEmptyBuckets(store: QueueStore): Promise<void> {
   const { layout, session } = store;
-  for (const lane of await childrenOrEmpty(store, layout.ready)) {
-    const buckets = sortBySequence(await childrenOrEmpty(store, layout.lane(lane)));
+  for (const lane of await store.children(layout.ready)) {
+    const buckets = sortBySequence(await store.children(layout.lane(lane)));
     for (const bucket of buckets.slice(0, -1)) {
       await session.delete(`${layout.lane(lane)}/${bucket}`).catch((err) => {
         if (!(err instanceof NotEmptyError) && !(err instanceof NoNodeError)) throw err;
       });
     }
-  }
-}
-
-async function childrenOrEmpty(store: QueueStore, path: string): Promise<string[]> {
-  try {
-    return await store.session.getChildren(path);
-  } catch (err) {
-    if (err instanceof NoNodeError) return [];
-    throw err;
   }
 }
 

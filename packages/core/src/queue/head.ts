@@ -31,29 +31,16 @@ export function sortLanes(lanes: string[]): string[] {
 
 /** The first `limit` claimable candidates, in serving order. */
 export async function scanHead(store: QueueStore, o: ScanOptions): Promise<Candidate[]> {
-  const { session, layout } = store;
-  const watch = o.watch ? { watch: o.watch } : {};
+  const { layout } = store;
   const out: Candidate[] = [];
-  const lanes = sortLanes(await session.getChildren(layout.ready, watch));
+  const lanes = sortLanes(await store.children(layout.ready, o.watch));
   for (const lane of lanes) {
     const lifo = lane === LIFO_LANE;
-    let buckets: string[];
-    try {
-      buckets = sortBySequence(await session.getChildren(layout.lane(lane), watch), undefined, lifo);
-    } catch (err) {
-      if (err instanceof NoNodeError) continue;
-      throw err;
-    }
+    const buckets = sortBySequence(await store.children(layout.lane(lane), o.watch), undefined, lifo);
     const tail = lifo ? buckets[0] : buckets[buckets.length - 1];
     for (const bucket of buckets) {
       const path = `${layout.lane(lane)}/${bucket}`;
-      let names: string[];
-      try {
-        names = await session.getChildren(path, watch);
-      } catch (err) {
-        if (err instanceof NoNodeError) continue;
-        throw err;
-      }
+      const names = await store.children(path, o.watch);
       if (names.length === 0 && bucket !== tail) {
         void removeEmptyBucket(store, path);
         continue;

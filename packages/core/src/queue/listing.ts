@@ -1,26 +1,11 @@
-/**
- * Counting and listing jobs by state, for Queue getters and the CLI.
- * Every listing walks bounded directories (buckets, windows, retention),
- * never one flat list of the whole backlog.
- */
-import { NoNodeError } from '../zk/errors.js';
 import { sortBySequence } from '../zk/sequence.js';
 import { sortLanes } from './head.js';
 import { dueOfDelayed, idOfDelayed, idOfPointer, LIFO_LANE } from './layout.js';
 import type { QueueStore } from './store.js';
 import type { JobType } from './types.js';
 
-async function childrenOrEmpty(store: QueueStore, path: string): Promise<string[]> {
-  try {
-    return await store.session.getChildren(path);
-  } catch (err) {
-    if (err instanceof NoNodeError) return [];
-    throw err;
-  }
-}
-
 async function countUnder(store: QueueStore, dir: string): Promise<number> {
-  const subdirs = await childrenOrEmpty(store, dir);
+  const subdirs = await store.children(dir);
   const stats = await Promise.all(subdirs.map((d) => store.session.exists(`${dir}/${d}`)));
   return stats.reduce((sum, s) => sum + (s?.numChildren ?? 0), 0);
 }
@@ -28,7 +13,7 @@ async function countUnder(store: QueueStore, dir: string): Promise<number> {
 /** Pointers per lane (buckets summed from their stats). */
 async function laneCounts(store: QueueStore): Promise<Map<string, number>> {
   const { layout } = store;
-  const lanes = await childrenOrEmpty(store, layout.ready);
+  const lanes = await store.children(layout.ready);
   const counts = await Promise.all(lanes.map((lane) => countUnder(store, layout.lane(lane))));
   return new Map(lanes.map((lane, i) => [lane, counts[i] ?? 0]));
 }
@@ -41,7 +26,7 @@ export async function getJobCounts(store: QueueStore, types: JobType[]): Promise
   const { layout, session } = store;
   const [lanes, claims, delayed, completed, failed, paused] = await Promise.all([
     laneCounts(store),
-    childrenOrEmpty(store, layout.claimsDir),
+    store.children(layout.claimsDir),
     countUnder(store, layout.delayedDir),
     session.exists(layout.completedDir),
     session.exists(layout.failedDir),
@@ -80,19 +65,19 @@ export async function listJobIds(store: QueueStore, type: JobType, limit: number
   const { layout } = store;
   switch (type) {
     case 'active':
-      return (await childrenOrEmpty(store, layout.claimsDir)).sort().slice(0, limit);
+      return (await store.children(layout.claimsDir)).sort().slice(0, limit);
     case 'completed':
     case 'failed': {
       const dir = type === 'completed' ? layout.completedDir : layout.failedDir;
-      return sortBySequence(await childrenOrEmpty(store, dir), undefined, !asc)
+      return sortBySequence(await store.children(dir), undefined, !asc)
         .slice(0, limit)
         .map(idOfPointer);
     }
     case 'delayed': {
       const out: string[] = [];
-      const windows = (await childrenOrEmpty(store, layout.delayedDir)).sort();
+      const windows = (await store.children(layout.delayedDir)).sort();
       for (const w of windows) {
-        const names = (await childrenOrEmpty(store, `${layout.delayedDir}/${w}`)).sort(
+        const names = (await store.children(`${layout.delayedDir}/${w}`)).sort(
           (a, b) => dueOfDelayed(a) - dueOfDelayed(b),
         );
         out.push(...names.map(idOfDelayed));
@@ -104,15 +89,15 @@ export async function listJobIds(store: QueueStore, type: JobType, limit: number
     case 'wait':
     case 'paused':
     case 'prioritized': {
-      const active = new Set(await childrenOrEmpty(store, layout.claimsDir));
+      const active = new Set(await store.children(layout.claimsDir));
       const out: string[] = [];
-      for (const lane of sortLanes(await childrenOrEmpty(store, layout.ready))) {
+      for (const lane of sortLanes(await store.children(layout.ready))) {
         const isPrioritized = lane !== LIFO_LANE && lane !== 'p-0000000000';
         if ((type === 'prioritized') !== isPrioritized) continue;
-        const buckets = sortBySequence(await childrenOrEmpty(store, layout.lane(lane)), undefined, lane === LIFO_LANE);
+        const buckets = sortBySequence(await store.children(layout.lane(lane)), undefined, lane === LIFO_LANE);
         for (const b of buckets) {
           const names = sortBySequence(
-            await childrenOrEmpty(store, `${layout.lane(lane)}/${b}`),
+            await store.children(`${layout.lane(lane)}/${b}`),
             undefined,
             lane === LIFO_LANE,
           );

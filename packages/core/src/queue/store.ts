@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { isOutcomeUnknown, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
-import type { Op, OpResult } from '../zk/types.js';
+import type { Op, OpResult, Watcher } from '../zk/types.js';
 import { EventSink, type QueueEventRecord } from './events.js';
 import { BUCKET_CAPACITY, ID_BLOCK_SIZE, QueueLayout, sequenceOf } from './layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
@@ -316,6 +316,16 @@ export class QueueStore {
   }
 
   // ---- reads ----------------------------------------------------------------
+
+  /** The children of `path`, or none when the node is gone (a removed bucket or window). */
+  async children(path: string, watch?: Watcher): Promise<string[]> {
+    try {
+      return await this.session.getChildren(path, watch ? { watch } : {});
+    } catch (err) {
+      if (err instanceof NoNodeError) return [];
+      throw err;
+    }
+  }
 
   /** The job's record and version, or undefined when there is no such job. */
   async getJob(id: string): Promise<StoredJob | undefined> {
