@@ -150,7 +150,11 @@ test('pause and resume across processes; QueueEvents sees events from other proc
   // Writers learn of the listener through a watch: add until an event shows up.
   let job = await queue.add('x', { n: 0 });
   await waitFor(
-    async () => seen.some((s) => s.startsWith('added')) || ((job = await queue.add('x', { n: 1 })) && false),
+    async () => {
+      if (seen.some((s) => s.startsWith('added'))) return true;
+      job = await queue.add('x', { n: 1 });
+      return false;
+    },
     { intervalMs: 200, what: 'events flowing' },
   );
   await new Promise((r) => setTimeout(r, 800)); // paused: a bounded look that nothing starts
