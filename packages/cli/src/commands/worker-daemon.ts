@@ -1,7 +1,6 @@
 /** The worker daemon behind `zkq worker` (see commands/worker.ts for its options and signals). */
 import { access } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { Barrier, openSession, QueueLayout } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker, type WorkerOptions } from '@zkq/worker';
 import { checkNodeName, connectionOf, integer, positive, prefixOf } from '../context.js';
@@ -36,8 +35,7 @@ async function checkArgs(argv: WorkerArgs): Promise<string> {
 export async function runWorker(argv: WorkerArgs): Promise<void> {
   const processor = await checkArgs(argv);
   const connection = connectionOf(argv);
-  // `housekeeping` is passed only to turn it off, so that libraries without it accept the options.
-  const opts: WorkerOptions & { housekeeping?: boolean } = {
+  const opts: WorkerOptions = {
     connection,
     prefix: prefixOf(argv),
     concurrency: argv.concurrency,
@@ -47,6 +45,16 @@ export async function runWorker(argv: WorkerArgs): Promise<void> {
     ...(argv.name !== undefined ? { name: argv.name } : {}),
     ...(argv.stalledInterval !== undefined ? { stalledInterval: argv.stalledInterval } : {}),
     ...(argv.housekeeping ? {} : { housekeeping: false }),
+    // Batch start: the Worker claims nothing until `members` workers joined `<queue>/barriers/<name>`.
+    ...(argv.barrier !== undefined
+      ? {
+          barrier: {
+            name: argv.barrier,
+            size: argv.members as number,
+            ...(argv.barrierTimeout !== undefined ? { timeout: argv.barrierTimeout } : {}),
+          },
+        }
+      : {}),
   };
   const worker = new Worker(argv.queue, processor, opts);
   const log = createLogger(argv, 'stdout').child({ queue: argv.queue, worker: worker.id });
@@ -62,13 +70,11 @@ export async function runWorker(argv: WorkerArgs): Promise<void> {
     log.info({ port, host: argv.metricsHost }, 'metrics server listening');
   }
 
-  const stop = new AbortController();
   let shutdown: Promise<void> | undefined;
   let forced = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (!shutdown) {
       log.info({ signal }, 'shutting down: finishing running jobs (signal again to abort them)');
-      stop.abort();
       shutdown = worker.close();
     } else if (!forced) {
       forced = true;
@@ -81,9 +87,6 @@ export async function runWorker(argv: WorkerArgs): Promise<void> {
   process.on('SIGINT', onSignal);
 
   try {
-    if (argv.barrier !== undefined) {
-      await waitAtBarrier(argv, worker.id, stop.signal, log);
-    }
     if (!shutdown) await worker.run();
   } catch (err) {
     if (!shutdown) {
@@ -103,20 +106,6 @@ export async function runWorker(argv: WorkerArgs): Promise<void> {
   process.exitCode = forced ? EXIT.FORCED : EXIT.OK;
 }
 
-/** Joins `<queue>/barriers/<name>` on a session of its own and waits for the start. */
-async function waitAtBarrier(argv: WorkerArgs, id: string, signal: AbortSignal, log: Logger): Promise<void> {
-  const session = await openSession(connectionOf(argv), prefixOf(argv));
-  try {
-    const path = `${new QueueLayout(argv.queue).barriersDir}/${argv.barrier}`;
-    const barrier = new Barrier(session, path, { size: argv.members as number, id });
-    log.info({ barrier: argv.barrier, members: argv.members }, 'waiting at barrier');
-    await barrier.enter({ signal, ...(argv.barrierTimeout !== undefined ? { timeout: argv.barrierTimeout } : {}) });
-    log.info({ barrier: argv.barrier }, 'barrier passed');
-  } finally {
-    await session.close();
-  }
-}
-
 /** One log line per job event, with the job id; the logger carries queue and worker. */
 function logEvents(worker: Worker, log: Logger): void {
   const started = new Map<string, number>();
@@ -125,6 +114,11 @@ function logEvents(worker: Worker, log: Logger): void {
     started.delete(id);
     return t0 === undefined ? undefined : Math.round(performance.now() - t0);
   };
+  worker.on('barrierPassed', () => log.info({ barrier: worker.opts.barrier?.name }, 'barrier passed'));
+  worker.on('ready', () => {
+    if (worker.opts.barrier)
+      log.info({ barrier: worker.opts.barrier.name, members: worker.opts.barrier.size }, 'waiting at barrier');
+  });
   worker.on('ready', () =>
     log.info({ concurrency: worker.opts.concurrency, threads: worker.opts.threads }, 'worker ready'),
   );
