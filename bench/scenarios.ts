@@ -6,7 +6,7 @@ import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { JobsOptions } from '@zkq/core';
-import { Queue } from '@zkq/producer';
+import { Queue, QueueEvents } from '@zkq/producer';
 import { clock, counterDelta, percentile, pipelined, rate, type ServerCounters, serverCounters, timed } from './lib.js';
 import type { ChildConfig, ChildReport, TraceEntry } from './worker-child.js';
 
@@ -164,6 +164,8 @@ export interface DrainOptions {
   threads?: number;
   /** Options of every job, or of job i. */
   jobOpts?: (i: number) => JobsOptions | undefined;
+  /** Keep a QueueEvents listening during the drain (writers then log events). */
+  listen?: boolean;
 }
 
 export interface DrainResult {
@@ -188,13 +190,22 @@ export interface DrainResult {
   leftOver: number;
   /** Requests of the worker session by kind (with --trace). */
   trace?: Record<string, TraceEntry>;
+  /** `completed` events a listening QueueEvents received (with `listen`). */
+  completedEvents?: number;
 }
 
 /** Enqueues `jobs` jobs (not timed), then times one worker process draining them. */
 export async function benchDrain(env: BenchEnv, o: DrainOptions): Promise<DrainResult> {
   const queue = queueFor(env, o.name);
+  let events: QueueEvents | undefined;
+  let completedEvents = 0;
   try {
     await queue.waitUntilReady();
+    if (o.listen) {
+      events = new QueueEvents(o.name, { connection: { connectionString: env.connectionString }, prefix: env.prefix });
+      events.on('completed', () => completedEvents++);
+      await events.waitUntilReady();
+    }
     for (let i = 0; i < o.jobs; i += 5000) {
       const n = Math.min(5000, o.jobs - i);
       await queue.addBulk(
@@ -231,8 +242,10 @@ export async function benchDrain(env: BenchEnv, o: DrainOptions): Promise<DrainR
       cost,
       leftOver: Object.values(counts).reduce((a, b) => a + b, 0),
       ...(r.trace ? { trace: r.trace } : {}),
+      ...(o.listen ? { completedEvents } : {}),
     };
   } finally {
+    await events?.close();
     await queue.close();
   }
 }

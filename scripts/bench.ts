@@ -150,6 +150,14 @@ try {
       processor: 'inline',
       jobOpts: () => ({ removeOnComplete: true }),
     });
+    await drain({
+      ...base,
+      jobs: optionJobs,
+      name: 'drain-events',
+      processor: 'inline',
+      jobOpts: () => ({ removeOnComplete: true }),
+      listen: true,
+    });
   }
 } finally {
   await server?.stop();
@@ -322,7 +330,15 @@ out.push(
     ]),
   ]),
 );
-out.push('', 'QueueEvents: not benchmarked (not implemented yet).');
+const withEvents = drains['drain-events'];
+const withoutEvents = drains['drain-remove'];
+if (withEvents && withoutEvents) {
+  out.push(
+    '',
+    `QueueEvents: drain with a listener ${fmt(withEvents.jobsPerSec)} jobs/s vs ${fmt(withoutEvents.jobsPerSec)} without ` +
+      `(same options), ${fmt(withEvents.completedEvents ?? 0)} completed events received.`,
+  );
+}
 out.push(
   `cpus: ${availableParallelism()} × ${cpus()[0]?.model ?? '?'}; node ${process.version}; total ${((Date.now() - started) / 1000).toFixed(0)} s`,
 );

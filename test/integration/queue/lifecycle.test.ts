@@ -160,7 +160,7 @@ test('retention: removeOnComplete/removeOnFail bound what is kept', async (t) =>
   );
   const kept = await queue.addBulk([{ name: 'f', data: { fail: true }, opts: { removeOnFail: { count: 10 } } }]);
   await waitFor(async () => (await queue.getJobCounts('failed')).failed === 1, { what: 'one failed kept' });
-  await waitFor(async () => (await queue.getJobCounts('completed')).completed <= 5, {
+  await waitFor(async () => ((await queue.getJobCounts('completed')).completed ?? 0) <= 5, {
     timeoutMs: 20_000,
     what: 'completed trimmed to 5',
   });
