@@ -31,6 +31,7 @@ import {
   openSession,
   QueueStore,
   type Session,
+  SessionClosedError,
   validateQueueName,
 } from '@zkq/core';
 import { Attempt } from './attempt.js';
@@ -359,6 +360,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
 
   /** Emits `error` when someone listens; otherwise a process warning (an unheard 'error' would crash). */
   emitError(err: unknown): void {
+    if (this.closing && err instanceof SessionClosedError) return; // background work cut short by close()
     const e = err instanceof Error ? err : new Error(String(err));
     if (this.listenerCount('error') > 0) this.emit('error', e);
     else process.emitWarning(e.message, { type: 'ZkqWorkerWarning', code: (e as { code?: string }).code });
