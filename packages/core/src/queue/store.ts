@@ -17,7 +17,7 @@ import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
 /** Most entries (two nodes each) per enqueue transaction. */
 export const ENQUEUE_CHUNK = 500;
 /** Enqueue transactions one call keeps in flight. */
-export const ENQUEUE_IN_FLIGHT = 4;
+export const ENQUEUE_IN_FLIGHT = 8;
 /** Most bytes of node data per enqueue transaction (ZooKeeper's packet limit is ~1 MB). */
 export const ENQUEUE_CHUNK_BYTES = 700 * 1024;
 
@@ -42,7 +42,8 @@ export class QueueStore {
   /** Pointers this producer counts in each lane's tail bucket (sent or known). */
   private readonly fill = new Map<string, number>();
   private sendChain: Promise<unknown> = Promise.resolve();
-  private readonly knownDirs = new Set<string>();
+  /** Directories known to exist, or being created (callers share one creation). */
+  private readonly knownDirs = new Map<string, Promise<void>>();
   private idBlock = { next: 0, end: 0 };
   private idRefill: Promise<void> | undefined;
 
@@ -139,11 +140,15 @@ export class QueueStore {
     this.fill.set(lane, 0);
   }
 
-  /** Creates a directory node if it is not known to exist. */
+  /** Creates a directory node if it is not known to exist; concurrent callers share one creation. */
   async ensureDir(path: string): Promise<void> {
-    if (this.knownDirs.has(path)) return;
-    await this.session.ensurePath(path);
-    this.knownDirs.add(path);
+    let known = this.knownDirs.get(path);
+    if (!known) {
+      known = this.session.ensurePath(path);
+      this.knownDirs.set(path, known);
+      known.catch(() => this.knownDirs.delete(path));
+    }
+    await known;
   }
 
   /** Forgets cached directories (after a NoNode: someone removed an empty bucket or window). */
