@@ -42,6 +42,6 @@ console.log('counts:', await queue.getJobCounts('completed', 'failed', 'waiting'
 
 await worker.close();
 await events.close();
-await queue.obliterate?.({ force: true });
+await queue.obliterate({ force: true });
 await queue.close();
 await server?.stop();
