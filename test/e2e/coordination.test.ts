@@ -107,11 +107,6 @@ test("leader prints the id of the queue's elected leader, or none", async (t) =>
 });
 
 test("leader and stats name the worker that leads the queue's housekeeping; --no-housekeeping never leads", async (t) => {
-  const { Worker } = await import('@zkq/worker');
-  if (!Object.getOwnPropertyDescriptor(Worker.prototype, 'isLeader')) {
-    t.skip('this version of the Worker elects no housekeeping leader');
-    return;
-  }
   const env = await cliEnv(t);
   const worker = (name: string, ...extra: string[]) =>
     new ZkqProcess([

@@ -121,7 +121,7 @@ test('stats lists live workers; pause and resume stop and restart claiming', asy
   assert.equal((await within(worker.exited, 60_000, 'worker exit')).code, 0);
 });
 
-test('retry moves failed jobs back to waiting (or says the library lacks it)', async (t) => {
+test('retry moves failed jobs back to waiting', async (t) => {
   const env = await cliEnv(t);
   for (let i = 0; i < 3; i++) assert.equal((await zkq(['add', 'rt', 'x', ...env.global])).code, 0);
   const worker = new ZkqProcess(['worker', 'rt', '--processor', join(FIXTURES, 'always-fail.js'), ...env.global]);
@@ -137,11 +137,6 @@ test('retry moves failed jobs back to waiting (or says the library lacks it)', a
   assert.match(failed[0].failedReason, /failed on purpose/);
 
   const r = await zkq(['retry', 'rt', '--json', ...env.global]);
-  if (r.code === 6) {
-    assert.equal(r.stderr, "zkq: 'zkq retry' is not supported by this version of zkq (Queue.retryJobs is missing)\n");
-    t.diagnostic('Queue.retryJobs is not in the library yet');
-    return;
-  }
   assert.equal(r.code, 0, r.stderr);
   assert.equal(JSON.parse(r.stdout).retried, 3);
   const stats = await zkqJson(['stats', 'rt', ...env.global]);
@@ -158,39 +153,26 @@ test('obliterate refuses without --yes off a terminal, and deletes the queue wit
   assert.equal((await zkqJson(['stats', 'gone', ...env.global])).counts.waiting, 1, 'nothing was deleted');
 
   const r = await zkq(['obliterate', 'gone', '--yes', '--json', ...env.global]);
-  if (r.code === 6) {
-    assert.match(r.stderr, /Queue\.obliterate is missing/);
-    t.diagnostic('Queue.obliterate is not in the library yet');
-    return;
-  }
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout), { queue: 'gone', obliterated: true });
   const stats = await zkqJson(['stats', 'gone', ...env.global]);
   assert.equal(stats.counts.waiting, 0);
 });
 
-test('drain and clean work or say the library lacks them', async (t) => {
+test('drain removes waiting jobs; clean runs', async (t) => {
   const env = await cliEnv(t);
   for (let i = 0; i < 3; i++) assert.equal((await zkq(['add', 'dr', 'x', ...env.global])).code, 0);
   const drained = await zkq(['drain', 'dr', '--json', ...env.global]);
-  if (drained.code === 6) assert.match(drained.stderr, /Queue\.drain is missing/);
-  else {
-    assert.equal(drained.code, 0, drained.stderr);
-    assert.equal(JSON.parse(drained.stdout).removed, 3);
-  }
+  assert.equal(drained.code, 0, drained.stderr);
+  assert.equal(JSON.parse(drained.stdout).removed, 3);
   const cleaned = await zkq(['clean', 'dr', '--grace', '0', '--state', 'completed', '--json', ...env.global]);
-  if (cleaned.code === 6) assert.match(cleaned.stderr, /Queue\.clean is missing/);
-  else assert.equal(cleaned.code, 0, cleaned.stderr);
+  assert.equal(cleaned.code, 0, cleaned.stderr);
 });
 
 test('promote, remove and retry --job act on single jobs', async (t) => {
   const env = await cliEnv(t);
   const later = await zkqJson(['add', 'one', 'later', '--delay', '600000', ...env.global]);
   const r = await zkq(['promote', 'one', '--json', ...env.global]);
-  if (r.code === 6) {
-    t.skip('Queue.promoteJobs is not in the library yet');
-    return;
-  }
   assert.equal(r.code, 0, r.stderr);
   assert.equal(JSON.parse(r.stdout).promoted, 1);
   assert.equal((await zkqJson(['job', 'one', later.id, ...env.global])).state, 'waiting');
