@@ -18,11 +18,10 @@
  * has built a new session, the member re-joins and the cache is re-read.
  */
 import { EventEmitter } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import { MemberExistsError } from './errors.js';
-import { checkId, checkPath, joinPath, watchOnce } from './internals.js';
+import { checkId, checkPath, joinPath, retryInBackground, watchOnce } from './internals.js';
 
 /** Options of a `GroupMembership`. */
 export interface GroupMembershipOptions {
@@ -45,8 +44,6 @@ export interface GroupMembershipEvents {
   /** Refreshing the list or re-joining failed; it is retried. */
   refreshFailed: [error: unknown];
 }
-
-const RETRY_DELAY_MS = 1000;
 
 /** Membership of this process in the group at `path`, and a live view of the group. */
 export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
@@ -128,18 +125,16 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     });
   }
 
-  private async recover(): Promise<void> {
-    while (this.joined) {
-      try {
+  private recover(): Promise<void> {
+    return retryInBackground(
+      this.session,
+      () => this.joined,
+      async () => {
         await this.createNode();
         await this.refresh();
-        return;
-      } catch (err) {
-        if (this.session.closed) return;
-        this.emit('refreshFailed', err);
-        await sleep(RETRY_DELAY_MS);
-      }
-    }
+      },
+      (err) => this.emit('refreshFailed', err),
+    );
   }
 
   private async createNode(): Promise<void> {
@@ -183,16 +178,13 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     this.emit('change', [...sorted]);
   }
 
-  private async refreshOrRetry(): Promise<void> {
-    while (this.joined) {
-      try {
-        return await this.refresh();
-      } catch (err) {
-        if (this.session.closed) return;
-        this.emit('refreshFailed', err);
-        await sleep(RETRY_DELAY_MS);
-      }
-    }
+  private refreshOrRetry(): Promise<void> {
+    return retryInBackground(
+      this.session,
+      () => this.joined,
+      () => this.refresh(),
+      (err) => this.emit('refreshFailed', err),
+    );
   }
 }
 

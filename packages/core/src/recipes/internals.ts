@@ -13,6 +13,8 @@
  * session). Session loss: pending watches report `sessionLost`; the wait
  * rejects with `SessionExpiredError` because the waiter's ephemeral node is gone.
  */
+
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError, ClosedError, InvalidArgumentError, TimeoutError } from '../errors.js';
 import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
 import { sequenceOf, sortBySequence } from '../zk/sequence.js';
@@ -222,3 +224,29 @@ export async function createMemberNode(session: Session, dir: string, prefix: st
 }
 
 export { sequenceOf, sortBySequence };
+
+/** Wait between tries of a recipe's background refresh, ms. */
+export const BACKGROUND_RETRY_MS = 1000;
+
+/**
+ * Runs a recipe's background refresh until it succeeds, the recipe stops
+ * (`active()` false) or the session is closed; each failure is reported
+ * through `onError` and tried again after BACKGROUND_RETRY_MS.
+ */
+export async function retryInBackground(
+  session: Session,
+  active: () => boolean,
+  fn: () => Promise<void>,
+  onError: (err: unknown) => void,
+): Promise<void> {
+  while (active()) {
+    try {
+      await fn();
+      return;
+    } catch (err) {
+      if (session.closed) return;
+      onError(err);
+      await sleep(BACKGROUND_RETRY_MS);
+    }
+  }
+}

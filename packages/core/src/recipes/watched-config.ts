@@ -14,12 +14,11 @@
  * is read again, so changes made meanwhile are picked up.
  */
 import { EventEmitter } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ClosedError, InvalidArgumentError } from '../errors.js';
 import { NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import type { WatchEvent } from '../zk/types.js';
-import { checkPath } from './internals.js';
+import { checkPath, retryInBackground } from './internals.js';
 
 /** Options of a `WatchedConfig`. */
 export interface WatchedConfigOptions<T> {
@@ -40,8 +39,6 @@ export interface WatchedConfigEvents<T> {
   /** Reading the node failed; it is retried. */
   refreshFailed: [error: unknown];
 }
-
-const RETRY_DELAY_MS = 1000;
 
 const jsonParse = (data: Buffer): unknown => JSON.parse(data.toString('utf8'));
 const jsonSerialize = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
@@ -164,15 +161,12 @@ export class WatchedConfig<T = unknown> extends EventEmitter<WatchedConfigEvents
     this.emit('change', value);
   }
 
-  private async refreshOrRetry(): Promise<void> {
-    while (!this.closed) {
-      try {
-        return await this.refresh();
-      } catch (err) {
-        if (this.session.closed) return;
-        this.emit('refreshFailed', err);
-        await sleep(RETRY_DELAY_MS);
-      }
-    }
+  private refreshOrRetry(): Promise<void> {
+    return retryInBackground(
+      this.session,
+      () => !this.closed,
+      () => this.refresh(),
+      (err) => this.emit('refreshFailed', err),
+    );
   }
 }
