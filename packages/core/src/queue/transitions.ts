@@ -5,9 +5,12 @@
  * is: `ready/<lane>/b-<n>/qn-<id>-<seq>` (waiting or active),
  * `delayed/w-<n>/<due>-<id>`, `completed/c-<id>-<seq>` or `failed/f-<id>-<seq>`.
  *
- * 1. Claim: read the record (version v), then in ONE transaction create
- *    `claims/<id>` (EPHEMERAL: the create is the mutex) and write the record
- *    with version v (attemptsStarted+1, state active). The record's new
+ * 1. Claim: read the record (version v), then in ONE transaction check that
+ *    the ready pointer seen is still there, create `claims/<id>` (EPHEMERAL:
+ *    the create is the mutex) and write the record with version v
+ *    (attemptsStarted+1, state active). Without the pointer check, a worker
+ *    with a stale view of the head could claim a job another worker has just
+ *    finished (its claim gone, its record at a version the stale reader saw). The record's new
  *    version v+1 is this attempt's fencing token. Many jobs are claimed in one
  *    transaction; a conflict (NodeExists: someone else has it; BadVersion or
  *    NoNode: it changed or went) drops that job and the rest is retried.
@@ -65,6 +68,9 @@ export interface ClaimResult {
   skipped: { candidate: Candidate; error?: unknown }[];
 }
 
+/** Ops per job in a claim transaction: check the pointer, create the claim, write the record. */
+const CLAIM_OPS_PER_JOB = 3;
+
 export function claimPayload(workerId: string, token: number, lockDuration: number, progress?: unknown): Buffer {
   return Buffer.from(JSON.stringify({ worker: workerId, token, leaseUntil: Date.now() + lockDuration, progress }));
 }
@@ -84,7 +90,11 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
       }
     }),
   );
-  let pending = reads.filter((r) => r !== undefined);
+  // Only a waiting (or dead worker's active) job can be claimed; a stale view
+  // of the head may still list one that has just finished or moved.
+  const readable = reads.filter((r) => r !== undefined);
+  let pending = readable.filter((r) => r.record.state === 'waiting' || r.record.state === 'active');
+  for (const r of readable) if (!pending.includes(r)) result.skipped.push({ candidate: r.candidate });
   const now = Date.now();
   for (const r of pending) {
     if (r.record.state === 'active') r.record.stalledCounter++; // its last worker died mid-attempt
@@ -103,6 +113,9 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
       },
     }));
     for (const r of next) {
+      // The pointer must still be the one we saw: a job finished and retried
+      // meanwhile has a new pointer, and its old one is gone (pointers are never written).
+      ops.push({ op: 'check', path: r.candidate.pointer, version: 0 });
       ops.push({
         op: 'create',
         path: layout.claim(r.candidate.id),
@@ -124,7 +137,7 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
     } catch (err) {
       const index = conflictIndex(err);
       if (index === undefined || index >= ops.length) throw err;
-      const loser = pending[Math.floor(index / 2)];
+      const loser = pending[Math.floor(index / CLAIM_OPS_PER_JOB)];
       if (loser) result.skipped.push({ candidate: loser.candidate });
       pending = pending.filter((r) => r !== loser);
     }
