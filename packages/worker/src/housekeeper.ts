@@ -101,15 +101,14 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     const revoked: string[] = [];
     for (const id of await session.getChildren(layout.claimsDir)) {
       if (!this.leading) break;
-      let leaseUntil: number;
+      let claim: { leaseUntil: number; token: number };
       try {
-        leaseUntil = (JSON.parse((await session.getData(layout.claim(id))).data.toString()) as { leaseUntil: number })
-          .leaseUntil;
+        claim = JSON.parse((await session.getData(layout.claim(id))).data.toString());
       } catch {
         continue; // gone meanwhile, or not a claim of ours
       }
-      if (leaseUntil >= Date.now()) continue;
-      if (await revokeClaim(this.store, id, [this.election.fence()])) {
+      if (!(claim.leaseUntil < Date.now())) continue;
+      if (await revokeClaim(this.store, id, [this.election.fence()], claim.token)) {
         revoked.push(id);
         this.emit('stalled', id);
       }

@@ -291,10 +291,11 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
  * stall, which moves the version on so that the hung worker's late result
  * fails its fencing check. The ready pointer stays, so the job is claimed
  * again; a job past maxStalledCount is failed by that next claim. `fence`
- * ops (the leader's election check) make a deposed leader's revocation fail.
+ * ops (the leader's election check) make a deposed leader's revocation fail;
+ * `token` (from the claim judged stale) limits it to that attempt.
  * Resolves false when there was nothing to revoke.
  */
-export async function revokeClaim(store: QueueStore, id: string, fence: Op[] = []): Promise<boolean> {
+export async function revokeClaim(store: QueueStore, id: string, fence: Op[] = [], token?: number): Promise<boolean> {
   const { session, layout } = store;
   let data: Buffer;
   let version: number;
@@ -307,6 +308,9 @@ export async function revokeClaim(store: QueueStore, id: string, fence: Op[] = [
     if (err instanceof NoNodeError) return false;
     throw err;
   }
+  // With `token`, revoke only that attempt: if the job was claimed anew since,
+  // its record has moved past the token and nothing is revoked.
+  if (token !== undefined && token !== version) return false;
   const record = decodeRecord(data, layout.job(id));
   const updated: JobRecord = { ...record, state: 'waiting', stalledCounter: record.stalledCounter + 1 };
   const eventOp = store.events.op([{ event: 'stalled', jobId: id, ts: Date.now() }]);
