@@ -1,10 +1,10 @@
 /**
- * Connection states against a real server: expiry, a short disconnect, and a
- * suspension longer than the session timeout.
+ * Connection states against a real server: expiry, a short disconnect, a
+ * silent partition, and a suspension longer than the session timeout.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { NoNodeError, SessionExpiredError, type WatchEvent } from '@zkq/core';
+import { NoNodeError, RequestTimeoutError, SessionExpiredError, type WatchEvent } from '@zkq/core';
 import { expireSession, sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { nextEvent, testSession, waitFor } from '../helpers/zk.js';
 
@@ -97,6 +97,30 @@ test('short disconnect: suspended then reconnected with the same session; epheme
   assert.equal(s.sessionId, oldId);
   assert.equal((await s.exists('/eph'))?.ephemeralOwner, oldId);
   await s.create('/after');
+});
+
+test('silent partition: an unanswered request drops the connection, so the session is suspended, then resumes', async (t) => {
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const s = await testSession(t, {
+    connectionString: proxy.connectionString,
+    sessionTimeout: 15_000,
+    requestTimeout: 1000,
+    retry: { maxAttempts: 1 },
+  });
+  await s.create('/eph', undefined, 'ephemeral');
+  const oldId = s.sessionId;
+  // The sockets stay open but nothing gets through: the wire client alone never notices.
+  proxy.freeze();
+  const suspended = nextEvent(s, 'suspended', 10_000);
+  await assert.rejects(s.setData('/eph', Buffer.from('x')), RequestTimeoutError);
+  await suspended;
+  const reconnected = nextEvent<[{ newSession: boolean }]>(s, 'reconnected', 30_000);
+  proxy.restore();
+  const [info] = await reconnected;
+  assert.deepEqual(info, { newSession: false });
+  assert.equal(s.sessionId, oldId);
+  assert.equal((await s.exists('/eph'))?.ephemeralOwner, oldId);
 });
 
 test('suspension past the session timeout: lost while cut off, a new session after restore', async (t) => {

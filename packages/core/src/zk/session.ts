@@ -40,6 +40,7 @@ import {
 import { isRetryable, type RetryOptions, withRetry } from './retry.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
+  dropConnection,
   eventType,
   exactVersion,
   MAX_DATA_BYTES,
@@ -336,6 +337,18 @@ export class Session extends EventEmitter<SessionEvents> {
 
   // ---- the request pipe ---------------------------------------------------
 
+  /**
+   * A request left unanswered for the whole request timeout while the client
+   * believes it is connected means a silent partition: the wire client has no
+   * read timeout of its own and would never notice. Dropping the socket makes
+   * it reconnect, so the state goes `suspended` (and `lost` if the session
+   * cannot be resumed in time) and recipes react as to any disconnection.
+   */
+  private dropIfSilent(client: WireClient): void {
+    if (this.isClosed || client !== this.client) return;
+    if (this.current === 'connected' || this.current === 'reconnected') dropConnection(client);
+  }
+
   /** Sends one request with a timeout, mapping wire errors to typed errors. */
   private call<T>(path: string, send: (client: WireClient, cb: Callback<T>) => void): Promise<T> {
     if (this.isClosed) return Promise.reject(new SessionClosedError(path));
@@ -353,7 +366,10 @@ export class Session extends EventEmitter<SessionEvents> {
         if (err) reject(err);
         else resolve(result as T);
       };
-      const timer = setTimeout(() => settle(new RequestTimeoutError(timeoutMs, path)), timeoutMs);
+      const timer = setTimeout(() => {
+        settle(new RequestTimeoutError(timeoutMs, path));
+        this.dropIfSilent(client);
+      }, timeoutMs);
       this.pending.add(entry);
       try {
         send(client, (err, result) => settle(err ? toTypedError(err, path) : undefined, result));

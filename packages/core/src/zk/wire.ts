@@ -80,3 +80,12 @@ export function wireErrorCode(err: unknown): number | undefined {
   }
   return undefined;
 }
+
+/**
+ * Closes the client's current socket so that it reconnects (used when the
+ * connection has gone silent). The wire client offers no public call for it.
+ */
+export function dropConnection(client: WireClient): void {
+  const manager = (client as unknown as { connectionManager?: { socket?: { destroy(): void } } }).connectionManager;
+  manager?.socket?.destroy();
+}
