@@ -123,6 +123,22 @@ test('silent partition: an unanswered request drops the connection, so the sessi
   assert.equal((await s.exists('/eph'))?.ephemeralOwner, oldId);
 });
 
+test('silent partition of an idle session: its own probe notices', async (t) => {
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  // sessionTimeout 3000: the probe reads after 1 s of quiet; its reply is due within 1 s.
+  const s = await testSession(t, {
+    connectionString: proxy.connectionString,
+    sessionTimeout: 3000,
+    requestTimeout: 1000,
+  });
+  const suspended = nextEvent(s, 'suspended', 15_000);
+  proxy.freeze(); // and send nothing ourselves
+  await suspended;
+  proxy.restore();
+  await nextEvent(s, 'reconnected', 30_000);
+});
+
 test('suspension past the session timeout: lost while cut off, a new session after restore', async (t) => {
   const proxy = await TcpProxy.start(await sharedZooKeeper());
   t.after(() => proxy.stop());

@@ -118,6 +118,9 @@ export class Session extends EventEmitter<SessionEvents> {
   /** Requests awaiting a reply, with the wire client they went to (see `failPending`). */
   private readonly pending = new Set<{ client: WireClient; fail: (error: (path: string) => ZooKeeperError) => void }>();
   private suspendTimer: NodeJS.Timeout | undefined;
+  private probeTimer: NodeJS.Timeout | undefined;
+  /** When the last request was sent (the probe only runs on a quiet session). */
+  private lastRequestAt = Date.now();
   private isClosed = false;
   private closing: Promise<void> | undefined;
 
@@ -135,6 +138,7 @@ export class Session extends EventEmitter<SessionEvents> {
     }
     const session = new Session(options);
     await session.open();
+    session.startProbe();
     if (session.namespace) {
       try {
         await session.ensureRoot();
@@ -278,6 +282,7 @@ export class Session extends EventEmitter<SessionEvents> {
   private async shutDown(): Promise<void> {
     this.isClosed = true;
     clearTimeout(this.suspendTimer);
+    clearInterval(this.probeTimer);
     const client = this.client;
     // The wire client's own 'state' listener must stay: it emits the
     // 'disconnected' awaited here (isClosed already mutes ours).
@@ -349,10 +354,27 @@ export class Session extends EventEmitter<SessionEvents> {
     if (this.current === 'connected' || this.current === 'reconnected') dropConnection(client);
   }
 
+  /**
+   * Silent partitions are noticed through unanswered requests (dropIfSilent);
+   * a session that sends nothing would never notice, so after a third of the
+   * session timeout without a request it sends a cheap read of its own.
+   */
+  private startProbe(): void {
+    const every = Math.max(1000, Math.floor(this.sessionTimeout / 3));
+    this.probeTimer = setInterval(() => {
+      const connected = this.current === 'connected' || this.current === 'reconnected';
+      if (!connected || this.isClosed || Date.now() - this.lastRequestAt < every) return;
+      const root = this.abs('/');
+      this.call<unknown>('/', (c, cb) => c.exists(root, cb)).catch(() => undefined);
+    }, every);
+    this.probeTimer.unref();
+  }
+
   /** Sends one request with a timeout, mapping wire errors to typed errors. */
   private call<T>(path: string, send: (client: WireClient, cb: Callback<T>) => void): Promise<T> {
     if (this.isClosed) return Promise.reject(new SessionClosedError(path));
     this.stats.requests++;
+    this.lastRequestAt = Date.now();
     const timeoutMs = this.options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const client = this.client;
     return new Promise<T>((resolve, reject) => {
