@@ -90,6 +90,8 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private renewer: LeaseRenewer | undefined;
   private housekeeper: Housekeeper | undefined;
   private barrier: Barrier | undefined;
+  /** Settles when start-up is done (connected, registered) or has failed. */
+  private readonly started = deferred();
   /** Fires on close: ends waits that would otherwise outlive the worker (the barrier). */
   private readonly closeSignal = new AbortController();
   private running: Promise<void> | undefined;
@@ -138,12 +140,9 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     return this.waitUntilReady().then(() => this.session as Session);
   }
 
-  /** Resolves once connected and registered. */
-  async waitUntilReady(): Promise<void> {
-    while (!this.store) {
-      if (this.closing) throw new ClosedError(`worker of '${this.name}'`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+  /** Resolves once connected and registered; rejects if that fails or the worker closes first. */
+  waitUntilReady(): Promise<void> {
+    return this.started.promise;
   }
 
   isRunning(): boolean {
@@ -155,6 +154,16 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   }
 
   private async start(): Promise<void> {
+    try {
+      await this.connect();
+      this.started.resolve();
+    } catch (err) {
+      this.started.reject(err);
+      throw err;
+    }
+  }
+
+  private async connect(): Promise<void> {
     const session = await openSession(this.opts.connection, this.opts.prefix ?? DEFAULT_PREFIX);
     this.session = session;
     const store = new QueueStore(session, this.name);
@@ -394,6 +403,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     this.emit('closing', 'closing');
     this.closing = (async () => {
       this.closeSignal.abort();
+      this.started.reject(new ClosedError(`worker of '${this.name}'`)); // no-op once started
       this.nudge();
       if (force) for (const a of this.attempts.values()) a.abort();
       await this.running?.catch(() => undefined);
@@ -407,4 +417,16 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     })();
     return this.closing;
   }
+}
+
+/** A promise with its settle functions; never an unhandled rejection on its own. */
+function deferred(): { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void } {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
 }

@@ -31,7 +31,7 @@ export async function trimFinished(store: QueueStore, kind: 'completed' | 'faile
   const { session, layout } = store;
   const dir = kind === 'completed' ? layout.completedDir : layout.failedDir;
   const names = sortBySequence(await session.getChildren(dir)); // oldest first
-  let excess = keep.count !== undefined ? Math.max(0, names.length - keep.count) : 0;
+  const excess = keep.count !== undefined ? Math.max(0, names.length - keep.count) : 0;
   const victims = names.slice(0, excess);
   if (keep.age !== undefined) {
     const cutoff = Date.now() - keep.age * 1000;
@@ -39,7 +39,6 @@ export async function trimFinished(store: QueueStore, kind: 'completed' | 'faile
       const job = await store.getJob(idOfPointer(name));
       if (job && (job.record.finishedOn ?? 0) >= cutoff) break;
       victims.push(name);
-      excess++;
     }
   }
   const limited = keep.limit ? victims.slice(0, keep.limit) : victims;
