@@ -236,7 +236,7 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
   async pause(): Promise<void> {
     const store = await this.store();
     await store.setPaused(true);
-    await store.events.publish([{ event: 'paused', ts: Date.now() }]);
+    await store.publish([{ event: 'paused', ts: Date.now() }]);
     this.emit('paused');
   }
 
@@ -244,7 +244,7 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
   async resume(): Promise<void> {
     const store = await this.store();
     await store.setPaused(false);
-    await store.events.publish([{ event: 'resumed', ts: Date.now() }]);
+    await store.publish([{ event: 'resumed', ts: Date.now() }]);
     this.emit('resumed');
   }
 

@@ -4,13 +4,10 @@
  */
 import {
   type ClaimedJob,
-  claimPayload,
   DEFAULT_KEEP_COMPLETED,
   DEFAULT_KEEP_FAILED,
-  eventValue,
   type Finish,
   type FinishResult,
-  isOutcomeUnknown,
   Job,
   type JobProgress,
   type KeepJobs,
@@ -18,6 +15,7 @@ import {
   LostJobError,
   type Outcome,
   type QueueStore,
+  reportProgress,
   UnrecoverableError,
 } from '@zkq/core';
 import { backoffDelay, normalizeBackoff } from './backoff.js';
@@ -40,9 +38,6 @@ interface Emitter {
   emit(event: string, ...args: unknown[]): boolean;
   emitError(err: unknown): void;
 }
-
-/** Most tries to write an outcome whose first write had an unknown outcome. */
-const FINISH_TRIES = 5;
 
 export class Attempt {
   readonly job: Job;
@@ -96,14 +91,22 @@ export class Attempt {
     this.logs.push(...logs);
   }
 
+  /**
+   * Publishes progress, fenced like a lease renewal. A value over
+   * MAX_PROGRESS_BYTES is refused (PayloadTooLargeError) and changes nothing;
+   * a job no longer owned is revoked here and now.
+   */
   private async updateProgress(progress: JobProgress): Promise<void> {
+    const lease = { id: this.job.id, token: this.claimed.token, progress };
+    const owned = await reportProgress(this.store, lease, {
+      workerId: this.worker.id,
+      lockDuration: this.opts.lockDuration,
+    });
     this.progress = progress;
-    const { layout, session } = this.store;
-    const data = claimPayload(this.worker.id, this.claimed.token, this.opts.lockDuration, progress);
-    const event = { event: 'progress', jobId: this.job.id, data: eventValue(progress), ts: Date.now() };
-    const eventOp = this.store.events.op([event]);
-    const claimOp = { op: 'setData', path: layout.claim(this.job.id), data } as const;
-    await session.multi(eventOp ? [claimOp, eventOp] : [claimOp]).catch(() => undefined); // claim gone: lease renewal reports it
+    if (!owned) {
+      this.revoke();
+      return;
+    }
     this.worker.emit('progress', this.job, progress);
   }
 
@@ -168,34 +171,12 @@ export class Attempt {
   }
 
   /**
-   * Writes the outcome. When a write's outcome is unknown (connection lost),
-   * it is tried again; a retry refused by fencing then means the first write
-   * went through if the record shows this attempt finished.
+   * Writes the outcome. An unknown outcome (a lost reply, an expired session)
+   * is settled by the transaction executor, which reads the transaction's
+   * receipt back before sending it again.
    */
-  private async write(outcome: Outcome): Promise<FinishResult> {
-    const finish: Finish = { job: this.claimed, outcome, logs: this.logs, progress: this.progress };
-    let unknown = false;
-    for (let i = 0; ; i++) {
-      try {
-        const result = await this.driver.finish(finish);
-        if (!result.ok && unknown && (await this.committed())) return { ok: true };
-        return result;
-      } catch (err) {
-        if (!isOutcomeUnknown(err) || i + 1 >= FINISH_TRIES) throw err;
-        unknown = true;
-      }
-    }
-  }
-
-  private async committed(): Promise<boolean> {
-    const stored = await this.store.getJob(this.job.id);
-    if (!stored) return true; // removed on finish (or trimmed): nobody else claimed it after us
-    const r = stored.record;
-    return (
-      r.processedBy === this.worker.id &&
-      r.attemptsStarted === this.claimed.record.attemptsStarted &&
-      r.state !== 'active'
-    );
+  private write(outcome: Outcome): Promise<FinishResult> {
+    return this.driver.finish({ job: this.claimed, outcome, logs: this.logs, progress: this.progress });
   }
 
   private lost(error: Error): void {

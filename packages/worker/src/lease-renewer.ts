@@ -1,17 +1,14 @@
 /**
  * LeaseRenewer: keeps the claims of running jobs alive. Every `renewMs` it
- * rewrites the lease of every claim this worker holds, in one transaction;
- * a claim that vanished with an expired session is re-created when the job
- * record still carries this attempt's token; one that was revoked (the token
- * moved on) is reported so the worker can abort that attempt.
+ * renews every claim this worker holds (see renewLeases in @zkq/core: fenced
+ * by each record's token, in as few transactions as fit). A claim that
+ * vanished with an expired session is re-created while its token holds; one
+ * that was revoked or claimed anew is reported at once, so the worker aborts
+ * that attempt.
  */
-import { claimPayload, NoNodeError, type Op, type QueueStore } from '@zkq/core';
+import { type Lease, type QueueStore, renewLeases } from '@zkq/core';
 
-export interface Lease {
-  id: string;
-  token: number;
-  progress?: unknown;
-}
+export type { Lease };
 
 export class LeaseRenewer {
   private timer: NodeJS.Timeout | undefined;
@@ -28,13 +25,7 @@ export class LeaseRenewer {
   ) {}
 
   start(): void {
-    this.timer ??= setInterval(() => {
-      this.running ??= this.renew()
-        .catch(this.onError)
-        .finally(() => {
-          this.running = undefined;
-        });
-    }, this.renewMs);
+    this.timer ??= setInterval(() => void this.renewSoon(), this.renewMs);
     this.timer.unref();
   }
 
@@ -44,47 +35,21 @@ export class LeaseRenewer {
     await this.running;
   }
 
-  /**
-   * Re-creates a claim node that vanished with an expired session, if the
-   * record still carries this attempt's token (nobody claimed the job since).
-   * Resolves false when the job is no longer ours.
-   */
-  async reclaim(lease: Lease): Promise<boolean> {
-    try {
-      await this.store.session.multi([
-        { op: 'check', path: this.store.layout.job(lease.id), version: lease.token },
-        {
-          op: 'create',
-          path: this.store.layout.claim(lease.id),
-          data: claimPayload(this.workerId, lease.token, this.lockDuration, lease.progress),
-          mode: 'ephemeral',
-        },
-      ]);
-      return true;
-    } catch {
-      return false;
-    }
+  /** Renews now unless a renewal is running (then that one stands). */
+  renewSoon(): Promise<void> {
+    this.running ??= this.renew()
+      .catch(this.onError)
+      .finally(() => {
+        this.running = undefined;
+      });
+    return this.running;
   }
 
-  /** Renews every lease now. */
+  /** Renews every lease now; the attempts no longer owned are reported to `onLost`. */
   async renew(): Promise<void> {
-    let leases = this.leases();
-    while (leases.length > 0) {
-      const ops: Op[] = leases.map((l) => ({
-        op: 'setData',
-        path: this.store.layout.claim(l.id),
-        data: claimPayload(this.workerId, l.token, this.lockDuration, l.progress),
-      }));
-      try {
-        await this.store.session.multi(ops);
-        return;
-      } catch (err) {
-        const index = (err as { opIndex?: number }).opIndex;
-        if (!(err instanceof NoNodeError) || index === undefined) throw err;
-        const gone = leases[index] as Lease;
-        if (!(await this.reclaim(gone))) this.onLost(gone.id);
-        leases = leases.filter((l) => l !== gone);
-      }
-    }
+    const leases = this.leases();
+    if (leases.length === 0) return;
+    const lost = await renewLeases(this.store, leases, { workerId: this.workerId, lockDuration: this.lockDuration });
+    for (const id of lost) this.onLost(id);
   }
 }

@@ -28,6 +28,7 @@ import {
   InvalidArgumentError,
   type Job,
   type JobProgress,
+  NodeExistsError,
   openSession,
   QueueStore,
   type Session,
@@ -72,6 +73,9 @@ export interface WorkerListener<T = any, R = any, N extends string = string> {
   closing: [msg: string];
   closed: [];
 }
+
+/** Pause before re-arming the pause-flag watch after a failure, ms. */
+const PAUSE_REARM_RETRY_MS = 500;
 
 export class Worker<DataType = any, ResultType = any, NameType extends string = string> extends EventEmitter<
   WorkerListener<DataType, ResultType, NameType>
@@ -246,7 +250,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     return this.housekeeper?.isLeader ?? false;
   }
 
-  /** EPHEMERAL `workers/<id>` so operators (and the leader) see live workers. */
+  /** EPHEMERAL `workers/<id>` so operators (and the leader) see live workers; one left by our old session is fine. */
   private async register(): Promise<void> {
     const store = this.store as QueueStore;
     const info = {
@@ -256,15 +260,25 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       concurrency: this.opts.concurrency,
       startedAt: Date.now(),
     };
-    await store.session
-      .create(store.layout.worker(this.id), Buffer.from(JSON.stringify(info)), 'ephemeral')
-      .catch(() => undefined);
+    await store.session.retry(() =>
+      store.session.create(store.layout.worker(this.id), Buffer.from(JSON.stringify(info)), 'ephemeral').then(
+        () => undefined,
+        (err) => {
+          if (!(err instanceof NodeExistsError)) throw err;
+        },
+      ),
+    );
   }
 
+  /** Follows the queue's pause flag; a failed re-arm is retried until close (the flag must never go unwatched). */
   private async watchPause(): Promise<void> {
     const store = this.store as QueueStore;
     const rearm = () => {
-      if (!this.closing) this.watchPause().catch((err) => this.emitError(err));
+      if (this.closing) return;
+      this.watchPause().catch((err) => {
+        this.emitError(err);
+        if (!this.closing) setTimeout(rearm, PAUSE_REARM_RETRY_MS).unref();
+      });
     };
     const paused = await store.isPaused(rearm);
     if (paused !== this.queuePaused) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LostJobError, QueueStore, revokeClaim } from '@zkq/core';
+import { LostJobError, QueueStore, revokeClaims } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
@@ -35,7 +35,10 @@ test('a claim revoked while the processor runs: the late result is rejected, one
   await started.promise;
   // The leader's revocation of a hung worker, done by hand.
   const store = new QueueStore(await queue.client, 'fence');
-  assert.equal(await revokeClaim(store, job.id), true);
+  const claim = await store.session.getData(store.layout.claim(job.id as string));
+  const { token } = JSON.parse(claim.data.toString()) as { token: number };
+  const stale = [{ id: job.id as string, version: claim.stat.version, token }];
+  assert.deepEqual(await revokeClaims(store, stale, () => []), [job.id]);
   const completed: unknown[] = [];
   const other = new Worker('fence', async () => 'second', env);
   t.after(() => other.close());

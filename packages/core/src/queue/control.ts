@@ -21,27 +21,32 @@
  * the rest of the queue and emits nothing.
  */
 import { ZkqError } from '../errors.js';
-import { BadVersionError, NodeExistsError, NoNodeError, NotEmptyError } from '../zk/errors.js';
-import { sortBySequence } from '../zk/sequence.js';
-import type { Op, OpResult } from '../zk/types.js';
+import { NoNodeError, NotEmptyError } from '../zk/errors.js';
 import { JobNotFoundError, JobStateError } from './errors.js';
 import type { QueueEventRecord } from './events.js';
-import { sortLanes } from './head.js';
-import { dueOfDelayed, idOfDelayed, idOfPointer, LIFO_LANE, laneOf } from './layout.js';
-import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
+import { laneOf } from './layout.js';
+import {
+  applyMoves,
+  delayedPointers,
+  type Located,
+  type Move,
+  pointersIn,
+  promotedRecord,
+  readyPointers,
+  removal,
+  toReady,
+  waitingStateOf,
+} from './protocol/index.js';
+import { decodeRecord, type JobRecord } from './record.js';
 import type { QueueStore, StoredJob } from './store.js';
 import type { FinishedStatus, JobType } from './types.js';
 
-/** Most operations per bulk transaction. */
-export const MOVE_BATCH_OPS = 200;
 /** Jobs read at once by bulk operations. */
 const READ_CHUNK = 100;
 /** Attempts of a single-job move whose job keeps changing under it. */
 const MOVE_ATTEMPTS = 5;
 /** Rounds of deletion before obliterate gives up on a queue whose clients keep writing. */
 const OBLITERATE_ROUNDS = 5;
-/** Lane of jobs without priority. */
-const PLAIN_LANE = laneOf(0, false);
 
 /** The queue still has active jobs (or clients that keep writing to it); nothing more was deleted. */
 export class QueueNotEmptyError extends ZkqError {
@@ -86,16 +91,15 @@ export type CleanType = Extract<
  */
 export async function removeJob(store: QueueStore, id: string): Promise<boolean> {
   const { layout } = store;
-  return retryMove(store, async () => {
+  return moveOne(store, async () => {
     const stored = await store.getJob(id);
     if (!stored) return false;
     if (await store.session.exists(layout.claim(id))) {
       throw new JobStateError(id, 'is active (claimed by a worker) and cannot be removed');
     }
     const pointer = await findPointer(store, stored.record);
-    const ops: Op[] = [{ op: 'delete', path: layout.job(id), version: stored.version }];
-    if (pointer) ops.push({ op: 'delete', path: pointer });
-    return { ops, events: [removedEvent(id, stored.record)], result: true };
+    const move = removal(store, { id, version: stored.version, pointer }, [removedEvent(id, stored.record)]);
+    return { move, result: true };
   });
 }
 
@@ -107,7 +111,7 @@ export async function removeJob(store: QueueStore, id: string): Promise<boolean>
  * Event `waiting` {jobId, prev}.
  */
 export async function retryJob(store: QueueStore, id: string, opts: RetryJobOptions = {}): Promise<void> {
-  await retryMove(store, async () => {
+  await moveOne(store, async () => {
     const stored = await store.getJob(id);
     if (!stored) throw new JobNotFoundError(id);
     const prev = stored.record.state;
@@ -115,7 +119,7 @@ export async function retryJob(store: QueueStore, id: string, opts: RetryJobOpti
       throw new JobStateError(id, `is ${prev}, not ${opts.state ?? 'completed or failed'}: cannot retry it`);
     }
     const pointer = await findPointer(store, stored.record);
-    return { ops: await retryOps(store, stored, pointer, opts), events: [waitingEvent(id, prev)], result: undefined };
+    return { move: retryMove(store, stored, pointer, opts, [waitingEvent(id, prev)]), result: undefined };
   });
 }
 
@@ -124,14 +128,15 @@ export async function retryJob(store: QueueStore, id: string, opts: RetryJobOpti
  * JobStateError when it is not delayed. Event `waiting` {jobId, prev: 'delayed'}.
  */
 export async function promoteJob(store: QueueStore, id: string): Promise<void> {
-  await retryMove(store, async () => {
+  await moveOne(store, async () => {
     const stored = await store.getJob(id);
     if (!stored) throw new JobNotFoundError(id);
     if (stored.record.state !== 'delayed') {
       throw new JobStateError(id, `is ${stored.record.state}, not delayed: cannot promote it`);
     }
     const pointer = await findPointer(store, stored.record);
-    return { ops: await promoteOps(store, stored, pointer), events: [waitingEvent(id, 'delayed')], result: undefined };
+    const record = promotedRecord(stored.record, true);
+    return { move: toReady(store, stored, record, pointer, [waitingEvent(id, 'delayed')]), result: undefined };
   });
 }
 
@@ -149,24 +154,13 @@ export async function retryJobs(
   await store.init();
   const state = opts.state ?? 'failed';
   const timestamp = opts.timestamp ?? Date.now();
-  const dir = state === 'completed' ? store.layout.completedDir : store.layout.failedDir;
-  const names = sortBySequence(await store.children(dir));
   let moved = 0;
-  for (const chunk of chunked(names, positive(opts.count, 1000))) {
-    const jobs = await readJobs(
-      store,
-      chunk.map((n) => ({ id: idOfPointer(n), pointer: `${dir}/${n}` })),
-    );
+  for await (const chunk of pointersIn(store, store.layout.finishedDir(state), positive(opts.count, 1000))) {
     const moves: Move[] = [];
-    for (const j of jobs) {
+    for (const j of await readJobs(store, chunk)) {
       if (!j.stored || j.stored.record.state !== state) continue;
       if ((j.stored.record.finishedOn ?? 0) > timestamp) continue;
-      const stored = j.stored;
-      moves.push({
-        id: j.id,
-        build: () => retryOps(store, stored, j.pointer, {}),
-        events: [waitingEvent(j.id, state)],
-      });
+      moves.push(retryMove(store, j.stored, j.pointer, {}, [waitingEvent(j.id, state)]));
     }
     moved += (await applyMoves(store, moves)).length;
   }
@@ -181,12 +175,8 @@ export async function promoteJobs(store: QueueStore, opts: { count?: number } = 
     const moves: Move[] = [];
     for (const j of await readJobs(store, chunk)) {
       if (j.stored?.record.state !== 'delayed') continue;
-      const stored = j.stored;
-      moves.push({
-        id: j.id,
-        build: () => promoteOps(store, stored, j.pointer),
-        events: [waitingEvent(j.id, 'delayed')],
-      });
+      const record = promotedRecord(j.stored.record, true);
+      moves.push(toReady(store, j.stored, record, j.pointer, [waitingEvent(j.id, 'delayed')]));
     }
     moved += (await applyMoves(store, moves)).length;
   }
@@ -202,7 +192,10 @@ export async function drain(store: QueueStore, delayed = false): Promise<number>
   await store.init();
   let removed = 0;
   // delayed first: a job the leader promotes meanwhile is then met in ready/
-  const sources = [...(delayed ? [delayedPointers(store, READ_CHUNK)] : []), readyPointers(store, () => true)];
+  const sources = [
+    ...(delayed ? [delayedPointers(store, READ_CHUNK)] : []),
+    readyPointers(store, () => true, READ_CHUNK),
+  ];
   for (const source of sources) {
     for await (const chunk of source) {
       const jobs = await readJobs(store, chunk);
@@ -211,7 +204,6 @@ export async function drain(store: QueueStore, delayed = false): Promise<number>
       removed += (await applyMoves(store, moves)).length;
     }
   }
-  await removeEmptyBuckets(store);
   return removed;
 }
 
@@ -236,14 +228,13 @@ export async function clean(
   const finished = type === 'completed' || type === 'failed';
   let source: AsyncIterable<Located[]>;
   if (finished) {
-    const dir = type === 'completed' ? layout.completedDir : layout.failedDir;
-    source = finishedPointers(store, dir);
+    source = pointersIn(store, layout.finishedDir(type), READ_CHUNK);
   } else if (type === 'delayed') {
     source = delayedPointers(store, READ_CHUNK);
   } else if (type === 'prioritized') {
-    source = readyPointers(store, (lane) => lane !== LIFO_LANE && lane !== PLAIN_LANE);
+    source = readyPointers(store, (lane) => waitingStateOf(lane) === 'prioritized', READ_CHUNK);
   } else if (type === 'wait' || type === 'waiting' || type === 'paused') {
-    source = readyPointers(store, (lane) => lane === LIFO_LANE || lane === PLAIN_LANE);
+    source = readyPointers(store, (lane) => waitingStateOf(lane) === 'waiting', READ_CHUNK);
   } else {
     return []; // 'active': claimed jobs are never removed
   }
@@ -258,11 +249,12 @@ export async function clean(
       const r = j.stored.record;
       const age = finished ? (r.finishedOn ?? r.timestamp) : r.timestamp;
       if (age > cutoff || !inCleanState(r, type)) continue;
-      moves.push({ ...removeMove(store, j), events: [] });
+      moves.push(removal(store, { id: j.id, version: j.version, pointer: j.pointer }, []));
     }
-    removed.push(...(await applyMoves(store, moves, (n) => [{ event: 'cleaned', count: String(n), ts: Date.now() }])));
+    removed.push(...(await applyMoves(store, moves)));
     if (removed.length >= max) break;
   }
+  if (removed.length > 0) await store.publish([{ event: 'cleaned', count: String(removed.length), ts: Date.now() }]);
   return removed;
 }
 
@@ -316,18 +308,7 @@ export async function obliterate(store: QueueStore, opts: ObliterateOptions = {}
 
 // ---- moves -------------------------------------------------------------------
 
-/** One job's move: its ops (built again after a directory went missing) and events. */
-interface Move {
-  id: string;
-  build: () => Promise<Op[]>;
-  events: QueueEventRecord[];
-}
-
 /** A job found through its pointer, with its record when readable (undefined: gone or malformed). */
-interface Located {
-  id: string;
-  pointer: string;
-}
 interface Read extends Located {
   stored: StoredJob | undefined;
   /** Record version when the node exists (malformed records included). */
@@ -335,119 +316,47 @@ interface Read extends Located {
 }
 
 /**
- * Writes moves in transactions of up to MOVE_BATCH_OPS ops. A job whose op
- * conflicts is dropped (it changed meanwhile); a missing directory (a ready
- * bucket removed) is created again. Resolves with the ids moved.
- * `batchEvents(n)` adds events per transaction of `n` jobs.
+ * Runs a single-job move: `plan` reads the job and returns its move (or a
+ * final answer), and is run again when the job changed between the read
+ * and the write.
  */
-async function applyMoves(
-  store: QueueStore,
-  moves: Move[],
-  batchEvents: (n: number) => QueueEventRecord[] = () => [],
-): Promise<string[]> {
-  const done: string[] = [];
-  let rest = moves;
-  while (rest.length > 0) {
-    let batch: { move: Move; ops: Op[] }[] = [];
-    let size = 0;
-    for (const move of rest) {
-      const ops = await move.build();
-      if (batch.length > 0 && size + ops.length > MOVE_BATCH_OPS) break;
-      batch.push({ move, ops });
-      size += ops.length;
-    }
-    rest = rest.slice(batch.length);
-    for (let rebuilt = 0; batch.length > 0; ) {
-      const ops = batch.flatMap((b) => b.ops);
-      const eventOp = store.events.op([...batch.flatMap((b) => b.move.events), ...batchEvents(batch.length)]);
-      try {
-        const results = await store.session.multi(eventOp ? [...ops, eventOp] : ops);
-        afterMove(store, results);
-        done.push(...batch.map((b) => b.move.id));
-        break;
-      } catch (err) {
-        const index = conflictIndex(err, ops.length);
-        if (index === undefined) throw err;
-        let at = 0;
-        const culprit = batch.find((b) => {
-          at += b.ops.length;
-          return index < at;
-        });
-        const op = ops[index] as Op;
-        if (err instanceof NoNodeError && op.op === 'create' && rebuilt++ < 3) {
-          store.forgetDirs(); // a bucket we cached was removed
-          batch = await Promise.all(batch.map(async (b) => ({ move: b.move, ops: await b.move.build() })));
-        } else {
-          batch = batch.filter((b) => b !== culprit);
-        }
-      }
-    }
-  }
-  return done;
-}
-
-/**
- * Runs a single-job move: `plan` reads the job and returns its ops, and is
- * run again when the job changed between the read and the write.
- */
-async function retryMove<T>(
-  store: QueueStore,
-  plan: () => Promise<T | { ops: Op[]; events: QueueEventRecord[]; result: T }>,
-): Promise<T> {
+async function moveOne<T>(store: QueueStore, plan: () => Promise<T | { move: Move; result: T }>): Promise<T> {
   await store.init();
   for (let attempt = 1; ; attempt++) {
     const planned = await plan();
     if (!isPlanned(planned)) return planned;
-    const eventOp = store.events.op(planned.events);
-    try {
-      const results = await store.session.multi(eventOp ? [...planned.ops, eventOp] : planned.ops);
-      afterMove(store, results);
-      return planned.result;
-    } catch (err) {
-      if (conflictIndex(err, planned.ops.length) === undefined || attempt >= MOVE_ATTEMPTS) throw err;
-      if (err instanceof NoNodeError) store.forgetDirs();
+    const [result] = await store.executor.run([planned.move], { receipt: false });
+    if (result?.ok) return planned.result;
+    if (attempt >= MOVE_ATTEMPTS || (result?.error as { opIndex?: number })?.opIndex === undefined) {
+      throw result?.error;
     }
   }
 }
 
-function isPlanned<T>(p: unknown): p is { ops: Op[]; events: QueueEventRecord[]; result: T } {
-  return typeof p === 'object' && p !== null && 'ops' in p && 'events' in p;
-}
-
-/** Index of the op that lost a race (inside the first `count` ops), else undefined. */
-function conflictIndex(err: unknown, count: number): number | undefined {
-  const racy = err instanceof NoNodeError || err instanceof BadVersionError || err instanceof NodeExistsError;
-  const index = racy ? err.opIndex : undefined;
-  return index !== undefined && index < count ? index : undefined;
-}
-
-/** After a move: trim the event log (ready buckets roll as their slots are reserved: readyPointerOp). */
-function afterMove(store: QueueStore, results: OpResult[]): void {
-  store.events.afterWrite(results.map((r) => (r.op === 'create' ? r.path : undefined)));
+function isPlanned<T>(p: unknown): p is { move: Move; result: T } {
+  return typeof p === 'object' && p !== null && 'move' in p && 'result' in p;
 }
 
 function removeMove(store: QueueStore, j: Read): Move {
-  const ops: Op[] = [{ op: 'delete', path: j.pointer }];
-  if (j.version !== undefined) ops.unshift({ op: 'delete', path: store.layout.job(j.id), version: j.version });
-  return {
-    id: j.id,
-    build: async () => ops,
-    events: j.stored ? [removedEvent(j.id, j.stored.record)] : [],
-  };
+  return removal(
+    store,
+    { id: j.id, version: j.version, pointer: j.pointer },
+    j.stored ? [removedEvent(j.id, j.stored.record)] : [],
+  );
 }
 
-async function retryOps(
+function retryMove(
   store: QueueStore,
   stored: StoredJob,
   pointer: string | undefined,
   opts: RetryJobOptions,
-): Promise<Op[]> {
+  events: QueueEventRecord[],
+): Move {
   const r = stored.record;
-  const lane = laneOfRecord(r);
   const record: JobRecord = {
     ...r,
     state: 'waiting',
-    lane,
+    lane: laneOfRecord(r),
     attemptsMade: opts.resetAttemptsMade === false ? r.attemptsMade : 0,
     attemptsStarted: opts.resetAttemptsStarted === false ? r.attemptsStarted : 0,
     stalledCounter: 0,
@@ -458,23 +367,7 @@ async function retryOps(
     processedBy: undefined,
     due: undefined,
   };
-  return moveOps(store, stored, record, pointer);
-}
-
-async function promoteOps(store: QueueStore, stored: StoredJob, pointer: string | undefined): Promise<Op[]> {
-  const record: JobRecord = { ...stored.record, state: 'waiting', due: undefined, delay: 0 };
-  return moveOps(store, stored, record, pointer);
-}
-
-/** Rewrites the record at the version read, deletes the old pointer, adds a ready pointer. */
-async function moveOps(store: QueueStore, stored: StoredJob, record: JobRecord, pointer: string | undefined) {
-  const { op: ready } = await store.readyPointerOp(record.id, laneOfRecord(record));
-  const ops: Op[] = [
-    { op: 'setData', path: store.layout.job(record.id), data: encodeRecord(record), version: stored.version },
-  ];
-  if (pointer) ops.push({ op: 'delete', path: pointer });
-  ops.push(ready);
-  return ops;
+  return toReady(store, stored, record, pointer, events);
 }
 
 // ---- finding and reading jobs ------------------------------------------------
@@ -485,7 +378,7 @@ function laneOfRecord(r: JobRecord): string {
 
 /** The state a job leaves, as events name it. */
 function prevState(r: JobRecord): string {
-  if (r.state === 'waiting' || r.state === 'active') return laneOfRecord(r) === PLAIN_LANE ? 'waiting' : 'prioritized';
+  if (r.state === 'waiting' || r.state === 'active') return waitingStateOf(laneOfRecord(r));
   return r.state;
 }
 
@@ -504,33 +397,31 @@ function inCleanState(r: JobRecord, type: CleanType): boolean {
 
 /** The path of the job's one pointer, found from what its record says, or undefined. */
 async function findPointer(store: QueueStore, r: JobRecord): Promise<string | undefined> {
-  const { layout, session } = store;
+  const { layout } = store;
+  const search = async (container: string, order: 'sequence' | 'due') => {
+    for await (const chunk of pointersIn(store, container, READ_CHUNK, order)) {
+      const hit = chunk.find((p) => p.id === r.id);
+      if (hit) return hit.pointer;
+    }
+    return undefined;
+  };
   switch (r.state) {
     case 'waiting':
-    case 'active': {
-      const laneDir = layout.lane(laneOfRecord(r));
-      for (const bucket of sortBySequence(await store.children(laneDir))) {
-        const names = await store.children(`${laneDir}/${bucket}`);
-        const name = names.find((n) => n.startsWith(`qn-${r.id}-`) && idOfPointer(n) === r.id);
-        if (name) return `${laneDir}/${bucket}/${name}`;
-      }
-      return undefined;
-    }
+    case 'active':
+      return search(layout.lane(laneOfRecord(r)), 'sequence');
     case 'delayed': {
-      if (r.due !== undefined && (await session.exists(layout.delayed(r.due, r.id))))
-        return layout.delayed(r.due, r.id);
+      if (r.due !== undefined) {
+        const hit = await search(layout.delayHour(r.due), 'due');
+        if (hit) return hit;
+      }
       for await (const chunk of delayedPointers(store, READ_CHUNK)) {
         const hit = chunk.find((p) => p.id === r.id);
         if (hit) return hit.pointer;
       }
       return undefined;
     }
-    default: {
-      const dir = r.state === 'completed' ? layout.completedDir : layout.failedDir;
-      const prefix = `${r.state === 'completed' ? 'c' : 'f'}-${r.id}-`;
-      const name = (await store.children(dir)).find((n) => n.startsWith(prefix) && idOfPointer(n) === r.id);
-      return name ? `${dir}/${name}` : undefined;
-    }
+    default:
+      return search(layout.finishedDir(r.state), 'sequence');
   }
 }
 
@@ -557,54 +448,6 @@ async function readJobs(store: QueueStore, located: Located[]): Promise<Read[]> 
 /** Ids of the active jobs. List it AFTER reading the records it filters (see the header). */
 async function activeIds(store: QueueStore): Promise<Set<string>> {
   return new Set(await store.children(store.layout.claimsDir));
-}
-
-async function* readyPointers(store: QueueStore, laneFilter: (lane: string) => boolean): AsyncGenerator<Located[]> {
-  const { layout } = store;
-  for (const lane of sortLanes(await store.children(layout.ready))) {
-    if (!laneFilter(lane)) continue;
-    for (const bucket of sortBySequence(await store.children(layout.lane(lane)), undefined, lane === LIFO_LANE)) {
-      const dir = `${layout.lane(lane)}/${bucket}`;
-      const names = sortBySequence(await store.children(dir), undefined, lane === LIFO_LANE);
-      for (const chunk of chunked(names, READ_CHUNK)) {
-        yield chunk.map((n) => ({ id: idOfPointer(n), pointer: `${dir}/${n}` }));
-      }
-    }
-  }
-}
-
-async function* delayedPointers(store: QueueStore, size: number): AsyncGenerator<Located[]> {
-  const { layout } = store;
-  for (const w of (await store.children(layout.delayedDir)).sort()) {
-    const dir = `${layout.delayedDir}/${w}`;
-    const names = (await store.children(dir)).sort((a, b) => dueOfDelayed(a) - dueOfDelayed(b));
-    for (const chunk of chunked(names, size)) {
-      yield chunk.map((n) => ({ id: idOfDelayed(n), pointer: `${dir}/${n}` }));
-    }
-  }
-}
-
-async function* finishedPointers(store: QueueStore, dir: string): AsyncGenerator<Located[]> {
-  for (const chunk of chunked(sortBySequence(await store.children(dir)), READ_CHUNK)) {
-    yield chunk.map((n) => ({ id: idOfPointer(n), pointer: `${dir}/${n}` }));
-  }
-}
-
-/** Deletes the empty ready buckets that are not their lane's tail (as the head scan does). */
-async function removeEmptyBuckets(store: QueueStore): Promise<void> {
-  const { layout, session } = store;
-  for (const lane of await store.children(layout.ready)) {
-    const buckets = sortBySequence(await store.children(layout.lane(lane)));
-    for (const bucket of buckets.slice(0, -1)) {
-      await session.delete(`${layout.lane(lane)}/${bucket}`).catch((err) => {
-        if (!(err instanceof NotEmptyError) && !(err instanceof NoNodeError)) throw err;
-      });
-    }
-  }
-}
-
-function* chunked<T>(items: readonly T[], size: number): Generator<T[]> {
-  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
 }
 
 function positive(n: number | undefined, fallback: number): number {

@@ -69,3 +69,16 @@ export class JobStateError extends ZkqError {
     super('ZKQ_JOB_STATE', `job ${jobId}: ${message}`);
   }
 }
+
+/** The queue's znodes were laid out by another version of zkq; nothing was written. */
+export class LayoutVersionError extends ZkqError {
+  constructor(
+    readonly queue: string,
+    readonly found: unknown,
+  ) {
+    super(
+      'ZKQ_LAYOUT_VERSION',
+      `queue '${queue}' has znode layout ${JSON.stringify(found)}, this zkq needs layout 2: drain it with the zkq that made it, or obliterate it`,
+    );
+  }
+}

@@ -6,18 +6,20 @@
  * node, `events/log/e-<seq>` holding a JSON array of the events, to the
  * transaction that caused them (an enqueue chunk, a claim batch, a finish
  * batch): no extra round trip, and nothing at all when nobody listens.
- * Readers follow the log in sequence order. The writer of every
- * TRIM_EVERY-th node trims the log to its last EVENTS_KEEP nodes, so a
- * reader that falls that far behind misses events (like a capped stream).
+ * Readers follow the log in sequence order. The transaction executor, which
+ * writes every event node, trims the log to its last EVENTS_KEEP nodes every
+ * EVENTS_TRIM_EVERY nodes, so a reader that falls that far behind misses
+ * events (like a capped stream).
  */
 import { NoNodeError } from '../zk/errors.js';
+import type { Session } from '../zk/session.js';
 import type { Op } from '../zk/types.js';
-import { sequenceOf } from './layout.js';
-import type { QueueStore } from './store.js';
+import type { QueueLayout } from './layout.js';
 
-/** Event nodes kept in the log. */
-export const EVENTS_KEEP = 1000;
-const TRIM_EVERY = 200;
+export { EVENTS_KEEP } from './protocol/executor.js';
+
+/** Wait before re-arming a watch whose re-arm failed, ms. */
+const REARM_RETRY_MS = 500;
 /** Values (return values, progress) larger than this are left out of events; read the job instead. */
 export const EVENT_VALUE_LIMIT = 16 * 1024;
 
@@ -38,8 +40,13 @@ export function eventValue(value: unknown): unknown {
 export class EventSink {
   private listeners = 0;
   private watching: Promise<void> | undefined;
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly store: QueueStore) {}
+  constructor(
+    private readonly session: Session,
+    private readonly layout: QueueLayout,
+  ) {}
 
   /** Whether events are written (someone listens). */
   get enabled(): boolean {
@@ -55,19 +62,29 @@ export class EventSink {
     return this.watching;
   }
 
+  /** Stops following the listener directory. */
+  stop(): void {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+  }
+
+  // The watch re-arms after every change; a failed re-arm is retried until stop().
   private readonly onChange = (): void => {
+    if (this.closed) return;
     this.refresh().catch(() => {
-      this.watching = undefined; // next start() tries again
+      if (this.closed) return;
+      this.retryTimer = setTimeout(this.onChange, REARM_RETRY_MS);
+      this.retryTimer.unref();
     });
   };
 
   private async refresh(): Promise<void> {
-    const { session, layout } = this.store;
+    const { session, layout } = this;
     try {
       this.listeners = (await session.getChildren(layout.eventListeners, { watch: this.onChange })).length;
     } catch (err) {
       if (!(err instanceof NoNodeError)) throw err;
-      await session.ensurePath(layout.eventListeners); // a queue made before events existed
+      await session.ensurePath(layout.eventListeners); // a queue being re-created
       await session.ensurePath(layout.eventLog);
       this.listeners = (await session.getChildren(layout.eventListeners, { watch: this.onChange })).length;
     }
@@ -78,38 +95,9 @@ export class EventSink {
     if (!this.enabled || events.length === 0) return undefined;
     return {
       op: 'create',
-      path: this.store.layout.eventPrefix(),
+      path: this.layout.eventPrefix(),
       data: Buffer.from(JSON.stringify(events)),
       mode: 'persistent_sequential',
     };
-  }
-
-  /** Logs `events` on their own (for actions that run no transaction of their own). */
-  async publish(events: QueueEventRecord[]): Promise<void> {
-    const op = this.op(events);
-    if (!op) return;
-    const path = await this.store.session.create(op.path, (op as { data: Buffer }).data, 'persistent_sequential');
-    this.afterWrite([path]);
-  }
-
-  /** Trims the log now and then, judged by the sequence numbers just written. */
-  afterWrite(paths: (string | undefined)[]): void {
-    for (const path of paths) {
-      if (path?.startsWith(this.store.layout.eventPrefix()) && sequenceOf(path) % TRIM_EVERY === 0) {
-        void this.trim(sequenceOf(path)).catch(() => undefined);
-      }
-    }
-  }
-
-  private async trim(latest: number): Promise<void> {
-    const { session, layout } = this.store;
-    const old = (await session.getChildren(layout.eventLog)).filter((n) => sequenceOf(n) <= latest - EVENTS_KEEP);
-    for (let i = 0; i < old.length; i += 200) {
-      const ops: Op[] = old.slice(i, i + 200).map((n) => ({ op: 'delete', path: `${layout.eventLog}/${n}` }));
-      await session.multi(ops).catch(async (err) => {
-        if (!(err instanceof NoNodeError)) throw err;
-        await Promise.all(ops.map((o) => session.delete(o.path).catch(() => undefined)));
-      });
-    }
   }
 }

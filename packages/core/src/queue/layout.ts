@@ -3,7 +3,7 @@
  *
  * ```
  * /<prefix, default zkq>/<queue>/
- *   meta                              {"layout":1,"paused":bool}; data watch = pause flag
+ *   meta                              {"layout":2,"paused":bool}; data watch = pause flag
  *   jobs/<shard>/<jobId>              the job record (JSON). Its data version is the
  *                                     fencing token of the current attempt. 256 shards
  *                                     (2 hex digits of a hash of the id) keep every
@@ -14,24 +14,32 @@
  *                                     waiting jobs, as small pointer nodes
  *                                     (PERSISTENT_SEQUENTIAL). Lanes order priorities:
  *                                     `l` (lifo, newest first), then `p-<10 digits>`
- *                                     (priority 0 = none first, then 1, 2, ...). Each lane
- *                                     is cut into buckets of BUCKET_CAPACITY pointers: no
- *                                     getChildren ever returns more than a bucket, however
- *                                     long the backlog. A pointer stays while its job is
- *                                     active, so a crashed worker's job is found again.
- *   claims/<jobId>                    EPHEMERAL, one per active job: owner, lease, token
- *   delayed/w-<window>/<due>-<jobId>  jobs waiting for a time (delay, retry backoff),
- *                                     bucketed by minute so listings stay small
- *   completed/c-<jobId>-<seq>         retained completed jobs, in completion order
- *   failed/f-<jobId>-<seq>            retained failed jobs, in failure order
+ *                                     (priority 0 = none first, then 1, 2, ...). A pointer
+ *                                     stays while its job is active, so a crashed worker's
+ *                                     job is found again. Empty lanes are removed.
+ *   claims/<jobId>                    EPHEMERAL, one per active job: owner, token, lease
+ *                                     duration, progress. Its data version counts renewals.
+ *   delayed/d-<day>/h-<hour>/b-<bucket>/<due>-<jobId>
+ *                                     jobs waiting for a time (delay, retry backoff)
+ *   completed/b-<bucket>/c-<jobId>-<seq>   retained completed jobs, in completion order
+ *   failed/b-<bucket>/f-<jobId>-<seq>      retained failed jobs, in failure order
+ *   receipts/r-<random>               one per transaction whose outcome a client must know:
+ *                                     created inside it, read back after a lost reply,
+ *                                     deleted once the outcome is known
  *   workers/<workerId>                EPHEMERAL membership of live workers
  *   leader/                           election of the housekeeping leader
  *   barriers/<name>/                  batch-start barriers
  *   events/listeners/<id>             EPHEMERAL: a QueueEvents is listening
  *   events/log/e-<seq>                event batches (JSON arrays), written only while
  *                                     someone listens, inside the transaction that
- *                                     caused them; the oldest are trimmed (EVENTS_KEEP)
+ *                                     caused them; trimmed to the last EVENTS_KEEP
  * ```
+ *
+ * Every container of pointers (a lane, an hour of delayed jobs, a finished set)
+ * is cut into buckets `b-<n>` of BUCKET_CAPACITY pointers, so no `getChildren`
+ * returns more than a bucket: the directories above a bucket grow by one entry
+ * per BUCKET_CAPACITY jobs (a lane, a finished set), per priority in use, per
+ * hour of a day and per day with delayed jobs.
  */
 import { InvalidArgumentError } from '../errors.js';
 import { sequenceOf } from '../zk/sequence.js';
@@ -42,8 +50,12 @@ export { sequenceOf };
 export const BUCKET_CAPACITY = 2000;
 /** Shards of the job record store. */
 export const JOB_SHARDS = 256;
-/** Width of a delayed-job time window, ms. */
-export const DELAY_WINDOW_MS = 60_000;
+/** Width of the hour container of delayed jobs, ms. */
+export const DELAY_WINDOW_MS = 3_600_000;
+/** Width of the day directory that groups hour containers, ms. */
+export const DELAY_DAY_MS = 86_400_000;
+/** Format of the znode layout (meta's `layout`); a queue of another format is refused. */
+export const LAYOUT_VERSION = 2;
 /** Ids handed out per block (one write of the `ids` counter per block). */
 export const ID_BLOCK_SIZE = 1000;
 /** Lane of jobs added with `lifo: true`. */
@@ -114,6 +126,11 @@ export function dueOfDelayed(name: string): number {
   return Number(name.slice(0, 13));
 }
 
+/** The number in a `b-<n>`, `d-<n>` or `h-<n>` container name. */
+export function numberOf(name: string): number {
+  return Number(name.slice(2));
+}
+
 /** Paths of one queue, relative to the session namespace (the prefix). */
 export class QueueLayout {
   readonly root: string;
@@ -125,6 +142,7 @@ export class QueueLayout {
   readonly delayedDir: string;
   readonly completedDir: string;
   readonly failedDir: string;
+  readonly receiptsDir: string;
   readonly workersDir: string;
   readonly leaderDir: string;
   readonly barriersDir: string;
@@ -143,6 +161,7 @@ export class QueueLayout {
     this.delayedDir = `${this.root}/delayed`;
     this.completedDir = `${this.root}/completed`;
     this.failedDir = `${this.root}/failed`;
+    this.receiptsDir = `${this.root}/receipts`;
     this.workersDir = `${this.root}/workers`;
     this.leaderDir = `${this.root}/leader`;
     this.barriersDir = `${this.root}/barriers`;
@@ -163,6 +182,7 @@ export class QueueLayout {
       this.delayedDir,
       this.completedDir,
       this.failedDir,
+      this.receiptsDir,
       this.workersDir,
       this.leaderDir,
       this.barriersDir,
@@ -184,33 +204,51 @@ export class QueueLayout {
     return `${this.ready}/${lane}`;
   }
 
-  bucket(lane: string, bucket: number): string {
-    return `${this.ready}/${lane}/b-${pad10(bucket)}`;
+  /** Bucket `n` of a container (a lane, an hour of delayed jobs, a finished set). */
+  bucketOf(container: string, n: number): string {
+    return `${container}/b-${pad10(n)}`;
   }
 
-  /** Prefix of a ready pointer; ZooKeeper appends the sequence number. */
-  readyPointerPrefix(lane: string, bucket: number, id: string): string {
-    return `${this.bucket(lane, bucket)}/qn-${id}-`;
+  bucket(lane: string, bucket: number): string {
+    return this.bucketOf(this.lane(lane), bucket);
+  }
+
+  /** Prefix of a ready pointer in `bucketPath`; ZooKeeper appends the sequence number. */
+  readyPointerPrefix(bucketPath: string, id: string): string {
+    return `${bucketPath}/qn-${id}-`;
   }
 
   claim(id: string): string {
     return `${this.claimsDir}/${id}`;
   }
 
-  delayWindow(due: number): string {
-    return `${this.delayedDir}/w-${pad10(Math.floor(due / DELAY_WINDOW_MS))}`;
+  /** The day directory of delayed jobs due at `due`. */
+  delayDay(due: number): string {
+    return `${this.delayedDir}/d-${pad10(Math.floor(Math.max(0, due) / DELAY_DAY_MS))}`;
   }
 
-  delayed(due: number, id: string): string {
-    return `${this.delayWindow(due)}/${String(Math.max(0, Math.floor(due))).padStart(13, '0')}-${id}`;
+  /** The hour container of delayed jobs due at `due` (holds buckets). */
+  delayHour(due: number): string {
+    return `${this.delayDay(due)}/h-${pad10(Math.floor(Math.max(0, due) / DELAY_WINDOW_MS))}`;
   }
 
-  completedPointerPrefix(id: string): string {
-    return `${this.completedDir}/c-${id}-`;
+  /** Name of a delayed pointer (inside a bucket of its hour). */
+  delayedName(due: number, id: string): string {
+    return `${String(Math.max(0, Math.floor(due))).padStart(13, '0')}-${id}`;
   }
 
-  failedPointerPrefix(id: string): string {
-    return `${this.failedDir}/f-${id}-`;
+  /** Container of a finished set. */
+  finishedDir(kind: 'completed' | 'failed'): string {
+    return kind === 'completed' ? this.completedDir : this.failedDir;
+  }
+
+  /** Prefix of a finished pointer in `bucketPath`; ZooKeeper appends the sequence number. */
+  finishedPointerPrefix(kind: 'completed' | 'failed', bucketPath: string, id: string): string {
+    return `${bucketPath}/${kind === 'completed' ? 'c' : 'f'}-${id}-`;
+  }
+
+  receipt(name: string): string {
+    return `${this.receiptsDir}/${name}`;
   }
 
   eventPrefix(): string {

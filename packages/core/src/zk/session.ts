@@ -102,6 +102,16 @@ export interface SessionStats {
 
 type Callback<T> = (err: unknown, result?: T) => void;
 
+/** Most bytes of a `multi` request (estimated by `opBytes`): ZooKeeper's packet limit less a margin. */
+export const MULTI_BYTE_LIMIT = PACKET_LIMIT_BYTES - 16 * 1024;
+/** Bytes of a `multi` request besides its ops. */
+export const MULTI_OVERHEAD_BYTES = 64;
+
+/** An upper bound of the bytes one op adds to a `multi` request. */
+export function opBytes(op: Op): number {
+  return 64 + Buffer.byteLength(op.path) + ('data' in op && op.data ? op.data.length : 0);
+}
+
 /** Length of the per-request id protected sequential names carry. */
 const PROTECT_ID_BYTES = 6;
 
@@ -567,11 +577,9 @@ export class Session extends EventEmitter<SessionEvents> {
    */
   async multi(ops: readonly Op[]): Promise<OpResult[]> {
     if (ops.length === 0) return [];
-    let bytes = 64;
-    for (const op of ops) {
-      bytes += 64 + Buffer.byteLength(op.path) + ('data' in op && op.data ? op.data.length : 0);
-    }
-    if (bytes > PACKET_LIMIT_BYTES - 16 * 1024) {
+    let bytes = MULTI_OVERHEAD_BYTES;
+    for (const op of ops) bytes += opBytes(op);
+    if (bytes > MULTI_BYTE_LIMIT) {
       throw new BadArgumentsError(`multi of ${ops.length} ops is ~${bytes} bytes, past the ZooKeeper packet limit`);
     }
     const tx = this.client.transaction();

@@ -1,0 +1,483 @@
+/**
+ * An attempt's life in the store: claim, renew (and progress), finish; and
+ * the leader's side of it: judging a lease stale, revoking it.
+ *
+ * Leases compare no two clocks. A worker renews by rewriting its claim node
+ * (fenced: only while the record is still at its token), which moves the
+ * node's data version on. The leader remembers, per claim node (its czxid),
+ * the version it last saw and when it saw it change, on its own monotonic
+ * clock; a version unchanged for the claim's lease duration is stale, and
+ * the revocation deletes the claim *at that version*, so a renewal that
+ * lands in between wins.
+ */
+import { performance } from 'node:perf_hooks';
+import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
+import type { OpResult } from '../../zk/types.js';
+import { LostJobError, PayloadTooLargeError } from '../errors.js';
+import { eventValue, type QueueEventRecord } from '../events.js';
+import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
+import type { QueueStore } from '../store.js';
+import { claimOps, type Destination, finishOps, moveOps, reclaimOps, renewOps, revokeOps } from './builders.js';
+import type { ProtocolOp, TxUnit } from './executor.js';
+
+/** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
+export const MAX_PROGRESS_BYTES = 64 * 1024;
+/** Lane of jobs without priority. */
+export const PLAIN_LANE = 'p-0000000000';
+
+/** A ready pointer seen at the head of the queue. */
+export interface Candidate {
+  id: string;
+  /** Path of the ready pointer. */
+  pointer: string;
+  lane: string;
+}
+
+/** A job this worker owns, with its fencing token. */
+export interface ClaimedJob {
+  record: JobRecord;
+  token: number;
+  pointer: string;
+}
+
+export interface ClaimOptions {
+  workerId: string;
+  lockDuration: number;
+}
+
+export interface ClaimResult {
+  /** Jobs now owned. One whose `record.stalledCounter` passed maxStalledCount must be failed, not run. */
+  claimed: ClaimedJob[];
+  /** Candidates that were gone, taken or unreadable (malformed records included). */
+  skipped: { candidate: Candidate; error?: unknown }[];
+}
+
+/** What a claim node holds. */
+export interface ClaimInfo {
+  /** Worker id holding the job. */
+  worker: string;
+  /** The record version of this attempt (fencing token). */
+  token: number;
+  /** The lease: the leader revokes a claim not renewed for this long, ms. */
+  lockDuration: number;
+  /** Latest progress reported by the processor. */
+  progress?: unknown;
+}
+
+export function claimPayload(info: ClaimInfo): Buffer {
+  return Buffer.from(JSON.stringify(info));
+}
+
+/** Claims as many of `candidates` as it can, in as few transactions as fit. */
+export async function claimJobs(store: QueueStore, candidates: Candidate[], o: ClaimOptions): Promise<ClaimResult> {
+  const { session, layout } = store;
+  const result: ClaimResult = { claimed: [], skipped: [] };
+  const reads = await Promise.all(
+    candidates.map(async (candidate) => {
+      try {
+        const { data, stat } = await session.getData(layout.job(candidate.id));
+        return { candidate, record: decodeRecord(data, layout.job(candidate.id)), version: stat.version };
+      } catch (error) {
+        result.skipped.push({ candidate, error: error instanceof NoNodeError ? undefined : error });
+        return undefined;
+      }
+    }),
+  );
+  const now = Date.now();
+  const claims: { candidate: Candidate; updated: JobRecord; token: number; unit: TxUnit }[] = [];
+  for (const r of reads) {
+    if (!r) continue;
+    // Only a waiting job (or a dead worker's active one) can be claimed; a stale view may list others.
+    if (r.record.state !== 'waiting' && r.record.state !== 'active') {
+      result.skipped.push({ candidate: r.candidate });
+      continue;
+    }
+    const updated: JobRecord = {
+      ...r.record,
+      state: 'active',
+      // an active record without a claim: its last worker died mid-attempt
+      stalledCounter: r.record.stalledCounter + (r.record.state === 'active' ? 1 : 0),
+      attemptsStarted: r.record.attemptsStarted + 1,
+      processedOn: now,
+      processedBy: o.workerId,
+    };
+    const id = r.candidate.id;
+    const token = r.version + 1;
+    const claim = claimPayload({ worker: o.workerId, token, lockDuration: o.lockDuration });
+    const ops = claimOps(layout, {
+      id,
+      pointer: r.candidate.pointer,
+      version: r.version,
+      record: encodeRecord(updated),
+      claim,
+    });
+    const events = [{ event: 'active', jobId: id, prev: 'waiting', ts: now }];
+    claims.push({ candidate: r.candidate, updated, token, unit: { build: () => ({ ops, events }) } });
+  }
+  const written = await store.executor.run(claims.map((c) => c.unit));
+  written.forEach((w, i) => {
+    const c = claims[i] as (typeof claims)[number];
+    if (w.ok) result.claimed.push({ record: c.updated, token: c.token, pointer: c.candidate.pointer });
+    else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
+  });
+  return result;
+}
+
+function isConflict(err: unknown): boolean {
+  return (err as ZooKeeperError | undefined)?.opIndex !== undefined || err instanceof NodeExistsError;
+}
+
+// ---- renewals and progress --------------------------------------------------
+
+/** A claim this worker holds, as the renewer sees it. */
+export interface Lease {
+  id: string;
+  token: number;
+  progress?: unknown;
+}
+
+/**
+ * Renews `leases` (fenced by each record's token); a claim that vanished with
+ * an expired session is re-created while the token still holds. Resolves
+ * with the ids no longer owned: their attempts must be aborted.
+ */
+export async function renewLeases(store: QueueStore, leases: Lease[], o: ClaimOptions): Promise<string[]> {
+  const units = leases.map((l) => leaseUnit(store, l, o, false));
+  const results = await store.executor.run(units, {
+    receipt: false,
+    onConflict: (unit, err, op) =>
+      op.role === 'claim' && err instanceof NoNodeError && !unit.reclaim
+        ? leaseUnit(store, unit.lease, o, true)
+        : undefined,
+  });
+  return leases.filter((_, i) => !results[i]?.ok).map((l) => l.id);
+}
+
+type LeaseUnit = TxUnit & { lease: Lease; reclaim: boolean };
+
+function leaseUnit(
+  store: QueueStore,
+  lease: Lease,
+  o: ClaimOptions,
+  reclaim: boolean,
+  events?: QueueEventRecord[],
+): LeaseUnit {
+  const claim = claimPayload({
+    worker: o.workerId,
+    token: lease.token,
+    lockDuration: o.lockDuration,
+    progress: lease.progress,
+  });
+  const r = { id: lease.id, token: lease.token, claim };
+  const ops = reclaim ? reclaimOps(store.layout, r) : renewOps(store.layout, r);
+  return { lease, reclaim, build: () => (events ? { ops, events } : { ops }) };
+}
+
+/**
+ * Publishes an attempt's progress (fenced like a renewal, which it also is).
+ * Throws PayloadTooLargeError for a value over MAX_PROGRESS_BYTES (nothing
+ * written, the lease untouched); resolves false when the job is no longer owned.
+ */
+export async function reportProgress(store: QueueStore, lease: Lease, o: ClaimOptions): Promise<boolean> {
+  const bytes = Buffer.byteLength(JSON.stringify(lease.progress ?? null));
+  if (bytes > MAX_PROGRESS_BYTES) throw new PayloadTooLargeError(bytes, MAX_PROGRESS_BYTES, 'progress');
+  const events = [{ event: 'progress', jobId: lease.id, data: eventValue(lease.progress), ts: Date.now() }];
+  const [result] = await store.executor.run([leaseUnit(store, lease, o, false, events)], {
+    receipt: false,
+    onConflict: (unit, err, op) =>
+      op.role === 'claim' && err instanceof NoNodeError && !unit.reclaim
+        ? leaseUnit(store, lease, o, true, events)
+        : undefined,
+  });
+  return result?.ok === true;
+}
+
+// ---- finishing --------------------------------------------------------------
+
+/** Where a finished attempt sends its job. */
+export type Outcome =
+  | { kind: 'completed'; returnvalue: unknown; remove: boolean }
+  | { kind: 'failed'; reason: string; stacktrace: string[]; remove: boolean }
+  | { kind: 'retry'; reason: string; stacktrace: string[]; due: number };
+
+/** One attempt's result, ready to be written. */
+export interface Finish {
+  job: ClaimedJob;
+  outcome: Outcome;
+  /** Log lines to store with the record. */
+  logs?: string[];
+  progress?: unknown;
+}
+
+/** What became of each finish in a batch. */
+export type FinishResult = { ok: true } | { ok: false; error: unknown };
+
+type FinishUnit = TxUnit & { finish: Finish; withClaim: boolean };
+
+/**
+ * Writes many finishes, as few transactions as fit. A finish whose token no
+ * longer matches fails with LostJobError; one whose claim node alone is gone
+ * (an expired session, nobody claimed the job since) is written without it.
+ */
+export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
+  const results = await store.executor.run(
+    batch.map((f) => finishUnit(store, f, true)),
+    {
+      onConflict: (unit, err, op) =>
+        op.role === 'claim' && err instanceof NoNodeError ? finishUnit(store, unit.finish, false) : undefined,
+    },
+  );
+  const out = results.map((r, i): FinishResult => {
+    if (r.ok) return { ok: true };
+    const id = (batch[i] as Finish).job.record.id;
+    return { ok: false, error: (r.error as ZooKeeperError).opIndex !== undefined ? new LostJobError(id) : r.error };
+  });
+  await removeOwnReclaims(store, batch, results);
+  return out;
+}
+
+function finishUnit(store: QueueStore, f: Finish, withClaim: boolean): FinishUnit {
+  return {
+    finish: f,
+    withClaim,
+    build: async () => {
+      let planned = planFinish(f);
+      let record: Buffer | undefined;
+      try {
+        record = planned.record && encodeRecord(planned.record);
+      } catch (error) {
+        if (!(error instanceof PayloadTooLargeError) || f.outcome.kind !== 'completed') throw error;
+        // the return value does not fit: the job fails with the reason instead of being lost
+        planned = planFinish({
+          ...f,
+          outcome: { kind: 'failed', reason: error.message, stacktrace: [], remove: false },
+        });
+        record = planned.record && encodeRecord(planned.record);
+      }
+      const to = planned.to && (await store.destination(planned.to));
+      const { job } = f;
+      const ops = finishOps(
+        store.layout,
+        { id: job.record.id, token: job.token, pointer: job.pointer, record, withClaim },
+        to,
+      );
+      return { ops, events: [planned.event] };
+    },
+  };
+}
+
+/** A place to send a job, before Containers picked its bucket. */
+export type Place =
+  | { kind: 'ready'; lane: string }
+  | { kind: 'delayed'; due: number }
+  | { kind: 'completed' | 'failed' };
+
+/** The record, new place and event of a finish (pure, but for the clock). */
+export function planFinish(f: Finish): {
+  record: JobRecord | undefined;
+  to: Place | undefined;
+  event: QueueEventRecord;
+} {
+  const { record } = f.job;
+  const now = Date.now();
+  const id = record.id;
+  const base: JobRecord = { ...record, finishedOn: now };
+  if (f.logs?.length) base.logs = [...(record.logs ?? []), ...f.logs].slice(-(record.opts.keepLogs ?? 1000));
+  if (f.progress !== undefined) base.progress = f.progress as JobRecord['progress'];
+  const o = f.outcome;
+  const attemptsMade = record.attemptsMade + 1;
+  if (o.kind === 'completed') {
+    const event = { event: 'completed', jobId: id, returnvalue: eventValue(o.returnvalue), prev: 'active', ts: now };
+    if (o.remove) return { record: undefined, to: undefined, event };
+    return {
+      record: { ...base, state: 'completed', returnvalue: o.returnvalue, attemptsMade },
+      to: { kind: 'completed' },
+      event,
+    };
+  }
+  if (o.kind === 'failed') {
+    const event = { event: 'failed', jobId: id, failedReason: o.reason, prev: 'active', ts: now };
+    if (o.remove) return { record: undefined, to: undefined, event };
+    return { record: { ...base, ...failure(record, o), state: 'failed', attemptsMade }, to: { kind: 'failed' }, event };
+  }
+  const retried = { ...base, ...failure(record, o), attemptsMade, finishedOn: undefined };
+  if (o.due > now) {
+    return {
+      record: { ...retried, state: 'delayed', due: o.due },
+      to: { kind: 'delayed', due: o.due },
+      event: { event: 'delayed', jobId: id, delay: o.due, ts: now },
+    };
+  }
+  return {
+    record: { ...retried, state: 'waiting' },
+    to: { kind: 'ready', lane: record.lane ?? PLAIN_LANE },
+    event: { event: 'waiting', jobId: id, prev: 'failed', ts: now },
+  };
+}
+
+function failure(record: JobRecord, o: { reason: string; stacktrace: string[] }): Partial<JobRecord> {
+  const limit = record.opts.stackTraceLimit ?? 10;
+  return { failedReason: o.reason, stacktrace: [...o.stacktrace, ...record.stacktrace].slice(0, Math.max(limit, 1)) };
+}
+
+/**
+ * After a finish written without its claim node, a claim may have reappeared
+ * meanwhile: the renewer re-creates a vanished claim while the token holds.
+ * Delete it only when it is that re-claim (same worker and token): a claim
+ * of another attempt, after a retry, is never touched.
+ */
+async function removeOwnReclaims(store: QueueStore, batch: Finish[], results: { ok: boolean }[]): Promise<void> {
+  await Promise.all(
+    batch.map(async (f, i) => {
+      if (!results[i]?.ok) return;
+      const path = store.layout.claim(f.job.record.id);
+      try {
+        const { data, stat } = await store.session.getData(path);
+        const info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
+        if (info.token !== f.job.token) return;
+        await store.session.delete(path, stat.version);
+      } catch {
+        // gone (the usual case), or changed: not ours to delete
+      }
+    }),
+  );
+}
+
+// ---- the leader: stale claims -----------------------------------------------
+
+/**
+ * What the leader has seen of each claim node: its version and, on the
+ * leader's monotonic clock, when that version was first seen.
+ */
+export class LeaseObserver {
+  private readonly seen = new Map<string, { czxid: number; version: number; since: number }>();
+
+  /**
+   * Reads every claim and returns those whose version has not moved for
+   * their lease duration, with the version judged. A new leader starts
+   * with nothing seen: it waits a full lease before revoking anything.
+   */
+  async stale(store: QueueStore): Promise<{ id: string; version: number; token: number }[]> {
+    const { session, layout } = store;
+    const ids = await store.children(layout.claimsDir);
+    const now = performance.now();
+    const out: { id: string; version: number; token: number }[] = [];
+    const live = new Set(ids);
+    for (const id of this.seen.keys()) if (!live.has(id)) this.seen.delete(id);
+    await Promise.all(
+      ids.map(async (id) => {
+        let info: Partial<ClaimInfo>;
+        let czxid: number;
+        let version: number;
+        try {
+          const { data, stat } = await session.getData(layout.claim(id));
+          info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
+          ({ czxid, version } = stat);
+        } catch {
+          return; // gone meanwhile, or not a claim zkq wrote
+        }
+        const seen = this.seen.get(id);
+        if (!seen || seen.czxid !== czxid || seen.version !== version) {
+          this.seen.set(id, { czxid, version, since: now });
+          return;
+        }
+        const lease = typeof info.lockDuration === 'number' ? info.lockDuration : Number.POSITIVE_INFINITY;
+        if (now - seen.since >= lease && typeof info.token === 'number') out.push({ id, version, token: info.token });
+      }),
+    );
+    return out;
+  }
+
+  /** Forgets what was seen (on losing the leadership). */
+  clear(): void {
+    this.seen.clear();
+  }
+}
+
+/**
+ * Revokes claims judged stale, each at the claim version and record token
+ * judged: one stall more, state waiting, the claim deleted. `fence` ops make
+ * a deposed leader's revocation fail (FencedError). Resolves with the ids revoked.
+ */
+export async function revokeClaims(
+  store: QueueStore,
+  stale: { id: string; version: number; token: number }[],
+  fence: () => ProtocolOp[],
+): Promise<string[]> {
+  const units = stale.map((s) => ({
+    id: s.id,
+    build: async () => {
+      const stored = await store.getJob(s.id);
+      if (!stored || stored.version !== s.token) throw new LostJobError(s.id); // claimed anew, or gone: not this attempt
+      const record: JobRecord = {
+        ...stored.record,
+        state: 'waiting',
+        stalledCounter: stored.record.stalledCounter + 1,
+      };
+      const ops = revokeOps(store.layout, {
+        id: s.id,
+        claimVersion: s.version,
+        token: s.token,
+        record: encodeRecord(record),
+      });
+      return { ops, events: [{ event: 'stalled', jobId: s.id, ts: Date.now() }] };
+    },
+  }));
+  const results = await store.executor.run(units, { fence, receipt: false });
+  return stale.filter((_, i) => results[i]?.ok).map((s) => s.id);
+}
+
+/**
+ * Moves a job whose record cannot be read to failed/, replacing the record
+ * with a readable one that keeps the reason and the start of the original
+ * text. Resolves false when the node is not a job zkq can move.
+ */
+export async function quarantineMalformed(store: QueueStore, candidate: Candidate, error: Error): Promise<boolean> {
+  let data: Buffer;
+  let version: number;
+  try {
+    ({
+      data,
+      stat: { version },
+    } = await store.session.getData(store.layout.job(candidate.id)));
+  } catch {
+    return false;
+  }
+  const record = quarantineRecord(candidate.id, error.message, data.toString('utf8', 0, 2000));
+  const [result] = await store.executor.run([
+    {
+      build: async () => ({
+        ops: moveOps(
+          store.layout,
+          { id: candidate.id, version, record: encodeRecord(record), from: candidate.pointer },
+          (await store.destination({ kind: 'failed' })) as Destination,
+        ),
+      }),
+    },
+  ]);
+  return result?.ok === true;
+}
+
+function quarantineRecord(id: string, reason: string, raw: string): JobRecord {
+  const now = Date.now();
+  return {
+    v: 1,
+    id,
+    name: '(malformed)',
+    data: { raw },
+    opts: {},
+    progress: 0,
+    attemptsMade: 0,
+    attemptsStarted: 0,
+    stalledCounter: 0,
+    timestamp: now,
+    delay: 0,
+    priority: 0,
+    stacktrace: [],
+    failedReason: reason,
+    finishedOn: now,
+    state: 'failed',
+  };
+}
+
+export type { OpResult };

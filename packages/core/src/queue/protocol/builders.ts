@@ -1,0 +1,157 @@
+/**
+ * Op builders: the ops of every state change of a job, in one place, pure.
+ *
+ * Each returns the ops of ONE job's share of a transaction, in a fixed order
+ * that the callers' conflict handling relies on (test/unit/protocol-builders
+ * pins it). The first op of a change made by an attempt or a reader is the
+ * one that fences it: the record written at the version that was read (the
+ * attempt's token), or a check of it.
+ */
+import type { QueueLayout } from '../layout.js';
+import type { ProtocolOp } from './executor.js';
+
+/** Where a job's new pointer goes: a bucket path chosen by Containers, and the kind of pointer. */
+export type Destination =
+  | { kind: 'ready'; bucket: string }
+  | { kind: 'delayed'; bucket: string; due: number }
+  | { kind: 'completed' | 'failed'; bucket: string };
+
+/** The create of a job's pointer at `to` (role `into`: its bucket may have been removed). */
+export function pointerOp(layout: QueueLayout, id: string, to: Destination): ProtocolOp {
+  switch (to.kind) {
+    case 'ready':
+      return {
+        op: 'create',
+        path: layout.readyPointerPrefix(to.bucket, id),
+        mode: 'persistent_sequential',
+        role: 'into',
+      };
+    case 'delayed':
+      return { op: 'create', path: `${to.bucket}/${layout.delayedName(to.due, id)}`, role: 'into' };
+    default:
+      return {
+        op: 'create',
+        path: layout.finishedPointerPrefix(to.kind, to.bucket, id),
+        mode: 'persistent_sequential',
+        role: 'into',
+      };
+  }
+}
+
+/** Enqueue: create the record (fails if the id exists: de-duplication), then its pointer. */
+export function enqueueOps(layout: QueueLayout, id: string, record: Buffer, to: Destination): ProtocolOp[] {
+  return [{ op: 'create', path: layout.job(id), data: record }, pointerOp(layout, id, to)];
+}
+
+/**
+ * Claim: the ready pointer seen is still there (a job finished and retried
+ * meanwhile has a new one), the claim node is created (EPHEMERAL: the create
+ * is the mutex), and the record is written at the version read. The new
+ * version is the attempt's fencing token.
+ */
+export function claimOps(
+  layout: QueueLayout,
+  c: { id: string; pointer: string; version: number; record: Buffer; claim: Buffer },
+): ProtocolOp[] {
+  return [
+    { op: 'check', path: c.pointer, version: 0 },
+    { op: 'create', path: layout.claim(c.id), data: c.claim, mode: 'ephemeral' },
+    { op: 'setData', path: layout.job(c.id), data: c.record, version: c.version },
+  ];
+}
+
+/**
+ * Finish (complete, fail, retry): the record written (or deleted) at the
+ * token, the ready pointer and the claim deleted, the new pointer created.
+ * `withClaim: false` when the claim vanished with an expired session: the
+ * token alone proves that nobody claimed the job since.
+ */
+export function finishOps(
+  layout: QueueLayout,
+  f: { id: string; token: number; pointer: string; record: Buffer | undefined; withClaim: boolean },
+  to: Destination | undefined,
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [
+    f.record
+      ? { op: 'setData', path: layout.job(f.id), data: f.record, version: f.token }
+      : { op: 'delete', path: layout.job(f.id), version: f.token },
+    { op: 'delete', path: f.pointer },
+  ];
+  if (f.withClaim) ops.push({ op: 'delete', path: layout.claim(f.id), role: 'claim' });
+  if (to) ops.push(pointerOp(layout, f.id, to));
+  return ops;
+}
+
+/**
+ * Renew a lease (and publish progress): only while the record is still at
+ * the attempt's token (a revoked or re-claimed job has moved on), rewrite
+ * the claim node; its version change is what the leader watches for.
+ */
+export function renewOps(layout: QueueLayout, r: { id: string; token: number; claim: Buffer }): ProtocolOp[] {
+  return [
+    { op: 'check', path: layout.job(r.id), version: r.token },
+    { op: 'setData', path: layout.claim(r.id), data: r.claim, role: 'claim' },
+  ];
+}
+
+/** Re-create a claim that vanished with an expired session, while the record is still at the token. */
+export function reclaimOps(layout: QueueLayout, r: { id: string; token: number; claim: Buffer }): ProtocolOp[] {
+  return [
+    { op: 'check', path: layout.job(r.id), version: r.token },
+    { op: 'create', path: layout.claim(r.id), data: r.claim, mode: 'ephemeral', role: 'claim' },
+  ];
+}
+
+/**
+ * Revoke a stale claim (the leader): delete the claim at the version judged
+ * stale (a renewal since then wins) and write the record at the token, one
+ * stall more, which moves the version on so that the late result is fenced
+ * off. The ready pointer stays: the job is claimed again.
+ */
+export function revokeOps(
+  layout: QueueLayout,
+  r: { id: string; claimVersion: number; token: number; record: Buffer },
+): ProtocolOp[] {
+  return [
+    { op: 'delete', path: layout.claim(r.id), version: r.claimVersion },
+    { op: 'setData', path: layout.job(r.id), data: r.record, version: r.token },
+  ];
+}
+
+/**
+ * Move a job that is not active (promote, retry, re-queue, quarantine): the
+ * record at the version read, the old pointer deleted, the new one created.
+ */
+export function moveOps(
+  layout: QueueLayout,
+  m: { id: string; version: number; record: Buffer; from: string | undefined },
+  to: Destination,
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [{ op: 'setData', path: layout.job(m.id), data: m.record, version: m.version }];
+  if (m.from) ops.push({ op: 'delete', path: m.from });
+  ops.push(pointerOp(layout, m.id, to));
+  return ops;
+}
+
+/** Remove a job that is not active: the record at the version read (when readable), and its pointer. */
+export function removeOps(
+  layout: QueueLayout,
+  r: { id: string; version: number | undefined; pointer: string | undefined },
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [];
+  if (r.version !== undefined) ops.push({ op: 'delete', path: layout.job(r.id), version: r.version });
+  if (r.pointer) ops.push({ op: 'delete', path: r.pointer });
+  return ops;
+}
+
+/**
+ * Trim a finished job (retention): its finished pointer first, which fences
+ * the record (a job retried since has lost that pointer in the same
+ * transaction that rewrote its record), then the record.
+ */
+export function trimOps(layout: QueueLayout, t: { id: string; pointer: string }): ProtocolOp[] {
+  return [
+    { op: 'delete', path: t.pointer },
+    { op: 'delete', path: layout.job(t.id) },
+  ];
+}

@@ -1,0 +1,369 @@
+/**
+ * The one transaction executor: every write of the queue protocol goes
+ * through `run`, so the rules below hold for every caller alike.
+ *
+ * - **Budget.** Units (one job's share of a transaction, or one cleanup) are
+ *   packed into `multi`s that stay under ZooKeeper's packet limit, whatever
+ *   the sizes, the event node included. A unit too large for any transaction
+ *   fails alone with PayloadTooLargeError; the others go on.
+ * - **Owners.** Every op belongs to one unit. When a `multi` fails, the failing
+ *   op's index names its unit; nothing was applied, so the other units are
+ *   sent again and only that one is decided on: a create into a container
+ *   that has been removed (role `into`) forgets the cached container and
+ *   builds the unit again; anything else goes to the caller's `onConflict`,
+ *   which may offer a unit to try instead (a finish without its vanished
+ *   claim), or lets the unit fail with the error.
+ * - **Fences.** Ops of role `fence` (a leader's election check) come first in
+ *   every `multi`; a failed fence ends the whole run with FencedError.
+ * - **Unknown outcomes.** A `multi` whose reply never came (connection loss,
+ *   timeout, session expiry) may or may not have been applied. With
+ *   `receipt` (the default), each `multi` also creates `receipts/r-<random>`:
+ *   after a write barrier, the receipt's presence says whether the `multi`
+ *   committed, and the units are settled or sent again accordingly. Runs
+ *   without receipts are made of ops that are safe to send twice (every
+ *   write at a version, or a delete), so they are simply sent again.
+ * - **Order.** `multi`s are sent in unit order; with `inFlight` > 1 several
+ *   are in flight at once (ZooKeeper applies one session's requests in
+ *   order). After a failure nothing new is sent until the in-flight ones
+ *   have settled, and units to send again go first.
+ */
+import { randomBytes } from 'node:crypto';
+import { ZkqError } from '../../errors.js';
+import { isOutcomeUnknown, NoNodeError, SessionExpiredError, ZooKeeperError } from '../../zk/errors.js';
+import { MULTI_BYTE_LIMIT, MULTI_OVERHEAD_BYTES, opBytes, type Session } from '../../zk/session.js';
+import type { Op, OpResult } from '../../zk/types.js';
+import { PayloadTooLargeError } from '../errors.js';
+import type { EventSink, QueueEventRecord } from '../events.js';
+import { type QueueLayout, sequenceOf } from '../layout.js';
+import type { Containers } from './containers.js';
+
+/** What an op means to the executor when it fails. */
+export type OpRole =
+  /** A leader's election check: its failure ends the run (FencedError). */
+  | 'fence'
+  /** A create inside a bucketed container that readers may remove: NoNode means build again. */
+  | 'into'
+  /** The job's claim node: the caller decides (a finish goes on without a vanished claim). */
+  | 'claim';
+
+export type ProtocolOp = Op & { role?: OpRole };
+
+/** One unit's ops and the events they publish. */
+export interface Built {
+  ops: ProtocolOp[];
+  events?: QueueEventRecord[];
+}
+
+/** One owner's share of a transaction; `build` is called again when the unit must be rebuilt. */
+export interface TxUnit {
+  build(): Built | Promise<Built>;
+}
+
+/** What became of a unit: applied (`results` unless settled by a receipt), or failed with `error`. */
+export type UnitResult = { ok: true; results?: OpResult[] } | { ok: false; error: unknown; op?: ProtocolOp };
+
+export interface RunOptions<U extends TxUnit> {
+  /** Ops of role `fence` put first in every multi (built anew for each). */
+  fence?: () => ProtocolOp[];
+  /** A unit's op failed: a unit to try instead, or undefined to fail it with the error. */
+  onConflict?: (unit: U, error: ZooKeeperError, op: ProtocolOp) => U | undefined;
+  /** Create a receipt in each multi so that an unknown outcome can be read back (default true). */
+  receipt?: boolean;
+  /** Multis in flight at once, sent in order (default 1). */
+  inFlight?: number;
+  /** Most ops per multi (default MAX_OPS). */
+  maxOps?: number;
+}
+
+/** A leader's fenced write failed its fence: this process is no longer the leader. */
+export class FencedError extends ZkqError {
+  constructor(cause: unknown) {
+    super('ZKQ_FENCED', 'the write was fenced off: this process no longer holds the leadership', { cause });
+  }
+}
+
+/** A transaction's outcome stayed unknown after several tries to send it or read it back. */
+export class OutcomeUnknownError extends ZkqError {
+  constructor(cause: unknown) {
+    super('ZKQ_OUTCOME_UNKNOWN', 'could not learn whether a transaction was applied', { cause });
+  }
+}
+
+/** Most ops per multi: ZooKeeper's cost is per request, but a huge one delays every other client. */
+export const MAX_OPS = 1000;
+/** Most bytes of a multi's ops, leaving room for the receipt and a margin. */
+export const TX_BYTE_BUDGET = MULTI_BYTE_LIMIT - MULTI_OVERHEAD_BYTES - 1024;
+/** Times a unit is built again after its container vanished, or sent again after an unknown outcome. */
+const MAX_RETRIES = 8;
+/** Receipts deleted per multi, and how long deletions wait to be batched, ms. */
+const RECEIPT_BATCH = 500;
+const RECEIPT_FLUSH_MS = 20;
+/** Event log nodes: the writer of every TRIM_EVERY-th trims the log to EVENTS_KEEP. */
+export const EVENTS_KEEP = 1000;
+export const EVENTS_TRIM_EVERY = 100;
+
+interface Entry<U extends TxUnit> {
+  unit: U;
+  index: number;
+  built?: Built;
+  bytes: number;
+  retries: number;
+}
+
+interface Batch<U extends TxUnit> {
+  entries: Entry<U>[];
+  /** Index in the multi of each entry's first op. */
+  starts: number[];
+  ops: ProtocolOp[];
+  fenceOps: number;
+  eventIndex: number;
+  receipt?: string;
+}
+
+export class TxExecutor {
+  private readonly pendingReceipts: string[] = [];
+  private receiptTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly session: Session,
+    private readonly layout: QueueLayout,
+    private readonly containers: Containers,
+    private readonly events: EventSink,
+  ) {}
+
+  /** Writes `units`; resolves with one result per unit, in order. */
+  async run<U extends TxUnit>(units: readonly U[], o: RunOptions<U> = {}): Promise<UnitResult[]> {
+    const results: UnitResult[] = new Array(units.length);
+    let queue: Entry<U>[] = units.map((unit, index) => ({ unit, index, bytes: 0, retries: 0 }));
+    const inFlight = Math.max(1, o.inFlight ?? 1);
+    const running = new Set<Promise<void>>();
+    let again: Entry<U>[] = [];
+    let fatal: unknown;
+    while ((queue.length > 0 || running.size > 0) && fatal === undefined) {
+      if (queue.length > 0 && running.size < inFlight && again.length === 0) {
+        const batch = await this.nextBatch(queue, results, o);
+        queue = queue.slice(batch.taken);
+        if (!batch.batch) continue;
+        const sent = this.send(batch.batch, o, results).then(
+          (redo) => {
+            again.push(...redo.filter((e) => results[e.index] === undefined));
+          },
+          (err) => {
+            fatal ??= err;
+          },
+        );
+        const tracked = sent.finally(() => running.delete(tracked));
+        running.add(tracked);
+        continue;
+      }
+      if (running.size > 0) await Promise.race(running);
+      if (running.size === 0 && again.length > 0) {
+        queue = [...again.sort((a, b) => a.index - b.index), ...queue];
+        again = [];
+      }
+    }
+    await Promise.allSettled(running);
+    if (fatal !== undefined) throw fatal;
+    return results;
+  }
+
+  /** Builds and packs the next units into one multi; units too large for any fail at once. */
+  private async nextBatch<U extends TxUnit>(
+    queue: Entry<U>[],
+    results: UnitResult[],
+    o: RunOptions<U>,
+  ): Promise<{ batch?: Batch<U>; taken: number }> {
+    const fence = o.fence?.() ?? [];
+    const receipt = o.receipt === false ? undefined : this.layout.receipt(`r-${randomBytes(8).toString('hex')}`);
+    let bytes = fence.reduce((n, op) => n + opBytes(op), 0) + (receipt ? opBytes({ op: 'create', path: receipt }) : 0);
+    const maxOps = o.maxOps ?? MAX_OPS;
+    const entries: Entry<U>[] = [];
+    let opCount = fence.length;
+    let taken = 0;
+    for (const entry of queue) {
+      if (!entry.built) {
+        try {
+          entry.built = await entry.unit.build();
+        } catch (error) {
+          results[entry.index] = { ok: false, error };
+          taken++;
+          continue;
+        }
+        entry.bytes = entry.built.ops.reduce((n, op) => n + opBytes(op), 0) + this.eventBytes(entry.built.events);
+      }
+      if (entry.bytes + bytes > TX_BYTE_BUDGET || opCount + entry.built.ops.length > maxOps) {
+        if (entries.length > 0) break;
+        if (entry.bytes + bytes > TX_BYTE_BUDGET) {
+          results[entry.index] = {
+            ok: false,
+            error: new PayloadTooLargeError(entry.bytes, TX_BYTE_BUDGET, 'transaction'),
+          };
+          taken++;
+          continue;
+        }
+      }
+      entries.push(entry);
+      bytes += entry.bytes;
+      opCount += entry.built.ops.length;
+      taken++;
+    }
+    if (entries.length === 0) return { taken };
+    const ops: ProtocolOp[] = [...fence];
+    const starts: number[] = [];
+    for (const e of entries) {
+      starts.push(ops.length);
+      ops.push(...(e.built as Built).ops);
+    }
+    const eventOp = this.events.op(entries.flatMap((e) => e.built?.events ?? []));
+    const eventIndex = eventOp ? ops.push(eventOp) - 1 : -1;
+    if (receipt) ops.push({ op: 'create', path: receipt });
+    return { batch: { entries, starts, ops, fenceOps: fence.length, eventIndex, receipt }, taken };
+  }
+
+  private eventBytes(events: QueueEventRecord[] | undefined): number {
+    if (!events?.length || !this.events.enabled) return 0;
+    return Buffer.byteLength(JSON.stringify(events)) + 8;
+  }
+
+  /**
+   * Sends one multi and settles its units; resolves with the entries to send
+   * again (in no particular order).
+   */
+  private async send<U extends TxUnit>(batch: Batch<U>, o: RunOptions<U>, results: UnitResult[]): Promise<Entry<U>[]> {
+    let written: OpResult[] | undefined;
+    try {
+      written = await this.session.multi(batch.ops);
+    } catch (err) {
+      return this.failed(batch, err, o, results);
+    }
+    this.settle(batch, written, results);
+    return [];
+  }
+
+  private settle<U extends TxUnit>(batch: Batch<U>, written: OpResult[] | undefined, results: UnitResult[]): void {
+    batch.entries.forEach((e, i) => {
+      const start = batch.starts[i] as number;
+      const mine = written?.slice(start, start + (e.built as Built).ops.length);
+      results[e.index] = mine ? { ok: true, results: mine } : { ok: true };
+    });
+    if (batch.receipt) this.deleteReceipt(batch.receipt);
+    if (written) this.noteSequential(batch.ops, written);
+    if (written && batch.eventIndex >= 0) this.afterEvent((written[batch.eventIndex] as { path?: string }).path);
+  }
+
+  private async failed<U extends TxUnit>(
+    batch: Batch<U>,
+    err: unknown,
+    o: RunOptions<U>,
+    results: UnitResult[],
+  ): Promise<Entry<U>[]> {
+    if (isOutcomeUnknown(err) || err instanceof SessionExpiredError) return this.unknown(batch, err, results);
+    const index = err instanceof ZooKeeperError ? err.opIndex : undefined;
+    if (index === undefined) throw err;
+    if (index < batch.fenceOps) throw new FencedError(err);
+    if (index === batch.eventIndex || index === batch.ops.length - 1) {
+      // the event log or the receipts directory is missing (a queue being obliterated, or older)
+      if (!(err instanceof NoNodeError)) throw err;
+      await this.containers.ensureDir(index === batch.eventIndex ? this.layout.eventLog : this.layout.receiptsDir);
+      return this.retryAll(batch, err, results);
+    }
+    let owner = 0;
+    while (owner + 1 < batch.starts.length && (batch.starts[owner + 1] as number) <= index) owner++;
+    const entry = batch.entries[owner] as Entry<U>;
+    const op = batch.ops[index] as ProtocolOp;
+    const rest = batch.entries.filter((e) => e !== entry);
+    if (op.role === 'into' && err instanceof NoNodeError && entry.retries < MAX_RETRIES) {
+      this.containers.forget(op.path.slice(0, op.path.lastIndexOf('/')));
+      entry.built = undefined;
+      entry.retries++;
+      return [...rest, entry];
+    }
+    const instead = o.onConflict?.(entry.unit, err as ZooKeeperError, op);
+    if (instead) return [...rest, { unit: instead, index: entry.index, bytes: 0, retries: entry.retries + 1 }];
+    results[entry.index] = { ok: false, error: err, op };
+    return rest;
+  }
+
+  /** The multi may or may not have been applied: read its receipt back, or send it again when that is safe. */
+  private async unknown<U extends TxUnit>(batch: Batch<U>, err: unknown, results: UnitResult[]): Promise<Entry<U>[]> {
+    if (batch.receipt) {
+      const receipt = batch.receipt;
+      const committed = await this.session.retry(async () => {
+        // A write barrier: whatever was applied before it is visible to the read after it.
+        await this.session.multi([{ op: 'check', path: this.layout.receiptsDir, version: -1 }]);
+        return (await this.session.exists(receipt)) !== null;
+      });
+      if (committed) {
+        this.settle(batch, undefined, results);
+        return [];
+      }
+    }
+    return this.retryAll(batch, err, results);
+  }
+
+  private retryAll<U extends TxUnit>(batch: Batch<U>, err: unknown, results: UnitResult[]): Entry<U>[] {
+    const again: Entry<U>[] = [];
+    for (const e of batch.entries) {
+      if (++e.retries > MAX_RETRIES) results[e.index] = { ok: false, error: new OutcomeUnknownError(err) };
+      else again.push(e);
+    }
+    return again;
+  }
+
+  /** Sequential pointers tell Containers how full their bucket is (other writers' pointers included). */
+  private noteSequential(ops: readonly ProtocolOp[], written: readonly OpResult[]): void {
+    ops.forEach((op, i) => {
+      if (op.role !== 'into' || op.op !== 'create' || op.mode !== 'persistent_sequential') return;
+      const path = (written[i] as { path?: string } | undefined)?.path;
+      if (!path) return;
+      const bucket = path.slice(0, path.lastIndexOf('/'));
+      this.containers.noteCreated(bucket.slice(0, bucket.lastIndexOf('/')), path);
+    });
+  }
+
+  // ---- receipts and the event log: cleanup after a write ---------------------
+
+  private deleteReceipt(path: string): void {
+    this.pendingReceipts.push(path);
+    if (this.pendingReceipts.length >= RECEIPT_BATCH) {
+      void this.flushReceipts();
+      return;
+    }
+    if (!this.receiptTimer) {
+      this.receiptTimer = setTimeout(() => void this.flushReceipts(), RECEIPT_FLUSH_MS);
+      this.receiptTimer.unref();
+    }
+  }
+
+  /** Deletes the receipts of settled transactions now (left ones are removed by the leader later). */
+  async flushReceipts(): Promise<void> {
+    clearTimeout(this.receiptTimer);
+    this.receiptTimer = undefined;
+    const paths = this.pendingReceipts.splice(0);
+    if (paths.length === 0) return;
+    await this.run(paths.map(deleteUnit), { receipt: false }).catch(() => undefined);
+  }
+
+  /** Trims the event log to its last EVENTS_KEEP nodes, when the node just written is a trim point. */
+  private afterEvent(path: string | undefined): void {
+    if (!path) return;
+    const seq = sequenceOf(path);
+    if (seq % EVENTS_TRIM_EVERY !== 0 || seq < EVENTS_KEEP) return;
+    void this.trimEvents(seq).catch(() => undefined);
+  }
+
+  /** Deletes event nodes older than the last EVENTS_KEEP before `latest`. */
+  async trimEvents(latest: number): Promise<void> {
+    const names = await this.session.getChildren(this.layout.eventLog);
+    const old = names.filter((n) => sequenceOf(n) <= latest - EVENTS_KEEP);
+    await this.run(
+      old.map((n) => deleteUnit(`${this.layout.eventLog}/${n}`)),
+      { receipt: false },
+    );
+  }
+}
+
+/** A unit that deletes one node; a node already gone is fine (the unit then fails with NoNode, unread). */
+export function deleteUnit(path: string): TxUnit {
+  return { build: () => ({ ops: [{ op: 'delete', path }] }) };
+}

@@ -1,0 +1,33 @@
+/**
+ * The job protocol, in one module. Read it top to bottom:
+ *
+ * 1. `../layout.ts`   every path (the znode layout is its header).
+ * 2. `builders.ts`    the ops of every state change, pure, in a fixed order.
+ * 3. `executor.ts`    the one transaction executor: packet budget, the owner
+ *                     of each op, fences, unknown outcomes, event log.
+ * 4. `containers.ts`  which bucket a new pointer goes to.
+ * 5. `attempts.ts`    claim, renew, progress, finish; the leader's stale claims.
+ * 6. `moves.ts`       enqueue-side moves: promotion, control (remove, retry,
+ *                     promote, drain, clean), retention, the head scan.
+ *
+ * A job is its record `jobs/<shard>/<id>` plus ONE pointer that says where it
+ * is: a ready pointer (waiting, or active while a claim exists), a delayed
+ * pointer, or a finished pointer. Every change of state rewrites (or
+ * deletes) the record at the version read and swaps the pointer in the same
+ * transaction, so a reader that raced it fails instead of acting twice.
+ *
+ * An attempt: the claim transaction checks the ready pointer, creates the
+ * EPHEMERAL claim and writes the record; the record's new version is the
+ * attempt's fencing token. Renewals and progress rewrite the claim only while
+ * the record is at the token. The finish writes the record at the token,
+ * deletes pointer and claim and creates the new pointer. A revoked attempt
+ * (the leader wrote the record) or a re-claimed one fails every later write.
+ * A dead worker's claim vanishes with its session; its record still says
+ * active, so the next claim counts a stall, and past maxStalledCount the job
+ * fails instead of running again.
+ */
+export * from './attempts.js';
+export * from './builders.js';
+export { Containers } from './containers.js';
+export * from './executor.js';
+export * from './moves.js';

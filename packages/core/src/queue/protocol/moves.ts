@@ -1,0 +1,349 @@
+/**
+ * Moves of jobs that are not active, and the reads that find them: the head
+ * scan, promotion of due delayed jobs, retention of finished ones, and the
+ * walks of bucketed containers the control operations use. Readers remove
+ * the empty buckets and containers they meet (writers re-create them: see
+ * containers.ts), so every listing stays small.
+ */
+import { NoNodeError, NotEmptyError } from '../../zk/errors.js';
+import { sortBySequence } from '../../zk/sequence.js';
+import type { Watcher } from '../../zk/types.js';
+import type { QueueEventRecord } from '../events.js';
+import {
+  DELAY_DAY_MS,
+  DELAY_WINDOW_MS,
+  dueOfDelayed,
+  idOfDelayed,
+  idOfPointer,
+  LIFO_LANE,
+  numberOf,
+} from '../layout.js';
+import { encodeRecord, type JobRecord } from '../record.js';
+import type { QueueStore, StoredJob } from '../store.js';
+import type { KeepJobs } from '../types.js';
+import { type Candidate, PLAIN_LANE } from './attempts.js';
+import { moveOps, removeOps, trimOps } from './builders.js';
+import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
+
+/** Lanes in the order they are served: lifo first, then by priority. */
+export function sortLanes(lanes: string[]): string[] {
+  return lanes.slice().sort((a, b) => (a === LIFO_LANE ? -1 : b === LIFO_LANE ? 1 : a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** How events and counts name the waiting state of a lane: only real priorities are `prioritized`. */
+export function waitingStateOf(lane: string | undefined): 'waiting' | 'prioritized' {
+  return lane === undefined || lane === PLAIN_LANE || lane === LIFO_LANE ? 'waiting' : 'prioritized';
+}
+
+/** The bucket names of a container, in order (newest first with `newestFirst`). */
+async function bucketsOf(
+  store: QueueStore,
+  container: string,
+  watch?: Watcher,
+  newestFirst = false,
+): Promise<string[]> {
+  const names = (await store.children(container, watch)).filter((n) => n.startsWith('b-'));
+  return names.sort((a, b) => (newestFirst ? numberOf(b) - numberOf(a) : numberOf(a) - numberOf(b)));
+}
+
+/** Deletes a node if it is empty; gone or not empty is fine. */
+async function removeIfEmpty(store: QueueStore, path: string): Promise<void> {
+  await store.session.delete(path).catch((err) => {
+    if (!(err instanceof NotEmptyError) && !(err instanceof NoNodeError)) throw err;
+  });
+}
+
+// ---- the head ---------------------------------------------------------------
+
+export interface ScanOptions {
+  /** Most candidates to return. */
+  limit: number;
+  /** Job ids to leave out (active claims, jobs in hand). */
+  exclude: ReadonlySet<string>;
+  /** Watch every listing: fires when anything at the head changes (used when idle). */
+  watch?: Watcher;
+}
+
+/**
+ * The first `limit` claimable candidates, in serving order. Only the first
+ * non-empty buckets are listed; empty buckets are removed on the way (but
+ * the plain lane's tail), and so are lanes left empty.
+ */
+export async function scanHead(store: QueueStore, o: ScanOptions): Promise<Candidate[]> {
+  const { layout } = store;
+  const out: Candidate[] = [];
+  for (const lane of sortLanes(await store.children(layout.ready, o.watch))) {
+    const lifo = lane === LIFO_LANE;
+    const container = layout.lane(lane);
+    const buckets = await bucketsOf(store, container, o.watch, lifo);
+    const tail = lifo ? buckets[0] : buckets[buckets.length - 1];
+    let emptied = 0;
+    for (const bucket of buckets) {
+      const path = `${container}/${bucket}`;
+      const names = await store.children(path, o.watch);
+      if (names.length === 0) {
+        if (bucket !== tail || lane !== PLAIN_LANE) {
+          void removeIfEmpty(store, path).catch(() => undefined);
+          emptied++;
+        }
+        continue;
+      }
+      for (const name of sortBySequence(names, undefined, lifo)) {
+        const id = idOfPointer(name);
+        if (o.exclude.has(id)) continue;
+        out.push({ id, pointer: `${path}/${name}`, lane });
+        if (out.length >= o.limit) return out;
+      }
+    }
+    if (emptied === buckets.length && lane !== PLAIN_LANE) void removeIfEmpty(store, container).catch(() => undefined);
+  }
+  return out;
+}
+
+// ---- walks of containers ----------------------------------------------------
+
+/** A job found through its pointer. */
+export interface Located {
+  id: string;
+  pointer: string;
+}
+
+/** The pointers of a container, bucket by bucket, in `chunk`-sized lists. */
+export async function* pointersIn(
+  store: QueueStore,
+  container: string,
+  chunk: number,
+  order: 'sequence' | 'reverse' | 'due' = 'sequence',
+): AsyncGenerator<Located[]> {
+  for (const bucket of await bucketsOf(store, container, undefined, order === 'reverse')) {
+    const dir = `${container}/${bucket}`;
+    const names = await store.children(dir);
+    const sorted =
+      order === 'due'
+        ? names.sort((a, b) => dueOfDelayed(a) - dueOfDelayed(b))
+        : sortBySequence(names, undefined, order === 'reverse');
+    const idOf = order === 'due' ? idOfDelayed : idOfPointer;
+    for (let i = 0; i < sorted.length; i += chunk) {
+      yield sorted.slice(i, i + chunk).map((n) => ({ id: idOf(n), pointer: `${dir}/${n}` }));
+    }
+  }
+}
+
+/** The hour containers of delayed jobs, earliest first. */
+export async function delayedHours(store: QueueStore): Promise<string[]> {
+  const { layout } = store;
+  const out: string[] = [];
+  for (const day of (await store.children(layout.delayedDir)).sort()) {
+    const dir = `${layout.delayedDir}/${day}`;
+    for (const hour of (await store.children(dir)).sort()) out.push(`${dir}/${hour}`);
+  }
+  return out;
+}
+
+/** Ready pointers of the lanes `laneFilter` accepts, in serving order. */
+export async function* readyPointers(
+  store: QueueStore,
+  laneFilter: (lane: string) => boolean,
+  chunk: number,
+): AsyncGenerator<Located[]> {
+  for (const lane of sortLanes(await store.children(store.layout.ready))) {
+    if (!laneFilter(lane)) continue;
+    yield* pointersIn(store, store.layout.lane(lane), chunk, lane === LIFO_LANE ? 'reverse' : 'sequence');
+  }
+}
+
+/** Delayed pointers, earliest hour first, by due time inside a bucket. */
+export async function* delayedPointers(store: QueueStore, chunk: number): AsyncGenerator<Located[]> {
+  for (const hour of await delayedHours(store)) yield* pointersIn(store, hour, chunk, 'due');
+}
+
+// ---- moves ------------------------------------------------------------------
+
+/** One job's move: its ops (built again when a bucket went missing) and events. */
+export interface Move extends TxUnit {
+  id: string;
+}
+
+/**
+ * Writes moves, as few transactions as fit; a job whose op conflicts (it
+ * changed meanwhile) is left alone. Resolves with the ids moved. `fence`
+ * makes a deposed leader's moves fail with FencedError.
+ */
+export async function applyMoves(store: QueueStore, moves: Move[], fence?: () => ProtocolOp[]): Promise<string[]> {
+  if (moves.length === 0) return [];
+  const results: UnitResult[] = await store.executor.run(moves, { receipt: false, ...(fence ? { fence } : {}) });
+  return moves.filter((_, i) => results[i]?.ok).map((m) => m.id);
+}
+
+/** The record of a job moved back to waiting by a promotion; `manual` (promote()) also clears the delay. */
+export function promotedRecord(r: JobRecord, manual: boolean): JobRecord {
+  return { ...r, state: 'waiting', due: undefined, ...(manual ? { delay: 0 } : {}) };
+}
+
+/** A move of `stored` to the ready lane its record names, from `from` (its old pointer). */
+export function toReady(
+  store: QueueStore,
+  stored: StoredJob,
+  record: JobRecord,
+  from: string | undefined,
+  events: QueueEventRecord[],
+): Move {
+  const id = record.id;
+  const data = encodeRecord(record);
+  const lane = record.lane ?? PLAIN_LANE;
+  return {
+    id,
+    build: async () => ({
+      ops: moveOps(
+        store.layout,
+        { id, version: stored.version, record: data, from },
+        await store.destination({ kind: 'ready', lane }),
+      ),
+      events,
+    }),
+  };
+}
+
+/** A move that deletes a job (when its record is readable, at the version read) and its pointer. */
+export function removal(
+  store: QueueStore,
+  r: { id: string; version: number | undefined; pointer: string | undefined },
+  events: QueueEventRecord[],
+): Move {
+  const ops = removeOps(store.layout, r);
+  return { id: r.id, build: () => ({ ops, events }) };
+}
+
+// ---- promotion (the leader) -------------------------------------------------
+
+/** Jobs read at once while promoting. */
+const PROMOTE_READ = 100;
+
+/**
+ * Promotes every due delayed job (fenced: a deposed leader's promotions fail
+ * with FencedError). Removes the buckets, hours and days it leaves empty in
+ * the past. Resolves with the ids promoted and the next due time, if any.
+ */
+export async function promoteDue(
+  store: QueueStore,
+  fence: () => ProtocolOp[],
+  watch?: Watcher,
+): Promise<{ promoted: string[]; nextDue: number | undefined }> {
+  const { layout } = store;
+  const promoted: string[] = [];
+  const now = Date.now();
+  for (const day of (await store.children(layout.delayedDir, watch)).sort()) {
+    const dayStart = numberOf(day) * DELAY_DAY_MS;
+    if (dayStart > now) return { promoted, nextDue: dayStart };
+    const dayDir = `${layout.delayedDir}/${day}`;
+    const hours = (await store.children(dayDir, watch)).sort();
+    for (const hour of hours) {
+      const hourStart = numberOf(hour) * DELAY_WINDOW_MS;
+      if (hourStart > now) return { promoted, nextDue: hourStart };
+      const container = `${dayDir}/${hour}`;
+      let nextDue: number | undefined;
+      const buckets = await bucketsOf(store, container, watch);
+      for (const bucket of buckets) {
+        const dir = `${container}/${bucket}`;
+        const names = await store.children(dir, watch);
+        const due = names.filter((n) => dueOfDelayed(n) <= now).sort((a, b) => dueOfDelayed(a) - dueOfDelayed(b));
+        for (const n of names) if (dueOfDelayed(n) > now) nextDue = Math.min(nextDue ?? Infinity, dueOfDelayed(n));
+        for (let i = 0; i < due.length; i += PROMOTE_READ) {
+          const moves = await promotions(
+            store,
+            due.slice(i, i + PROMOTE_READ).map((n) => `${dir}/${n}`),
+          );
+          promoted.push(...(await applyMoves(store, moves, fence)));
+        }
+        if (due.length === names.length && hourStart + DELAY_WINDOW_MS <= now) await removeIfEmpty(store, dir);
+      }
+      if (nextDue !== undefined) return { promoted, nextDue };
+      if (hourStart + DELAY_WINDOW_MS <= now) await removeIfEmpty(store, container);
+    }
+    if (dayStart + DELAY_DAY_MS <= now) await removeIfEmpty(store, dayDir);
+  }
+  return { promoted, nextDue: undefined };
+}
+
+/** Moves of due delayed pointers to ready; a pointer whose record is gone is deleted. */
+async function promotions(store: QueueStore, pointers: string[]): Promise<Move[]> {
+  return Promise.all(
+    pointers.map(async (pointer) => {
+      const id = idOfDelayed(pointer.slice(pointer.lastIndexOf('/') + 1));
+      const stored = await store.getJob(id).catch(() => undefined);
+      if (stored?.record.state !== 'delayed') {
+        return removal(store, { id, version: undefined, pointer }, []); // removed meanwhile, or foreign
+      }
+      const events = [{ event: 'waiting', jobId: id, prev: 'delayed', ts: Date.now() }];
+      return toReady(store, stored as StoredJob, promotedRecord(stored.record, false), pointer, events);
+    }),
+  );
+}
+
+// ---- retention --------------------------------------------------------------
+
+/**
+ * Deletes the oldest finished jobs of `kind` beyond `keep`; resolves with the
+ * removed ids. Empty buckets but the tail are removed on the way.
+ */
+export async function trimFinished(store: QueueStore, kind: 'completed' | 'failed', keep: KeepJobs): Promise<string[]> {
+  const { session, layout } = store;
+  const container = layout.finishedDir(kind);
+  const buckets = await bucketsOf(store, container);
+  const stats = await Promise.all(buckets.map((b) => session.exists(`${container}/${b}`)));
+  const total = stats.reduce((n, s) => n + (s?.numChildren ?? 0), 0);
+  let excess = keep.count !== undefined ? Math.max(0, total - keep.count) : 0;
+  const cutoff = keep.age !== undefined ? Date.now() - keep.age * 1000 : undefined;
+  const limit = keep.limit ?? Number.POSITIVE_INFINITY;
+  const victims: Located[] = [];
+  outer: for (const [i, bucket] of buckets.entries()) {
+    const dir = `${container}/${bucket}`;
+    const names = sortBySequence(await store.children(dir));
+    if (names.length === 0 && i < buckets.length - 1) await removeIfEmpty(store, dir);
+    for (const name of names) {
+      if (victims.length >= limit) break outer;
+      const located = { id: idOfPointer(name), pointer: `${dir}/${name}` };
+      if (excess > 0) {
+        excess--;
+        victims.push(located);
+        continue;
+      }
+      if (cutoff === undefined) break outer;
+      const job = await store.getJob(located.id);
+      if (job && (job.record.finishedOn ?? 0) >= cutoff) break outer;
+      victims.push(located);
+    }
+  }
+  const moves: Move[] = victims.map((v) => ({ id: v.id, build: () => ({ ops: trimOps(layout, v) }) }));
+  return applyMoves(store, moves);
+}
+
+// ---- receipts ---------------------------------------------------------------
+
+/** Sweeps a receipt must have survived before it is taken as left behind by a dead client. */
+export const RECEIPT_SWEEPS_KEPT = 10;
+
+/**
+ * Deletes receipts that earlier sweeps already saw RECEIPT_SWEEPS_KEPT
+ * sweeps ago (the leader sweeps every minute: ten minutes, far longer than
+ * any client takes to read back its own). `seen` carries what earlier
+ * sweeps saw; `sweep` numbers this one.
+ */
+export async function sweepReceipts(store: QueueStore, seen: Map<string, number>, sweep: number): Promise<number> {
+  const names = await store.children(store.layout.receiptsDir);
+  const live = new Set(names);
+  for (const name of seen.keys()) if (!live.has(name)) seen.delete(name);
+  const old: string[] = [];
+  for (const name of names) {
+    const first = seen.get(name);
+    if (first === undefined) seen.set(name, sweep);
+    else if (sweep - first >= RECEIPT_SWEEPS_KEPT) old.push(name);
+  }
+  const moves: Move[] = old.map((name) => ({
+    id: name,
+    build: () => ({ ops: [{ op: 'delete', path: store.layout.receipt(name) }] }),
+  }));
+  const done = await applyMoves(store, moves);
+  for (const name of done) seen.delete(name);
+  return done.length;
+}
