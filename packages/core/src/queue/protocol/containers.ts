@@ -23,6 +23,8 @@ interface Tail {
   next?: Promise<Tail>;
 }
 
+/** Tries to create a directory whose parents readers keep removing. */
+const CREATE_ATTEMPTS = 10;
 /** Reservations of non-sequential pointers after which the tail's count is read again. */
 const RECOUNT_EVERY = 200;
 
@@ -40,11 +42,22 @@ export class Containers {
   ensureDir(path: string): Promise<void> {
     let known = this.known.get(path);
     if (!known) {
-      known = this.session.ensurePath(path);
+      known = this.createPath(path);
       this.known.set(path, known);
       known.catch(() => this.known.delete(path));
     }
     return known;
+  }
+
+  /** ensurePath, again when a reader removed a parent between its steps. */
+  private async createPath(path: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.session.ensurePath(path);
+      } catch (err) {
+        if (!(err instanceof NoNodeError) || attempt >= CREATE_ATTEMPTS) throw err;
+      }
+    }
   }
 
   /**
@@ -60,7 +73,7 @@ export class Containers {
         return this.layout.bucketOf(container, tail.bucket);
       }
       // Only the first writer to see the tail full rolls it; the others wait for that roll.
-      tail.next ??= this.session.ensurePath(this.layout.bucketOf(container, tail.bucket + 1)).then(() => {
+      tail.next ??= this.createPath(this.layout.bucketOf(container, tail.bucket + 1)).then(() => {
         const rolled: Tail = { bucket: tail.bucket + 1, fill: 0, unchecked: 0 };
         this.tails.set(container, Promise.resolve(rolled));
         return rolled;
