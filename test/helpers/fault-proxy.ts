@@ -1,0 +1,302 @@
+/**
+ * A loopback proxy in front of ZooKeeper that understands the wire framing,
+ * to inject a fault at ONE chosen request: cut the connection just before it
+ * reaches the server, lose its reply after the server applied it, or hold its
+ * reply (and everything behind it) back for a while.
+ *
+ * Requests are chosen by op code and by the bytes they carry (a path or a job
+ * id), not by who sends them or in which order, so a test keeps its meaning
+ * when the code above is rebuilt. Each fault fires once.
+ *
+ * Framing: every packet is a 4-byte length then the body. The first packet
+ * each way is the session handshake; after it a request starts with
+ * (xid, op code) and a reply with (xid, zxid, error), the reply's xid being
+ * its request's.
+ */
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+/** ZooKeeper op codes (org.apache.zookeeper.ZooDefs.OpCode). */
+export const OP = {
+  create: 1,
+  delete: 2,
+  exists: 3,
+  getData: 4,
+  setData: 5,
+  getChildren: 8,
+  sync: 9,
+  getChildren2: 12,
+  check: 13,
+  multi: 14,
+  create2: 15,
+  multiRead: 22,
+} as const;
+
+/** Op codes that change nothing on the server. */
+export const READ_OPS: readonly number[] = [OP.exists, OP.getData, OP.getChildren, OP.getChildren2, OP.multiRead];
+
+/** Op codes that write. */
+export const WRITE_OPS: readonly number[] = [OP.create, OP.delete, OP.setData, OP.multi, OP.create2];
+
+/** One request as it goes to the server. */
+export interface WireRequest {
+  xid: number;
+  op: number;
+  /** The whole packet, length prefix included (paths and node data are in it as bytes). */
+  packet: Buffer;
+}
+
+/** A request matcher: `ops` (any when omitted) and every string of `mentions` in the packet. */
+export function request(ops: number | readonly number[] | undefined, ...mentions: string[]) {
+  const wanted = ops === undefined ? undefined : ([] as number[]).concat(ops);
+  const needles = mentions.map((m) => Buffer.from(m));
+  return (r: WireRequest): boolean =>
+    (wanted === undefined || wanted.includes(r.op)) && needles.every((n) => r.packet.includes(n));
+}
+
+export interface Fault {
+  /** Resolves when the fault has been applied. */
+  readonly fired: Promise<void>;
+  /** Resolves when the proxy behaves normally again (connections accepted, held replies let through). */
+  readonly done: Promise<void>;
+  /** True once the matching request was seen (a fault acting on its reply applies when the reply comes). */
+  readonly hasFired: boolean;
+}
+
+type Action =
+  | { kind: 'cut'; refuseMs: number }
+  | { kind: 'loseReply'; until: Promise<unknown> | undefined }
+  | { kind: 'delayReply'; ms: number };
+
+interface Rule {
+  match: (r: WireRequest) => boolean;
+  action: Action;
+  fault: Fault & { hasFired: boolean };
+  fire: () => void;
+  finish: () => void;
+}
+
+interface Pipe {
+  client: Socket;
+  upstream: Socket;
+  inbound: Buffer;
+  outbound: Buffer;
+  handshakeSent: boolean;
+  handshakeAnswered: boolean;
+  /** Requests whose reply a rule acts on, by xid. */
+  watched: Map<number, Rule>;
+  /** Replies held back (delayReply) until released, in order. */
+  held: Buffer[] | undefined;
+}
+
+export class FaultProxy {
+  private server: Server | undefined;
+  private readonly pipes = new Set<Pipe>();
+  private readonly rules: Rule[] = [];
+  private accepting = true;
+  private port = 0;
+
+  private constructor(
+    private readonly host: string,
+    private readonly targetPort: number,
+  ) {}
+
+  /** Starts a proxy to `target` (`host:port`) on a free loopback port. */
+  static async start(target: string): Promise<FaultProxy> {
+    const [host, port] = (target.split(',')[0] ?? '').split(':');
+    const proxy = new FaultProxy(host || '127.0.0.1', Number(port));
+    await proxy.listen();
+    return proxy;
+  }
+
+  /** The connection string clients should use. */
+  get connectionString(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Drops the next matching request unsent, cuts every connection and refuses new ones for `refuseMs`. */
+  cutBefore(match: (r: WireRequest) => boolean, refuseMs: number): Fault {
+    return this.addRule(match, { kind: 'cut', refuseMs });
+  }
+
+  /**
+   * Sends the next matching request; when the server's reply comes, drops it
+   * and cuts every connection (the request applied, the client never hears
+   * so). New connections are refused until `until` settles, if given.
+   */
+  loseReply(match: (r: WireRequest) => boolean, until?: Promise<unknown>): Fault {
+    return this.addRule(match, { kind: 'loseReply', until });
+  }
+
+  /** Sends the next matching request and holds its reply, and every later one on that connection, for `ms`. */
+  delayReply(match: (r: WireRequest) => boolean, ms: number): Fault {
+    return this.addRule(match, { kind: 'delayReply', ms });
+  }
+
+  async stop(): Promise<void> {
+    this.accepting = false;
+    this.cutAll();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  private addRule(match: Rule['match'], action: Action): Fault {
+    let fire!: () => void;
+    let finish!: () => void;
+    const fired = new Promise<void>((r) => {
+      fire = r;
+    });
+    const done = new Promise<void>((r) => {
+      finish = r;
+    });
+    const fault = { fired, done, hasFired: false };
+    const rule: Rule = {
+      match,
+      action,
+      fault,
+      fire: () => {
+        fault.hasFired = true;
+        fire();
+      },
+      finish,
+    };
+    this.rules.push(rule);
+    return fault;
+  }
+
+  private listen(): Promise<void> {
+    this.server = createServer({ allowHalfOpen: true }, (client) => this.accept(client));
+    return new Promise((resolve, reject) => {
+      this.server?.once('error', reject);
+      this.server?.listen(0, '127.0.0.1', () => {
+        const addr = this.server?.address();
+        if (addr && typeof addr === 'object') this.port = addr.port;
+        resolve();
+      });
+    });
+  }
+
+  private accept(client: Socket): void {
+    if (!this.accepting) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect({ host: this.host, port: this.targetPort, allowHalfOpen: true });
+    const pipe: Pipe = {
+      client,
+      upstream,
+      inbound: Buffer.alloc(0),
+      outbound: Buffer.alloc(0),
+      handshakeSent: false,
+      handshakeAnswered: false,
+      watched: new Map(),
+      held: undefined,
+    };
+    this.pipes.add(pipe);
+    const drop = () => this.destroy(pipe);
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.on('end', () => upstream.end());
+    upstream.on('end', () => client.end());
+    client.on('data', (d) => this.fromClient(pipe, d));
+    upstream.on('data', (d) => this.fromServer(pipe, d));
+  }
+
+  private destroy(pipe: Pipe): void {
+    pipe.client.destroy();
+    pipe.upstream.destroy();
+    this.pipes.delete(pipe);
+  }
+
+  private cutAll(): void {
+    for (const pipe of [...this.pipes]) this.destroy(pipe);
+  }
+
+  private refuseUntil(until: Promise<unknown>, rule: Rule): void {
+    this.accepting = false;
+    void until.then(
+      () => this.reopen(rule),
+      () => this.reopen(rule),
+    );
+  }
+
+  private reopen(rule: Rule): void {
+    this.accepting = true;
+    rule.finish();
+  }
+
+  private fromClient(pipe: Pipe, data: Buffer): void {
+    pipe.inbound = Buffer.concat([pipe.inbound, data]);
+    for (;;) {
+      const packet = takePacket(pipe, 'inbound');
+      if (!packet) return;
+      if (!pipe.handshakeSent) {
+        pipe.handshakeSent = true;
+        pipe.upstream.write(packet);
+        continue;
+      }
+      const req: WireRequest = { xid: packet.readInt32BE(4), op: packet.readInt32BE(8), packet };
+      const rule = this.rules.find((r) => !r.fault.hasFired && r.match(req));
+      if (rule?.action.kind === 'cut') {
+        rule.fire();
+        this.cutAll();
+        this.refuseUntil(new Promise((r) => setTimeout(r, (rule.action as { refuseMs: number }).refuseMs)), rule);
+        return;
+      }
+      if (rule) {
+        // Claimed now, so that no other request fires it; applied at the reply.
+        rule.fault.hasFired = true;
+        pipe.watched.set(req.xid, rule);
+      }
+      pipe.upstream.write(packet);
+    }
+  }
+
+  private fromServer(pipe: Pipe, data: Buffer): void {
+    pipe.outbound = Buffer.concat([pipe.outbound, data]);
+    for (;;) {
+      const packet = takePacket(pipe, 'outbound');
+      if (!packet) return;
+      if (!pipe.handshakeAnswered) {
+        pipe.handshakeAnswered = true;
+        this.toClient(pipe, packet);
+        continue;
+      }
+      const xid = packet.readInt32BE(4);
+      const rule = pipe.watched.get(xid);
+      pipe.watched.delete(xid);
+      if (rule?.action.kind === 'loseReply') {
+        rule.fire();
+        const until = rule.action.until;
+        this.cutAll();
+        if (until) this.refuseUntil(until, rule);
+        else rule.finish();
+        return;
+      }
+      if (rule?.action.kind === 'delayReply') {
+        rule.fire();
+        pipe.held ??= [];
+        setTimeout(() => {
+          const held = pipe.held ?? [];
+          pipe.held = undefined;
+          for (const p of held) pipe.client.write(p);
+          rule.finish();
+        }, rule.action.ms);
+      }
+      this.toClient(pipe, packet);
+    }
+  }
+
+  private toClient(pipe: Pipe, packet: Buffer): void {
+    if (pipe.held) pipe.held.push(packet);
+    else pipe.client.write(packet);
+  }
+}
+
+/** Takes one whole packet (length prefix included) off the front of a pipe's buffer, if there is one. */
+function takePacket(pipe: Pipe, side: 'inbound' | 'outbound'): Buffer | undefined {
+  const buf = pipe[side];
+  if (buf.length < 4) return undefined;
+  const size = 4 + buf.readInt32BE(0);
+  if (buf.length < size) return undefined;
+  pipe[side] = buf.subarray(size);
+  return buf.subarray(0, size);
+}
