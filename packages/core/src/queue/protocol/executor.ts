@@ -117,6 +117,8 @@ interface Batch<U extends TxUnit> {
   ops: ProtocolOp[];
   fenceOps: number;
   eventIndex: number;
+  /** Index of the receipt's create, -1 without one. */
+  receiptIndex: number;
   receipt?: string;
 }
 
@@ -216,8 +218,8 @@ export class TxExecutor {
     }
     const eventOp = this.events.op(entries.flatMap((e) => e.built?.events ?? []));
     const eventIndex = eventOp ? ops.push(eventOp) - 1 : -1;
-    if (receipt) ops.push({ op: 'create', path: receipt });
-    return { batch: { entries, starts, ops, fenceOps: fence.length, eventIndex, receipt }, taken };
+    const receiptIndex = receipt ? ops.push({ op: 'create', path: receipt }) - 1 : -1;
+    return { batch: { entries, starts, ops, fenceOps: fence.length, eventIndex, receiptIndex, receipt }, taken };
   }
 
   private eventBytes(events: QueueEventRecord[] | undefined): number {
@@ -261,11 +263,11 @@ export class TxExecutor {
     const index = err instanceof ZooKeeperError ? err.opIndex : undefined;
     if (index === undefined) throw err;
     if (index < batch.fenceOps) throw new FencedError(err);
-    if (index === batch.eventIndex || index === batch.ops.length - 1) {
+    if (index === batch.eventIndex || index === batch.receiptIndex) {
       // the event log or the receipts directory is missing (a queue being obliterated, or older)
       if (!(err instanceof NoNodeError)) throw err;
       await this.containers.ensureDir(index === batch.eventIndex ? this.layout.eventLog : this.layout.receiptsDir);
-      return this.retryAll(batch, err, results);
+      return this.retryAll(batch, err, results, false);
     }
     let owner = 0;
     while (owner + 1 < batch.starts.length && (batch.starts[owner + 1] as number) <= index) owner++;
@@ -301,10 +303,11 @@ export class TxExecutor {
     return this.retryAll(batch, err, results);
   }
 
-  private retryAll<U extends TxUnit>(batch: Batch<U>, err: unknown, results: UnitResult[]): Entry<U>[] {
+  private retryAll<U extends TxUnit>(batch: Batch<U>, err: unknown, results: UnitResult[], unknown = true): Entry<U>[] {
     const again: Entry<U>[] = [];
     for (const e of batch.entries) {
-      if (++e.retries > MAX_RETRIES) results[e.index] = { ok: false, error: new OutcomeUnknownError(err) };
+      if (++e.retries > MAX_RETRIES)
+        results[e.index] = { ok: false, error: unknown ? new OutcomeUnknownError(err) : err };
       else again.push(e);
     }
     return again;
