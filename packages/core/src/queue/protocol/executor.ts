@@ -144,6 +144,11 @@ export class TxExecutor {
         const batch = await this.nextBatch(queue, results, o);
         queue = queue.slice(batch.taken);
         if (!batch.batch) continue;
+        if (again.length > 0 || fatal !== undefined) {
+          // a multi failed while this one was built: what is sent again goes first
+          queue = [...batch.batch.entries, ...queue];
+          continue;
+        }
         const sent = this.send(batch.batch, o, results).then(
           (redo) => {
             again.push(...redo.filter((e) => results[e.index] === undefined));
@@ -261,7 +266,7 @@ export class TxExecutor {
     const index = err instanceof ZooKeeperError ? err.opIndex : undefined;
     if (index === undefined) throw err;
     if (index < batch.fenceOps) throw new FencedError(err);
-    if (index === batch.eventIndex || index === batch.ops.length - 1) {
+    if (index === batch.eventIndex || (batch.receipt !== undefined && index === batch.ops.length - 1)) {
       // the event log or the receipts directory is missing (a queue being obliterated, or older)
       if (!(err instanceof NoNodeError)) throw err;
       await this.containers.ensureDir(index === batch.eventIndex ? this.layout.eventLog : this.layout.receiptsDir);
