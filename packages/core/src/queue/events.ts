@@ -84,9 +84,10 @@ export class EventSink {
       this.listeners = (await session.getChildren(layout.eventListeners, { watch: this.onChange })).length;
     } catch (err) {
       if (!(err instanceof NoNodeError)) throw err;
-      await session.ensurePath(layout.eventListeners); // a queue being re-created
-      await session.ensurePath(layout.eventLog);
-      this.listeners = (await session.getChildren(layout.eventListeners, { watch: this.onChange })).length;
+      // The queue was deleted (obliterate): nobody listens. Never re-create it here;
+      // follow the directory's creation instead, should the queue be made again.
+      this.listeners = 0;
+      if (await session.exists(layout.eventListeners, { watch: this.onChange })) await this.refresh();
     }
   }
 

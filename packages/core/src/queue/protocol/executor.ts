@@ -146,6 +146,11 @@ export class TxExecutor {
         const batch = await this.nextBatch(queue, results, o);
         queue = queue.slice(batch.taken);
         if (!batch.batch) continue;
+        if (again.length > 0 || fatal !== undefined) {
+          // a multi failed while this one was built: what is sent again goes first
+          queue = [...batch.batch.entries, ...queue];
+          continue;
+        }
         const sent = this.send(batch.batch, o, results).then(
           (redo) => {
             again.push(...redo.filter((e) => results[e.index] === undefined));

@@ -1,0 +1,408 @@
+/**
+ * Pins the op order and roles of every protocol builder, and the pure plans
+ * around them. Callers decode a failed transaction by the failing op's
+ * position and role, so these orders are a contract no type checks.
+ */
+import assert from 'node:assert/strict';
+import { afterEach, describe, mock, test } from 'node:test';
+import {
+  claimOps,
+  type Destination,
+  dueOfDelayed,
+  enqueueOps,
+  type Finish,
+  finishOps,
+  idOfDelayed,
+  type JobRecord,
+  LIFO_LANE,
+  laneOf,
+  moveOps,
+  PLAIN_LANE,
+  planFinish,
+  pointerOp,
+  promotedRecord,
+  QueueLayout,
+  reclaimOps,
+  removeOps,
+  renewOps,
+  revokeOps,
+  sortLanes,
+  trimOps,
+  waitingStateOf,
+} from '@zkq/core';
+import { idOfPointer, numberOf } from '../../packages/core/src/queue/layout.ts';
+
+const layout = new QueueLayout('q');
+const rec = Buffer.from('{"record":1}');
+const claim = Buffer.from('{"claim":1}');
+const READY_BUCKET = '/q/ready/p-0000000000/b-0000000003';
+const DUE = Date.UTC(2030, 0, 2, 5, 30);
+const DELAYED_BUCKET = `${layout.delayHour(DUE)}/b-0000000000`;
+
+const ready: Destination = { kind: 'ready', bucket: READY_BUCKET };
+const delayed: Destination = { kind: 'delayed', bucket: DELAYED_BUCKET, due: DUE };
+const completed: Destination = { kind: 'completed', bucket: '/q/completed/b-0000000001' };
+const failed: Destination = { kind: 'failed', bucket: '/q/failed/b-0000000002' };
+
+describe('layout helpers', () => {
+  test('job, claim and bucket paths', () => {
+    assert.match(layout.job('7'), /^\/q\/jobs\/[0-9a-f]{2}\/7$/);
+    assert.equal(layout.claim('7'), '/q/claims/7');
+    assert.equal(layout.bucketOf('/q/ready/l', 12), '/q/ready/l/b-0000000012');
+    assert.equal(layout.bucket(laneOf(5, false), 0), '/q/ready/p-0000000005/b-0000000000');
+    assert.equal(layout.readyPointerPrefix(READY_BUCKET, 'a-b'), `${READY_BUCKET}/qn-a-b-`);
+    assert.equal(layout.receipt('r-1'), '/q/receipts/r-1');
+    assert.equal(layout.eventPrefix(), '/q/events/log/e-');
+  });
+
+  test('delayed day, hour and pointer names', () => {
+    const day = Math.floor(DUE / 86_400_000);
+    const hour = Math.floor(DUE / 3_600_000);
+    assert.equal(layout.delayDay(DUE), `/q/delayed/d-${String(day).padStart(10, '0')}`);
+    assert.equal(layout.delayHour(DUE), `${layout.delayDay(DUE)}/h-${String(hour).padStart(10, '0')}`);
+    assert.equal(layout.delayHour(DUE + 3_600_000 - (DUE % 3_600_000) - 1), layout.delayHour(DUE));
+    assert.notEqual(layout.delayHour(DUE + 3_600_000), layout.delayHour(DUE));
+    assert.equal(layout.delayHour(-5), '/q/delayed/d-0000000000/h-0000000000');
+    assert.equal(layout.delayedName(DUE, 'x-1'), `${String(DUE).padStart(13, '0')}-x-1`);
+    assert.equal(layout.delayedName(12.7, 'j'), '0000000000012-j');
+    assert.equal(layout.delayedName(-1, 'j'), '0000000000000-j');
+  });
+
+  test('finished pointer prefixes', () => {
+    assert.equal(layout.finishedDir('completed'), '/q/completed');
+    assert.equal(layout.finishedDir('failed'), '/q/failed');
+    assert.equal(
+      layout.finishedPointerPrefix('completed', '/q/completed/b-0000000001', 'j'),
+      '/q/completed/b-0000000001/c-j-',
+    );
+    assert.equal(layout.finishedPointerPrefix('failed', '/q/failed/b-0000000001', 'j'), '/q/failed/b-0000000001/f-j-');
+  });
+
+  test('names parse back: ids (dashes included), due times, container numbers', () => {
+    assert.equal(idOfPointer('qn-42-0000000007'), '42');
+    assert.equal(idOfPointer('qn-order-42-x-0000000007'), 'order-42-x');
+    assert.equal(idOfPointer('c-a-b-0000000000'), 'a-b');
+    assert.equal(idOfPointer('f-z-0000012345'), 'z');
+    const name = layout.delayedName(DUE, 'order-42');
+    assert.equal(idOfDelayed(name), 'order-42');
+    assert.equal(dueOfDelayed(name), DUE);
+    assert.equal(numberOf('b-0000000012'), 12);
+    assert.equal(numberOf('d-0000020000'), 20000);
+    assert.equal(numberOf('h-0000480005'), 480005);
+  });
+});
+
+describe('builders', () => {
+  test('pointerOp: each destination kind, role into', () => {
+    assert.deepEqual(pointerOp(layout, 'j', ready), {
+      op: 'create',
+      path: `${READY_BUCKET}/qn-j-`,
+      mode: 'persistent_sequential',
+      role: 'into',
+    });
+    assert.deepEqual(pointerOp(layout, 'j', delayed), {
+      op: 'create',
+      path: `${DELAYED_BUCKET}/${layout.delayedName(DUE, 'j')}`,
+      role: 'into',
+    });
+    assert.deepEqual(pointerOp(layout, 'j', completed), {
+      op: 'create',
+      path: '/q/completed/b-0000000001/c-j-',
+      mode: 'persistent_sequential',
+      role: 'into',
+    });
+    assert.deepEqual(pointerOp(layout, 'j', failed), {
+      op: 'create',
+      path: '/q/failed/b-0000000002/f-j-',
+      mode: 'persistent_sequential',
+      role: 'into',
+    });
+  });
+
+  test('enqueueOps: record create (no version, no role), then the pointer', () => {
+    for (const to of [ready, delayed]) {
+      assert.deepEqual(enqueueOps(layout, 'j', rec, to), [
+        { op: 'create', path: layout.job('j'), data: rec },
+        pointerOp(layout, 'j', to),
+      ]);
+    }
+  });
+
+  test('claimOps: pointer check, ephemeral claim create, record at the version read', () => {
+    const pointer = `${READY_BUCKET}/qn-j-0000000004`;
+    assert.deepEqual(claimOps(layout, { id: 'j', pointer, version: 6, record: rec, claim }), [
+      { op: 'check', path: pointer, version: 0 },
+      { op: 'create', path: '/q/claims/j', data: claim, mode: 'ephemeral' },
+      { op: 'setData', path: layout.job('j'), data: rec, version: 6 },
+    ]);
+  });
+
+  test('finishOps: record at the token, pointer, claim (role claim), new pointer (role into)', () => {
+    const pointer = `${READY_BUCKET}/qn-j-0000000004`;
+    const f = { id: 'j', token: 7, pointer, record: rec, withClaim: true };
+    for (const to of [ready, delayed, completed, failed]) {
+      assert.deepEqual(finishOps(layout, f, to), [
+        { op: 'setData', path: layout.job('j'), data: rec, version: 7 },
+        { op: 'delete', path: pointer },
+        { op: 'delete', path: '/q/claims/j', role: 'claim' },
+        pointerOp(layout, 'j', to),
+      ]);
+    }
+  });
+
+  test('finishOps: without the claim, and removing the job (record deleted at the token, no new pointer)', () => {
+    const pointer = `${READY_BUCKET}/qn-j-0000000004`;
+    assert.deepEqual(finishOps(layout, { id: 'j', token: 7, pointer, record: rec, withClaim: false }, completed), [
+      { op: 'setData', path: layout.job('j'), data: rec, version: 7 },
+      { op: 'delete', path: pointer },
+      pointerOp(layout, 'j', completed),
+    ]);
+    assert.deepEqual(finishOps(layout, { id: 'j', token: 7, pointer, record: undefined, withClaim: true }, undefined), [
+      { op: 'delete', path: layout.job('j'), version: 7 },
+      { op: 'delete', path: pointer },
+      { op: 'delete', path: '/q/claims/j', role: 'claim' },
+    ]);
+    assert.deepEqual(
+      finishOps(layout, { id: 'j', token: 7, pointer, record: undefined, withClaim: false }, undefined),
+      [
+        { op: 'delete', path: layout.job('j'), version: 7 },
+        { op: 'delete', path: pointer },
+      ],
+    );
+  });
+
+  test('renewOps and reclaimOps: record check at the token, then the claim (role claim)', () => {
+    const r = { id: 'j', token: 3, claim };
+    assert.deepEqual(renewOps(layout, r), [
+      { op: 'check', path: layout.job('j'), version: 3 },
+      { op: 'setData', path: '/q/claims/j', data: claim, role: 'claim' },
+    ]);
+    assert.deepEqual(reclaimOps(layout, r), [
+      { op: 'check', path: layout.job('j'), version: 3 },
+      { op: 'create', path: '/q/claims/j', data: claim, mode: 'ephemeral', role: 'claim' },
+    ]);
+  });
+
+  test('revokeOps: claim deleted at the version judged stale, then the record at the token', () => {
+    assert.deepEqual(revokeOps(layout, { id: 'j', claimVersion: 11, token: 4, record: rec }), [
+      { op: 'delete', path: '/q/claims/j', version: 11 },
+      { op: 'setData', path: layout.job('j'), data: rec, version: 4 },
+    ]);
+  });
+
+  test('moveOps: record at the version read, old pointer (when any), new pointer', () => {
+    const from = `${DELAYED_BUCKET}/${layout.delayedName(DUE, 'j')}`;
+    assert.deepEqual(moveOps(layout, { id: 'j', version: 2, record: rec, from }, ready), [
+      { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
+      { op: 'delete', path: from },
+      pointerOp(layout, 'j', ready),
+    ]);
+    assert.deepEqual(moveOps(layout, { id: 'j', version: 2, record: rec, from: undefined }, failed), [
+      { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
+      pointerOp(layout, 'j', failed),
+    ]);
+  });
+
+  test('removeOps: record at the version read (when readable), then the pointer (when any)', () => {
+    const pointer = `${READY_BUCKET}/qn-j-0000000004`;
+    assert.deepEqual(removeOps(layout, { id: 'j', version: 5, pointer }), [
+      { op: 'delete', path: layout.job('j'), version: 5 },
+      { op: 'delete', path: pointer },
+    ]);
+    assert.deepEqual(removeOps(layout, { id: 'j', version: 0, pointer: undefined }), [
+      { op: 'delete', path: layout.job('j'), version: 0 },
+    ]);
+    assert.deepEqual(removeOps(layout, { id: 'j', version: undefined, pointer }), [{ op: 'delete', path: pointer }]);
+  });
+
+  test('trimOps: the finished pointer first (it fences the record), then the record', () => {
+    const pointer = '/q/completed/b-0000000000/c-j-0000000009';
+    assert.deepEqual(trimOps(layout, { id: 'j', pointer }), [
+      { op: 'delete', path: pointer },
+      { op: 'delete', path: layout.job('j') },
+    ]);
+  });
+});
+
+describe('lanes', () => {
+  test('waitingStateOf: lifo and plain lanes wait, real priorities are prioritized', () => {
+    assert.equal(waitingStateOf(undefined), 'waiting');
+    assert.equal(waitingStateOf(PLAIN_LANE), 'waiting');
+    assert.equal(waitingStateOf(laneOf(0, false)), 'waiting');
+    assert.equal(waitingStateOf(LIFO_LANE), 'waiting');
+    assert.equal(waitingStateOf(laneOf(0, true)), 'waiting');
+    assert.equal(waitingStateOf(laneOf(1, false)), 'prioritized');
+    assert.equal(waitingStateOf(laneOf(2_097_152, false)), 'prioritized');
+  });
+
+  test('sortLanes: lifo first, then by priority (0 first), input untouched', () => {
+    const lanes = [laneOf(10, false), laneOf(2, false), LIFO_LANE, laneOf(0, false), laneOf(100, false)];
+    const copy = lanes.slice();
+    assert.deepEqual(sortLanes(lanes), [
+      LIFO_LANE,
+      laneOf(0, false),
+      laneOf(2, false),
+      laneOf(10, false),
+      laneOf(100, false),
+    ]);
+    assert.deepEqual(lanes, copy);
+    assert.deepEqual(sortLanes([laneOf(1, false), LIFO_LANE]), [LIFO_LANE, laneOf(1, false)]);
+  });
+});
+
+// ---- plans ------------------------------------------------------------------
+
+const NOW = 1_900_000_000_000;
+
+function record(over: Partial<JobRecord> = {}): JobRecord {
+  return {
+    v: 1,
+    id: 'j',
+    name: 'n',
+    data: {},
+    opts: {},
+    progress: 0,
+    attemptsMade: 1,
+    attemptsStarted: 2,
+    stalledCounter: 0,
+    timestamp: NOW - 10_000,
+    delay: 0,
+    priority: 0,
+    stacktrace: ['old'],
+    processedOn: NOW - 100,
+    state: 'active',
+    ...over,
+  };
+}
+
+function finish(outcome: Finish['outcome'], over: Partial<JobRecord> = {}, extra: Partial<Finish> = {}): Finish {
+  return { job: { record: record(over), token: 3, pointer: `${READY_BUCKET}/qn-j-0000000000` }, outcome, ...extra };
+}
+
+describe('planFinish', () => {
+  afterEach(() => mock.restoreAll());
+  const clock = () => mock.method(Date, 'now', () => NOW);
+
+  test('completed: record completed, finished pointer, completed event', () => {
+    clock();
+    const plan = planFinish(finish({ kind: 'completed', returnvalue: { r: 1 }, remove: false }));
+    assert.deepEqual(plan.to, { kind: 'completed' });
+    assert.deepEqual(plan.record, {
+      ...record(),
+      state: 'completed',
+      returnvalue: { r: 1 },
+      attemptsMade: 2,
+      finishedOn: NOW,
+    });
+    assert.deepEqual(plan.event, { event: 'completed', jobId: 'j', returnvalue: { r: 1 }, prev: 'active', ts: NOW });
+  });
+
+  test('completed with remove: no record, no place, the event still', () => {
+    clock();
+    const plan = planFinish(finish({ kind: 'completed', returnvalue: 5, remove: true }));
+    assert.equal(plan.record, undefined);
+    assert.equal(plan.to, undefined);
+    assert.deepEqual(plan.event, { event: 'completed', jobId: 'j', returnvalue: 5, prev: 'active', ts: NOW });
+  });
+
+  test('failed: reason, new stack lines first, failed place and event', () => {
+    clock();
+    const plan = planFinish(finish({ kind: 'failed', reason: 'boom', stacktrace: ['new'], remove: false }));
+    assert.deepEqual(plan.to, { kind: 'failed' });
+    assert.deepEqual(plan.record, {
+      ...record(),
+      state: 'failed',
+      failedReason: 'boom',
+      stacktrace: ['new', 'old'],
+      attemptsMade: 2,
+      finishedOn: NOW,
+    });
+    assert.deepEqual(plan.event, { event: 'failed', jobId: 'j', failedReason: 'boom', prev: 'active', ts: NOW });
+  });
+
+  test('failed with remove: no record, no place, the event still', () => {
+    clock();
+    const plan = planFinish(finish({ kind: 'failed', reason: 'boom', stacktrace: [], remove: true }));
+    assert.equal(plan.record, undefined);
+    assert.equal(plan.to, undefined);
+    assert.equal(plan.event.event, 'failed');
+  });
+
+  test('retry due later: delayed record and place, not finished, delayed event', () => {
+    clock();
+    const due = NOW + 5000;
+    const plan = planFinish(
+      finish({ kind: 'retry', reason: 'again', stacktrace: ['s'], due }, { lane: 'p-0000000004' }),
+    );
+    assert.deepEqual(plan.to, { kind: 'delayed', due });
+    assert.equal(plan.record?.state, 'delayed');
+    assert.equal(plan.record?.due, due);
+    assert.equal(plan.record?.finishedOn, undefined);
+    assert.equal(plan.record?.attemptsMade, 2);
+    assert.equal(plan.record?.failedReason, 'again');
+    assert.deepEqual(plan.record?.stacktrace, ['s', 'old']);
+    assert.deepEqual(plan.event, { event: 'delayed', jobId: 'j', delay: due, ts: NOW });
+  });
+
+  test('retry now: waiting in the record lane (plain lane when none), waiting event from failed', () => {
+    clock();
+    for (const [lane, expected] of [
+      ['p-0000000004', 'p-0000000004'],
+      [LIFO_LANE, LIFO_LANE],
+      [undefined, PLAIN_LANE],
+    ] as const) {
+      const over = lane === undefined ? {} : { lane };
+      const plan = planFinish(finish({ kind: 'retry', reason: 'again', stacktrace: [], due: NOW }, over));
+      assert.deepEqual(plan.to, { kind: 'ready', lane: expected });
+      assert.equal(plan.record?.state, 'waiting');
+      assert.equal(plan.record?.finishedOn, undefined);
+      assert.equal(plan.record?.attemptsMade, 2);
+      assert.deepEqual(plan.event, { event: 'waiting', jobId: 'j', prev: 'failed', ts: NOW });
+    }
+  });
+
+  test('logs appended and bounded by keepLogs (newest kept); progress stored', () => {
+    clock();
+    const outcome = { kind: 'completed', returnvalue: null, remove: false } as const;
+    const bounded = planFinish(
+      finish(outcome, { logs: ['a', 'b'], opts: { keepLogs: 3 } }, { logs: ['c', 'd'], progress: 50 }),
+    );
+    assert.deepEqual(bounded.record?.logs, ['b', 'c', 'd']);
+    assert.equal(bounded.record?.progress, 50);
+    const unbounded = planFinish(finish(outcome, { logs: ['a'] }, { logs: ['b'] }));
+    assert.deepEqual(unbounded.record?.logs, ['a', 'b']);
+    const untouched = planFinish(finish(outcome, { logs: ['a'] }, { logs: [] }));
+    assert.deepEqual(untouched.record?.logs, ['a']);
+  });
+
+  test('stack traces bounded by stackTraceLimit (default 10, at least 1)', () => {
+    clock();
+    const old = Array.from({ length: 12 }, (_, i) => `old${i}`);
+    const fail = (limit: number | undefined) =>
+      planFinish(
+        finish(
+          { kind: 'failed', reason: 'r', stacktrace: ['new'], remove: false },
+          { stacktrace: old, opts: limit === undefined ? {} : { stackTraceLimit: limit } },
+        ),
+      ).record?.stacktrace;
+    assert.deepEqual(fail(undefined), ['new', ...old.slice(0, 9)]);
+    assert.deepEqual(fail(2), ['new', 'old0']);
+    assert.deepEqual(fail(0), ['new']);
+  });
+});
+
+describe('promotedRecord', () => {
+  test('automatic promotion: waiting, due cleared, delay kept', () => {
+    const r = promotedRecord(record({ state: 'delayed', due: NOW, delay: 5000 }), false);
+    assert.equal(r.state, 'waiting');
+    assert.equal(r.due, undefined);
+    assert.equal(r.delay, 5000);
+  });
+
+  test('manual promotion: waiting, due and delay cleared', () => {
+    const r = promotedRecord(record({ state: 'delayed', due: NOW, delay: 5000 }), true);
+    assert.equal(r.state, 'waiting');
+    assert.equal(r.due, undefined);
+    assert.equal(r.delay, 0);
+  });
+});
