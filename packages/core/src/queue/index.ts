@@ -22,7 +22,7 @@ export {
   validateQueueName,
 } from './layout.js';
 export { getJobCounts, type JobCounts, listJobIds } from './listing.js';
-export { validateJobName, validateJobOptions } from './options.js';
+export { MAX_DELAY_MS, validateJobName, validateJobOptions } from './options.js';
 export * from './protocol/index.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy } from './retention.js';

@@ -7,6 +7,9 @@ function fail(message: string, argument: string): never {
   throw new InvalidArgumentError(message, argument);
 }
 
+/** Longest delay, ms: due times stay 13-digit numbers (the delayed pointer's name). */
+export const MAX_DELAY_MS = 100 * 365.25 * 24 * 3600 * 1000;
+
 function nonNegative(v: unknown, name: string): void {
   if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
     fail(`${name} must be a finite number >= 0`, name);
@@ -49,6 +52,9 @@ export function validateJobOptions(opts: unknown): asserts opts is JobsOptions {
   const o = opts as JobsOptions;
   if (o.jobId !== undefined) validateCustomJobId(o.jobId);
   nonNegative(o.delay, 'opts.delay');
+  if (typeof o.delay === 'number' && o.delay > MAX_DELAY_MS) {
+    fail(`opts.delay must be at most ${MAX_DELAY_MS} ms (100 years)`, 'opts.delay');
+  }
   nonNegative(o.timestamp, 'opts.timestamp');
   if (o.priority !== undefined && (!Number.isInteger(o.priority) || o.priority < 0 || o.priority > MAX_PRIORITY)) {
     fail(`opts.priority must be an integer from 0 to ${MAX_PRIORITY}`, 'opts.priority');

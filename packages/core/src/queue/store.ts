@@ -119,13 +119,17 @@ export class QueueStore {
   }
 
   private async refillIds(): Promise<void> {
-    const stat = await this.session.setData(this.layout.ids, Buffer.alloc(0)).catch(async (err) => {
-      if (!(err instanceof NoNodeError)) throw err;
-      await this.session.create(this.layout.ids).catch(() => undefined);
-      return this.session.setData(this.layout.ids, Buffer.alloc(0));
-    });
+    // Retried: a write whose reply was lost costs one skipped block of ids, nothing else.
+    const stat = await this.session.retry(() =>
+      this.session.setData(this.layout.ids, Buffer.alloc(0)).catch(async (err) => {
+        if (!(err instanceof NoNodeError)) throw err;
+        await this.session.create(this.layout.ids).catch(() => undefined);
+        return this.session.setData(this.layout.ids, Buffer.alloc(0));
+      }),
+    );
     this.idBlock = { next: stat.version * ID_BLOCK_SIZE, end: (stat.version + 1) * ID_BLOCK_SIZE };
   }
+
 
   // ---- enqueue and places ---------------------------------------------------
 

@@ -107,9 +107,11 @@ export const MULTI_BYTE_LIMIT = PACKET_LIMIT_BYTES - 16 * 1024;
 /** Bytes of a `multi` request besides its ops. */
 export const MULTI_OVERHEAD_BYTES = 64;
 
-/** An upper bound of the bytes one op adds to a `multi` request. */
-export function opBytes(op: Op): number {
-  return 64 + Buffer.byteLength(op.path) + ('data' in op && op.data ? op.data.length : 0);
+/** An upper bound of the bytes one op adds to a `multi` request, its path under `namespace`. */
+export function opBytes(op: Op, namespace = ''): number {
+  return (
+    64 + Buffer.byteLength(namespace) + Buffer.byteLength(op.path) + ('data' in op && op.data ? op.data.length : 0)
+  );
 }
 
 /** Length of the per-request id protected sequential names carry. */
@@ -578,7 +580,7 @@ export class Session extends EventEmitter<SessionEvents> {
   async multi(ops: readonly Op[]): Promise<OpResult[]> {
     if (ops.length === 0) return [];
     let bytes = MULTI_OVERHEAD_BYTES;
-    for (const op of ops) bytes += opBytes(op);
+    for (const op of ops) bytes += opBytes(op, this.namespace);
     if (bytes > MULTI_BYTE_LIMIT) {
       throw new BadArgumentsError(`multi of ${ops.length} ops is ~${bytes} bytes, past the ZooKeeper packet limit`);
     }

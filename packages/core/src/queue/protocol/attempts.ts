@@ -15,6 +15,7 @@ import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/erro
 import type { OpResult } from '../../zk/types.js';
 import { LostJobError, PayloadTooLargeError } from '../errors.js';
 import { eventValue, type QueueEventRecord } from '../events.js';
+import { MAX_DELAY_MS } from '../options.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
 import { claimOps, type Destination, finishOps, moveOps, reclaimOps, renewOps, revokeOps } from './builders.js';
@@ -302,10 +303,11 @@ export function planFinish(f: Finish): {
   }
   const retried = { ...base, ...failure(record, o), attemptsMade, finishedOn: undefined };
   if (o.due > now) {
+    const due = Math.min(o.due, now + MAX_DELAY_MS); // a custom backoff past 100 years waits 100 years
     return {
-      record: { ...retried, state: 'delayed', due: o.due },
-      to: { kind: 'delayed', due: o.due },
-      event: { event: 'delayed', jobId: id, delay: o.due, ts: now },
+      record: { ...retried, state: 'delayed', due },
+      to: { kind: 'delayed', due },
+      event: { event: 'delayed', jobId: id, delay: due, ts: now },
     };
   }
   return {
@@ -334,7 +336,7 @@ async function removeOwnReclaims(store: QueueStore, batch: Finish[], results: { 
       try {
         const { data, stat } = await store.session.getData(path);
         const info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
-        if (info.token !== f.job.token) return;
+        if (info.token !== f.job.token || info.worker !== f.job.record.processedBy) return;
         await store.session.delete(path, stat.version);
       } catch {
         // gone (the usual case), or changed: not ours to delete
@@ -378,7 +380,9 @@ export class LeaseObserver {
         }
         const seen = this.seen.get(id);
         if (!seen || seen.czxid !== czxid || seen.version !== version) {
-          this.seen.set(id, { czxid, version, since: now });
+          // A version is dated when its read returned, never earlier: a read that was
+          // retried after a reconnect may return a renewal made long after `now`.
+          this.seen.set(id, { czxid, version, since: performance.now() });
           return;
         }
         const lease = typeof info.lockDuration === 'number' ? info.lockDuration : Number.POSITIVE_INFINITY;

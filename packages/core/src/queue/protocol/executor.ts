@@ -182,7 +182,9 @@ export class TxExecutor {
   ): Promise<{ batch?: Batch<U>; taken: number }> {
     const fence = o.fence?.() ?? [];
     const receipt = o.receipt === false ? undefined : this.layout.receipt(`r-${randomBytes(8).toString('hex')}`);
-    let bytes = fence.reduce((n, op) => n + opBytes(op), 0) + (receipt ? opBytes({ op: 'create', path: receipt }) : 0);
+    let bytes =
+      fence.reduce((n, op) => n + opBytes(op, this.session.namespace), 0) +
+      (receipt ? opBytes({ op: 'create', path: receipt }, this.session.namespace) : 0);
     const maxOps = o.maxOps ?? MAX_OPS;
     const entries: Entry<U>[] = [];
     let opCount = fence.length;
@@ -196,7 +198,9 @@ export class TxExecutor {
           taken++;
           continue;
         }
-        entry.bytes = entry.built.ops.reduce((n, op) => n + opBytes(op), 0) + this.eventBytes(entry.built.events);
+        entry.bytes =
+          entry.built.ops.reduce((n, op) => n + opBytes(op, this.session.namespace), 0) +
+          this.eventBytes(entry.built.events);
       }
       if (entry.bytes + bytes > TX_BYTE_BUDGET || opCount + entry.built.ops.length > maxOps) {
         if (entries.length > 0) break;
