@@ -1,0 +1,168 @@
+/**
+ * The soak's history: what the producer enqueued, what every worker process
+ * did, which faults were injected, and what ZooKeeper holds at the end.
+ *
+ * Processes append one JSON object per line (NDJSON) with a synchronous
+ * write, so an event written before a SIGKILL survives it. Every process
+ * runs on the same machine, so `ts` (Date.now()) values are comparable.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** An acknowledged enqueue: `add`/`addBulk` resolved with this job. */
+export interface EnqueueEvent {
+  k: 'enqueue';
+  q: string;
+  id: string;
+  /** The producer's sequence number, also the job's name (`j<seq>`). */
+  seq: number;
+  priority: number;
+  delay: number;
+  attempts: number;
+  custom: boolean;
+  /** Short hash of the job's data as sent. */
+  hash: string;
+  bytes: number;
+  ts: number;
+}
+
+/** An `add`/`addBulk` that threw: these jobs may or may not exist. */
+export interface UnackedEnqueueEvent {
+  k: 'enqueue-unacked';
+  q: string;
+  seqs: number[];
+  /** Data hash of each job, by position in `seqs`. */
+  hashes: string[];
+  error: string;
+  ts: number;
+}
+
+/** A re-add of an existing custom id (must not make a second job). */
+export interface ReaddEvent {
+  k: 'readd';
+  q: string;
+  id: string;
+  ok: boolean;
+  ts: number;
+}
+
+/** The processor's return value in the soak: who ran which attempt on what data. */
+export interface SoakResult {
+  w: string;
+  t: string;
+  n: number;
+  h: string;
+}
+
+interface WorkerBase {
+  w: string;
+  ts: number;
+}
+
+export type WorkerEvent = WorkerBase &
+  (
+    | { k: 'ready'; pid: number }
+    | { k: 'start'; q: string; j: string; t: string; n: number }
+    | { k: 'end'; q: string; j: string; t: string; ok: true; v: SoakResult }
+    | { k: 'end'; q: string; j: string; t: string; ok: false; err: string }
+    | { k: 'completed'; q: string; j: string; t: string }
+    | { k: 'failed'; q: string; j: string; t: string; reason: string; attemptsMade: number }
+    | { k: 'lost'; q: string; j: string; t: string; err: string }
+    | { k: 'stalled'; q: string; j: string }
+    | { k: 'error'; msg: string; code?: string }
+    | { k: 'session'; state: string }
+    | { k: 'leader'; leader: boolean }
+  );
+
+export type FaultKind = 'kill' | 'stop' | 'freeze' | 'cut' | 'lose-replies' | 'expire' | 'restart';
+
+export interface FaultEvent {
+  k: 'fault';
+  kind: FaultKind;
+  target: string;
+  ts: number;
+  ms: number;
+  note?: string;
+}
+
+/** A job as ZooKeeper holds it after the soak, read through the public API. */
+export interface FinalJob {
+  q: string;
+  id: string;
+  /** `getJobState`: 'unknown' when the job does not exist. */
+  state: string;
+  name?: string;
+  returnvalue?: unknown;
+  failedReason?: string;
+  finishedOn?: number;
+  attemptsMade?: number;
+  attemptsStarted?: number;
+  stalledCounter?: number;
+  /** Hash of the stored data. */
+  hash?: string;
+  /** The `getJobs` types that list this job (a finished job: exactly its state). */
+  listed?: string[];
+}
+
+export interface SoakHistory {
+  enqueues: EnqueueEvent[];
+  unacked: UnackedEnqueueEvent[];
+  readds: ReaddEvent[];
+  /** Every worker event; within one worker in the order it was written. */
+  workers: WorkerEvent[];
+  faults: FaultEvent[];
+  /** The final state of every acknowledged job and of every other job found in the queues. */
+  finals: FinalJob[];
+  /** Queues fed by one worker at concurrency 1, without faults: start order must equal enqueue order per lane. */
+  fifoQueues: string[];
+  /** When the final states were read (ms since epoch). */
+  endedAt?: number;
+}
+
+/** An append-only NDJSON log; each line is written with one synchronous write. */
+export class NdjsonLog {
+  private readonly fd: number;
+
+  constructor(readonly path: string) {
+    this.fd = openSync(path, 'a');
+  }
+
+  append(event: object): void {
+    writeSync(this.fd, `${JSON.stringify(event)}\n`);
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+/** Parses an NDJSON file; a torn last line (a process killed mid-write) is skipped. */
+export function readNdjson<T>(path: string): T[] {
+  const out: T[] = [];
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (!line) continue;
+    try {
+      out.push(JSON.parse(line) as T);
+    } catch {
+      // only the last line of a killed writer can be partial
+    }
+  }
+  return out;
+}
+
+/** Every worker event of the `worker-*.ndjson` files in `dir`. */
+export function readWorkerLogs(dir: string): WorkerEvent[] {
+  return readdirSync(dir)
+    .filter((f) => f.startsWith('worker-') && f.endsWith('.ndjson'))
+    .sort()
+    .flatMap((f) => readNdjson<WorkerEvent>(join(dir, f)));
+}
+
+/** Short hash of a job's data, as JSON: the producer, the processor and the final read must agree. */
+export function dataHash(data: unknown): string {
+  return createHash('sha1')
+    .update(JSON.stringify(data ?? null))
+    .digest('hex')
+    .slice(0, 12);
+}

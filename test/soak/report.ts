@@ -1,0 +1,26 @@
+/** The soak's printed report: counts of what happened, then each violation. */
+import type { CheckReport, Violation, ViolationKind } from './checker.js';
+
+/** A readable report: counts, then each violation (at most `maxPerKind` of a kind; 0: all). */
+export function formatReport({ stats: s, violations }: CheckReport, maxPerKind = 0): string {
+  const f = s.faults;
+  const lines = [
+    `jobs: ${s.jobs} acknowledged, ${s.completed} completed, ${s.failed} failed (${s.failedByStallLimit} by the stall limit); ` +
+      `${s.unacked} enqueues unacknowledged (${s.unackedCommitted} of them committed); ${s.readds} re-adds of custom ids`,
+    `attempts: ${s.starts} processor starts, ${s.completionAcks} completions acknowledged, ${s.failedAttempts} failed attempts, ` +
+      `${s.lostAttempts} lost (revoked) attempts, ${s.stalls} stalls detected, ${s.sessionLosses} session losses, ${s.workerErrors} worker errors`,
+    `faults: kill ${f.kill}, stop ${f.stop}, freeze ${f.freeze}, cut ${f.cut}, lose-replies ${f['lose-replies']}, ` +
+      `expire ${f.expire}, restart ${f.restart}`,
+    `duplicates: ${s.runsAfterFinish} processor runs after the job had finished`,
+  ];
+  const byKind = new Map<ViolationKind, Violation[]>();
+  for (const v of violations) byKind.set(v.kind, [...(byKind.get(v.kind) ?? []), v]);
+  const summary = [...byKind].map(([k, vs]) => `${k} ${vs.length}`).join(', ');
+  lines.push(`violations: ${violations.length}${summary ? ` (${summary})` : ''}`);
+  for (const [kind, vs] of byKind) {
+    const shown = maxPerKind > 0 ? vs.slice(0, maxPerKind) : vs;
+    for (const v of shown) lines.push(`  [${kind}] ${v.q} job ${v.job}: ${v.detail}`);
+    if (shown.length < vs.length) lines.push(`  [${kind}] ... and ${vs.length - shown.length} more`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,20 @@
+/**
+ * The fault soak, short: ~45 s of load and faults against a ZooKeeper of its
+ * own, then the history check (docs/soak.md). Fails on any violation.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { runSoak } from './run.js';
+
+test('fault soak: no job lost or finished twice, results fenced, FIFO per priority', { timeout: 150_000 }, async () => {
+  const seed = Number(process.env.ZKQ_SOAK_SEED ?? Math.floor(Math.random() * 2 ** 31));
+  const { report, text, dir } = await runSoak({
+    seconds: 45,
+    drainSeconds: 20,
+    seed,
+    jobsPerSecond: 25,
+    fifoJobs: 100,
+    print: (line) => console.log(line),
+  });
+  assert.equal(report.violations.length, 0, `the soak found violations (seed ${seed}, logs in ${dir}):\n${text}`);
+});
