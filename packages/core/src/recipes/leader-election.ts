@@ -32,6 +32,7 @@ import {
   createMemberNode,
   deleteIfExists,
   exclusiveDriver,
+  existsWithDataWatch,
   raceWait,
   turnOptions,
   type WaitOptions,
@@ -188,14 +189,15 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     }
   }
 
-  /** While leading, notices the node being deleted from outside (an operator, a cleanup). */
+  /**
+   * While leading, notices the node being deleted from outside (an operator,
+   * a cleanup). A data watch: if the node is already gone, none is left behind.
+   */
   private async watchOwnNode(epoch: number, node: string): Promise<void> {
-    const gone = await this.session.exists(node, {
-      watch: (event) => {
-        if (event.type === 'deleted' && epoch === this.epoch) void this.campaignFailed(new NoNodeError(node), epoch);
-      },
+    const present = await existsWithDataWatch(this.session, node, (event) => {
+      if (event.type === 'deleted' && epoch === this.epoch) void this.campaignFailed(new NoNodeError(node), epoch);
     });
-    if (!gone && epoch === this.epoch) throw new NoNodeError(node);
+    if (!present && epoch === this.epoch) throw new NoNodeError(node);
   }
 
   /** Deposes, then re-joins at the back (after a pause unless the node was merely deleted). */
