@@ -9,7 +9,7 @@ import {
   Session,
   ZkqError,
 } from '@zkq/core';
-import { Queue } from '@zkq/producer';
+import { Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
@@ -139,6 +139,8 @@ test('job ids . and .. are refused with InvalidArgumentError wherever a job id i
   const env = await queueEnv(t);
   const queue = new Queue('dots', env);
   t.after(() => queue.close());
+  const events = new QueueEvents('dots', { ...env, autorun: false });
+  t.after(() => events.close());
   const refused = (argument: string) => (e: unknown) => {
     assert.ok(e instanceof InvalidArgumentError, String(e));
     assert.equal(e.argument, argument);
@@ -152,6 +154,7 @@ test('job ids . and .. are refused with InvalidArgumentError wherever a job id i
     await assert.rejects(queue.getJob(id), refused('jobId'), `getJob(${JSON.stringify(id)})`);
     await assert.rejects(queue.getJobState(id), refused('jobId'));
     await assert.rejects(queue.remove(id), refused('jobId'));
+    await assert.rejects(events.waitJobFinished(id, 1000), refused('jobId'));
   }
   await assertNothingAdded(queue);
   const ok = await queue.add('x', {}, { jobId: '.a.' }); // dots inside an id are fine
@@ -167,6 +170,11 @@ test('a prefix at the root or under /zookeeper is refused at once, and nothing i
     const opts = { ...env, prefix };
     const refused = (e: unknown) => e instanceof InvalidArgumentError && e.argument === 'prefix';
     assert.throws(() => new Queue('zookeeper', opts), refused, `Queue with prefix ${JSON.stringify(prefix)}`);
+    assert.throws(
+      () => new QueueEvents('zookeeper', opts),
+      refused,
+      `QueueEvents with prefix ${JSON.stringify(prefix)}`,
+    );
   }
   assert.deepEqual((await root.getChildren('/zookeeper')).sort(), before);
   const nested = new Queue('fine', { ...env, prefix: `${env.prefix}/nested/` });
