@@ -22,7 +22,7 @@ test('barrier: nobody passes before the third member joins; then all exit 0', as
   t.after(() => Promise.all(first.map((p) => p.dispose())));
   await waitFor(
     async () =>
-      (await zk.getChildren('/barriers/start-line').catch(() => [])).filter((n) => n.startsWith('member-')).length ===
+      (await zk.getChildren('/_barriers/start-line').catch(() => [])).filter((n) => n.startsWith('member-')).length ===
       2,
     { timeoutMs: 60_000, what: 'two members at the barrier' },
   );
@@ -30,7 +30,7 @@ test('barrier: nobody passes before the third member joins; then all exit 0', as
     first.every((p) => p.running),
     'two members wait',
   );
-  assert.equal(await zk.exists('/barriers/start-line/start'), null);
+  assert.equal(await zk.exists('/_barriers/start-line/start'), null);
 
   const third = join3();
   t.after(() => third.dispose());
@@ -45,9 +45,9 @@ test('barrier --timeout gives up with exit 7 and leaves no member behind', async
   const env = await cliEnv(t);
   const r = await zkq(['barrier', 'lonely', '--members', '2', '--timeout', '300', ...env.global]);
   assert.equal(r.code, 7);
-  assert.match(r.stderr, /^zkq: barrier \/barriers\/lonely timed out after 300 ms$/m);
+  assert.match(r.stderr, /^zkq: barrier \/_barriers\/lonely timed out after 300 ms$/m);
   const zk = await session(t, env);
-  assert.deepEqual(await zk.getChildren('/barriers/lonely'), []);
+  assert.deepEqual(await zk.getChildren('/_barriers/lonely'), []);
 });
 
 test('lock: two commands under the same lock never overlap, and each exit code is passed on', async (t) => {

@@ -50,6 +50,11 @@ export class FakeSession {
     return this.respond(ops, this.sent.length - 1);
   }
 
+  /** The write barrier: recorded like the check-only multi a real session sends. */
+  async sync(path: string): Promise<void> {
+    this.barriers.push([{ op: 'check', path, version: -1 }]);
+  }
+
   async exists(path: string): Promise<Stat | null> {
     this.existsCalls.push(path);
     return this.present.has(path) ? ({ version: 0, cversion: 0, numChildren: 0 } as Stat) : null;

@@ -39,6 +39,28 @@ test('createProtected: a lost reply and a cut connection leave exactly one node,
   assert.equal(s.state, 'reconnected');
 });
 
+test('createProtected: after an unknown outcome it syncs the parent before it looks for its own node', async (t) => {
+  const { proxy, s, observer } = await setup(t);
+  const calls: string[] = [];
+  const { sync, getChildren } = s;
+  s.sync = (path) => {
+    calls.push(`sync ${path}`);
+    return sync.call(s, path);
+  };
+  s.getChildren = (path, options) => {
+    calls.push(`getChildren ${path}`);
+    return getChildren.call(s, path, options);
+  };
+  proxy.dropReplies();
+  const pending = s.createProtected('/q/job-', Buffer.from('payload'), 'ephemeral_sequential');
+  await waitFor(async () => (await observer.getChildren('/q')).length === 1, { what: 'the node on the server' });
+  proxy.cut();
+  proxy.restore();
+  const path = await pending;
+  assert.deepEqual(await observer.getChildren('/q'), [path.slice('/q/'.length)]);
+  assert.deepEqual(calls.slice(0, 2), ['sync /q', 'getChildren /q'], calls.join(', '));
+});
+
 test('plain sequential create under the same fault: rejects as outcome-unknown, is not re-sent', async (t) => {
   const { proxy, s, observer } = await setup(t);
   proxy.dropReplies();

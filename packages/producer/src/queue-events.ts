@@ -9,16 +9,24 @@
  * Registering makes writers log events (see @zkq/core events.ts); this class
  * follows the log in order with a children watch. Writers learn of a new
  * listener through a watch, so events of the first few milliseconds after
- * `waitUntilReady()` may be missed; `waitJobFinished` also checks the job's
- * state, so it never depends on that.
+ * `waitUntilReady()` may be missed; `waitJobFinished` also reads the job's
+ * record, so a job finished before it was called is found all the same.
+ *
+ * The registration and the log watch are each kept by a `WatchLoop`: after a
+ * connection loss, an outage of any length or a session expiry, the listener
+ * node is created again and following resumes where it stopped (events
+ * trimmed from the log meanwhile are missed). Each failure emits `error`
+ * (when someone listens) and is retried.
  */
 
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import {
+  ClosedError,
   DEFAULT_PREFIX,
   InvalidArgumentError,
   type JobProgress,
+  NodeExistsError,
   NoNodeError,
   openSession,
   type QueueBaseOptions,
@@ -26,10 +34,14 @@ import {
   QueueStore,
   type Session,
   sequenceOf,
-  TimeoutError,
   validateConnection,
+  validateJobId,
+  validatePrefix,
   validateQueueName,
+  type Watcher,
+  WatchLoop,
 } from '@zkq/core';
+import { FinishedWaiters } from './finished-waiters.js';
 
 export interface QueueEventsOptions extends QueueBaseOptions {
   /** Start following at once. Default true. */
@@ -57,19 +69,24 @@ export interface QueueEventsListener {
   error: [error: Error];
 }
 
-/** How often a `waitJobFinished` re-reads the job's state besides listening, ms. */
-const FINISHED_POLL_MS = 500;
-
 export class QueueEvents extends EventEmitter<QueueEventsListener> {
   readonly name: string;
   private readonly id = randomBytes(6).toString('hex');
   private session: Session | undefined;
   private store: QueueStore | undefined;
+  /** Sequence number of the last log node delivered. */
   private cursor = -1;
-  private wake: (() => void) | undefined;
+  private registration: WatchLoop<void> | undefined;
+  private follower: WatchLoop<string[]> | undefined;
+  private readonly caughtUp = new Set<{ seq: number; resolve: () => void }>();
+  private readonly waiters: FinishedWaiters;
   private running: Promise<void> | undefined;
   private ready: Promise<void> | undefined;
   private closed = false;
+  private onClosed!: () => void;
+  private readonly closedSignal = new Promise<void>((resolve) => {
+    this.onClosed = resolve;
+  });
 
   constructor(
     name: string,
@@ -79,7 +96,9 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
     validateQueueName(name);
     if (!opts || typeof opts !== 'object') throw new InvalidArgumentError('QueueEvents options are required', 'opts');
     validateConnection(opts.connection);
+    validatePrefix(opts.prefix ?? DEFAULT_PREFIX);
     this.name = name;
+    this.waiters = new FinishedWaiters(this, () => this.catchUp());
     if (opts.autorun !== false) void this.run().catch((err) => this.fail(err));
   }
 
@@ -89,7 +108,7 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
     return this.ready;
   }
 
-  /** Follows the event log until closed. */
+  /** Follows the event log until closed; resolves on close. */
   run(): Promise<void> {
     this.running ??= this.waitUntilReady().then(() => this.follow());
     return this.running;
@@ -105,40 +124,56 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
       const names = await session.getChildren(store.layout.eventLog);
       this.cursor = names.reduce((max, n) => Math.max(max, sequenceOf(n)), -1);
     }
-    await this.register();
-    session.onNewSession(() => this.register());
+    const registration = new WatchLoop<void>(session, {
+      read: (watch) => this.register(watch),
+      onRead: () => undefined,
+      onError: (err) => this.fail(err),
+    });
+    this.registration = registration;
+    try {
+      await registration.start();
+    } catch (err) {
+      registration.close();
+      throw err;
+    }
   }
 
-  private async register(): Promise<void> {
+  /** Keeps `events/listeners/<id>` present: watches it, and creates it when missing. */
+  private async register(watch: Watcher): Promise<void> {
     const { session, layout } = this.store as QueueStore;
-    await session.create(`${layout.eventListeners}/${this.id}`, undefined, 'ephemeral').catch(() => undefined);
+    const node = `${layout.eventListeners}/${this.id}`;
+    if (await session.exists(node, { watch })) return;
+    try {
+      await session.create(node, undefined, 'ephemeral');
+    } catch (err) {
+      if (err instanceof NodeExistsError) return;
+      if (!(err instanceof NoNodeError)) throw err;
+      await session.ensurePath(layout.eventListeners); // the queue was obliterated and made again
+      await session.create(node, undefined, 'ephemeral');
+    }
   }
-
-  private readonly onLogChange = (): void => {
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
-  };
 
   private async follow(): Promise<void> {
+    if (this.closed) return;
     const { session, layout } = this.store as QueueStore;
-    while (!this.closed) {
-      const woken = new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
-      let names: string[];
-      try {
-        names = await session.getChildren(layout.eventLog, { watch: this.onLogChange });
-      } catch (err) {
-        if (this.closed) return;
-        throw err;
-      }
-      const fresh = names.filter((n) => sequenceOf(n) > this.cursor).sort((a, b) => sequenceOf(a) - sequenceOf(b));
-      for (const name of fresh) {
-        await this.deliver(`${layout.eventLog}/${name}`, sequenceOf(name));
-        this.cursor = sequenceOf(name);
-      }
-      if (fresh.length === 0) await woken;
+    const follower = new WatchLoop<string[]>(session, {
+      read: (watch) => session.getChildren(layout.eventLog, { watch }),
+      onRead: (names) => this.deliverNew(names),
+      onError: (err) => this.fail(err),
+    });
+    this.follower = follower;
+    await follower.start().catch((err) => this.fail(err)); // retried by the loop
+    await this.closedSignal;
+  }
+
+  private async deliverNew(names: string[]): Promise<void> {
+    const { layout } = this.store as QueueStore;
+    const fresh = names.filter((n) => sequenceOf(n) > this.cursor).sort((a, b) => sequenceOf(a) - sequenceOf(b));
+    for (const name of fresh) {
+      if (this.closed) return;
+      await this.deliver(`${layout.eventLog}/${name}`, sequenceOf(name));
+      this.cursor = sequenceOf(name);
+      for (const w of this.caughtUp) if (w.seq <= this.cursor) w.resolve();
     }
   }
 
@@ -159,55 +194,61 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
   }
 
   /**
-   * Resolves with the job's return value once it completes, rejects with an
-   * Error carrying its failure reason once it fails, or with TimeoutError
-   * after `ttl` ms. Used by `job.waitUntilFinished(queueEvents)`.
+   * Resolves once every event logged before the call has been delivered
+   * (or at close). The follower must be running.
    */
-  async waitJobFinished(jobId: string, ttl?: number): Promise<unknown> {
-    await this.waitUntilReady();
-    const store = this.store as QueueStore;
-    return new Promise((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      const finish = (fn: () => void) => {
-        clearTimeout(timer);
-        clearInterval(poll);
-        this.off('completed', onCompleted);
-        this.off('failed', onFailed);
-        fn();
+  private async catchUp(): Promise<void> {
+    const { session, layout } = this.store as QueueStore;
+    const names = await session.getChildren(layout.eventLog);
+    const last = names.reduce((max, n) => Math.max(max, sequenceOf(n)), -1);
+    if (this.closed || last <= this.cursor) return;
+    await new Promise<void>((resolve) => {
+      const entry = {
+        seq: last,
+        resolve: () => {
+          this.caughtUp.delete(entry);
+          resolve();
+        },
       };
-      const onCompleted = (a: { jobId: string; returnvalue: unknown }) => {
-        if (a.jobId === jobId) void check(); // read the stored value: events may carry a truncated one
-      };
-      const onFailed = (a: { jobId: string; failedReason: string }) => {
-        if (a.jobId === jobId) finish(() => reject(new Error(a.failedReason)));
-      };
-      const check = async () => {
-        const stored = await store.getJob(jobId).catch(() => undefined);
-        const claimed = await store.getClaim(jobId).catch(() => undefined);
-        if (stored?.record.state === 'completed' && !claimed) finish(() => resolve(stored.record.returnvalue));
-        else if (stored?.record.state === 'failed' && !claimed) {
-          finish(() => reject(new Error(stored.record.failedReason ?? 'failed')));
-        }
-      };
-      this.on('completed', onCompleted);
-      this.on('failed', onFailed);
-      const poll = setInterval(() => void check(), FINISHED_POLL_MS);
-      if (ttl !== undefined) {
-        timer = setTimeout(() => finish(() => reject(new TimeoutError(`waiting for job ${jobId}`, ttl))), ttl);
-      }
-      void check();
+      this.caughtUp.add(entry);
+      this.follower?.refresh();
     });
   }
 
+  /**
+   * Resolves with the job's return value once it completes, rejects with an
+   * Error carrying its failure reason once it fails, with JobNotFoundError
+   * when no such job exists (also a job removed on completion before this
+   * was called), with TimeoutError after `ttl` ms, or with ClosedError on
+   * `close()`. Starts following the log if `autorun` was off. Used by
+   * `job.waitUntilFinished(queueEvents)`.
+   */
+  async waitJobFinished(jobId: string, ttl?: number): Promise<unknown> {
+    validateJobId(jobId);
+    if (ttl !== undefined && !(typeof ttl === 'number' && ttl >= 0)) {
+      throw new InvalidArgumentError('ttl must be a number of ms >= 0', 'ttl');
+    }
+    if (this.closed) throw new ClosedError(`QueueEvents '${this.name}'`);
+    void this.run().catch((err) => this.fail(err));
+    await this.waitUntilReady();
+    if (this.closed) throw new ClosedError(`QueueEvents '${this.name}'`);
+    return this.waiters.wait(this.store as QueueStore, jobId, ttl);
+  }
+
   private fail(err: unknown): void {
+    if (this.closed) return;
     if (this.listenerCount('error') > 0) this.emit('error', err instanceof Error ? err : new Error(String(err)));
   }
 
-  /** Stops following and unregisters. Idempotent. */
+  /** Stops following and unregisters; pending `waitJobFinished` calls reject with ClosedError. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.onLogChange();
+    this.waiters.closeAll(new ClosedError(`QueueEvents '${this.name}'`));
+    this.follower?.close();
+    this.registration?.close();
+    for (const w of [...this.caughtUp]) w.resolve();
+    this.onClosed();
     await this.ready?.catch(() => undefined);
     await this.session?.close();
   }

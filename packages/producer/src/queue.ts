@@ -40,8 +40,10 @@ import {
   retryJobs,
   type Session,
   validateConnection,
+  validateJobId,
   validateJobName,
   validateJobOptions,
+  validatePrefix,
   validateQueueName,
 } from '@zkq/core';
 
@@ -87,6 +89,7 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     if (!opts || typeof opts !== 'object')
       throw new InvalidArgumentError('Queue options with a connection are required', 'opts');
     validateConnection(opts.connection);
+    validatePrefix(opts.prefix ?? DEFAULT_PREFIX);
     if (opts.defaultJobOptions) validateJobOptions(opts.defaultJobOptions);
     this.name = name;
     this.opts = opts;
@@ -171,10 +174,8 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
 
   /** The job with this id, or undefined. */
   async getJob(jobId: string): Promise<Job<DataType, ResultType, NameType> | undefined> {
-    if (typeof jobId !== 'string' || !jobId)
-      throw new InvalidArgumentError('jobId must be a non-empty string', 'jobId');
+    validateJobId(jobId);
     const store = await this.store();
-    if (jobId.includes('/')) return undefined;
     const stored = await store.getJob(jobId);
     return stored ? new Job<DataType, ResultType, NameType>(store, stored.record) : undefined;
   }
@@ -260,8 +261,7 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
    * alone (BullMQ's codes). `removeChildren` has no effect: zkq has no flows.
    */
   async remove(jobId: string, _opts?: { removeChildren?: boolean }): Promise<number> {
-    if (typeof jobId !== 'string' || !jobId || jobId.includes('/'))
-      throw new InvalidArgumentError('jobId must be a non-empty string', 'jobId');
+    validateJobId(jobId);
     try {
       if (await removeJob(await this.store(), jobId)) this.emit('removed', jobId);
       return 1;

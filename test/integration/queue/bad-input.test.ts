@@ -6,9 +6,10 @@ import {
   MAX_RECORD_BYTES,
   PayloadTooLargeError,
   QueueLayout,
+  Session,
   ZkqError,
 } from '@zkq/core';
-import { Queue } from '@zkq/producer';
+import { Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
@@ -132,4 +133,66 @@ test('malformed and foreign nodes under the queue: moved to failed or skipped, t
   const quarantined = await queue.getJob('garbage');
   assert.match(quarantined?.failedReason ?? '', /not JSON/);
   assert.ok(warnings.some((w) => /malformed/.test(w.message)));
+});
+
+test('job ids . and .. are refused with InvalidArgumentError wherever a job id is taken', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('dots', env);
+  t.after(() => queue.close());
+  const events = new QueueEvents('dots', { ...env, autorun: false });
+  t.after(() => events.close());
+  const refused = (argument: string) => (e: unknown) => {
+    assert.ok(e instanceof InvalidArgumentError, String(e));
+    assert.equal(e.argument, argument);
+    return true;
+  };
+  for (const id of ['.', '..']) {
+    await assert.rejects(queue.add('x', {}, { jobId: id }), refused('opts.jobId'), `add with jobId ${id}`);
+    await assert.rejects(queue.addBulk([{ name: 'x', data: {}, opts: { jobId: id } }]), refused('opts.jobId'));
+  }
+  for (const id of ['.', '..', '', 'a/b']) {
+    await assert.rejects(queue.getJob(id), refused('jobId'), `getJob(${JSON.stringify(id)})`);
+    await assert.rejects(queue.getJobState(id), refused('jobId'));
+    await assert.rejects(queue.remove(id), refused('jobId'));
+    await assert.rejects(events.waitJobFinished(id, 1000), refused('jobId'));
+  }
+  await assertNothingAdded(queue);
+  const ok = await queue.add('x', {}, { jobId: '.a.' }); // dots inside an id are fine
+  assert.equal((await queue.getJob(ok.id))?.id, '.a.');
+});
+
+test('a prefix at the root or under /zookeeper is refused at once, and nothing is written there', async (t) => {
+  const env = await queueEnv(t);
+  const root = await Session.connect({ connectionString: env.connection.connectionString });
+  t.after(() => root.close());
+  const before = (await root.getChildren('/zookeeper')).sort();
+  for (const prefix of ['/', '//', 'zookeeper', '/zookeeper/quota', 'a//b', 'a/./b', 'a/..', '.', '']) {
+    const opts = { ...env, prefix };
+    const refused = (e: unknown) => e instanceof InvalidArgumentError && e.argument === 'prefix';
+    assert.throws(() => new Queue('zookeeper', opts), refused, `Queue with prefix ${JSON.stringify(prefix)}`);
+    assert.throws(
+      () => new QueueEvents('zookeeper', opts),
+      refused,
+      `QueueEvents with prefix ${JSON.stringify(prefix)}`,
+    );
+  }
+  assert.deepEqual((await root.getChildren('/zookeeper')).sort(), before);
+  const nested = new Queue('fine', { ...env, prefix: `${env.prefix}/nested/` });
+  t.after(() => nested.close());
+  await nested.add('x', {});
+  assert.ok(await root.exists(`/${env.prefix}/nested/fine/meta`));
+});
+
+test("queue names _locks and _barriers are reserved: they are the CLI's lock and barrier roots", async (t) => {
+  const env = await queueEnv(t);
+  for (const name of ['_locks', '_barriers']) {
+    assert.throws(
+      () => new Queue(name, env),
+      (e: unknown) => e instanceof InvalidArgumentError && e.argument === 'name',
+    );
+  }
+  const queue = new Queue('locks', env); // the old CLI root's name is an ordinary queue again
+  t.after(() => queue.close());
+  await queue.add('x', {});
+  assert.equal((await queue.getJobCounts('waiting')).waiting, 1);
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AbortedError, Barrier, DoubleBarrier, InvalidArgumentError, TimeoutError } from '@zkq/core';
-import { expire, sessionsOn } from '../../fixtures/recipes/helpers.js';
+import { expire, sessionsOn, watchedPaths } from '../../fixtures/recipes/helpers.js';
 import { waitFor } from '../../helpers/zk.js';
 
 /** Enters `barrier` in the background, recording when it passes. */
@@ -93,4 +93,15 @@ test('double barrier: leave resolves only once every member has left, and resets
   await Promise.all(leaving);
   assert.deepEqual(await barriers[0]!.members(), []);
   assert.equal(await sessions[0]!.exists('/double/start'), null, 'the last member resets the barrier');
+});
+
+test('double barrier: after many rounds no watch is left on the server', async (t) => {
+  const { namespace, sessions } = await sessionsOn(t, 3);
+  for (let round = 0; round < 8; round++) {
+    const barriers = sessions.map((s) => new DoubleBarrier(s, '/double', { size: 3 }));
+    await Promise.all(barriers.map((b) => b.enter({ timeout: 30_000 })));
+    await Promise.all(barriers.map((b) => b.leave({ timeout: 30_000 })));
+  }
+  assert.deepEqual(await sessions[0]!.getChildren('/double'), []);
+  assert.deepEqual(await watchedPaths(namespace), []);
 });

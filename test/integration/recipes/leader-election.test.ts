@@ -87,3 +87,28 @@ test('election: closing the leader session elects the next participant', async (
     [],
   );
 });
+
+test('election: a failed re-join after a new session is retried, each failure emitted as error', async (t) => {
+  const { sessions } = await sessionsOn(t, 2);
+  const [s, other] = sessions as [Session, Session];
+  // Runs before the election's own hook: breaks the election path for the re-join
+  // (an ephemeral node cannot have children) on the new session.
+  s.onNewSession(async () => {
+    await other.deleteRecursive('/election');
+    await other.create('/election', undefined, 'ephemeral');
+  });
+  const election = new LeaderElection(s, '/election', { id: 'p0' });
+  const errors: Error[] = [];
+  election.on('error', (err) => errors.push(err));
+  await election.start();
+  await election.waitUntilLeader({ timeout: 30_000 });
+  await expire(s);
+  await waitFor(() => errors.length >= 1, { what: 'the failed re-join reported' });
+  assert.equal((errors[0] as { code?: string }).code, 'ZK_NO_CHILDREN_FOR_EPHEMERALS');
+  assert.equal(election.isLeader, false);
+  await other.delete('/election'); // the next attempt creates the path again
+  await election.waitUntilLeader({ timeout: 30_000 });
+  assert.deepEqual(await other.getChildren('/election').then((n) => n.length), 1);
+  await election.close();
+  assert.deepEqual(await other.getChildren('/election'), []);
+});

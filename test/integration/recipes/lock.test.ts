@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AbortedError, InvalidArgumentError, Lock, TimeoutError } from '@zkq/core';
-import { expire, sessionsOn, spawnFixture } from '../../fixtures/recipes/helpers.js';
+import { AbortedError, exclusiveDriver, InvalidArgumentError, Lock, type LockDriver, TimeoutError } from '@zkq/core';
+import { expire, sessionsOn, spawnFixture, watchedPaths } from '../../fixtures/recipes/helpers.js';
 import { nextEvent, waitFor } from '../../helpers/zk.js';
 
 test('lock: mutual exclusion across processes under contention', async (t) => {
@@ -127,4 +127,51 @@ test('lock: a holder whose session expires reports lost and lets the next waiter
   // The holder's session layer built a new session; the old node is gone for good.
   await waitFor(() => sessions[0]!.state === 'reconnected', { what: 'new session', timeoutMs: 30_000 });
   assert.equal(holder.isHeld, false);
+});
+
+/** The exclusive driver, except that the first decision watches `gone`: a predecessor already deleted. */
+function watchingGone(gone: string): LockDriver {
+  let first = true;
+  return {
+    participates: exclusiveDriver.participates,
+    decide(sorted, own) {
+      if (!first) return exclusiveDriver.decide(sorted, own);
+      first = false;
+      return { proceed: false, watch: gone };
+    },
+  };
+}
+
+test('lock: a predecessor already gone when the waiter looks leaves no watch on the server', async (t) => {
+  const { namespace, sessions } = await sessionsOn(t, 2);
+  for (let i = 0; i < 20; i++) {
+    const first = new Lock(sessions[0]!, '/lock');
+    await first.acquire();
+    const gone = first.nodePath!.slice('/lock/'.length);
+    await first.release();
+    const next = new Lock(sessions[1]!, '/lock', {}, watchingGone(gone));
+    await next.acquire({ timeout: 30_000 });
+    assert.equal(next.stats.watches, 0, 'nothing to wait for');
+    await next.release();
+  }
+  assert.deepEqual(await watchedPaths(namespace), []);
+});
+
+test('lock: after many contended cycles no watch is left on the server', async (t) => {
+  const { namespace, sessions } = await sessionsOn(t, 3);
+  const counter = { inside: 0, max: 0 };
+  await Promise.all(
+    sessions.map(async (s) => {
+      for (let i = 0; i < 15; i++) {
+        const lock = new Lock(s, '/lock');
+        await lock.acquire({ timeout: 60_000 });
+        counter.max = Math.max(counter.max, ++counter.inside);
+        counter.inside--;
+        await lock.release();
+      }
+    }),
+  );
+  assert.equal(counter.max, 1);
+  assert.deepEqual(await sessions[0]!.getChildren('/lock'), []);
+  assert.deepEqual(await watchedPaths(namespace), []);
 });

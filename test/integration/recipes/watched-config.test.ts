@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { WatchedConfig } from '@zkq/core';
+import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { expire, sessionsOn } from '../../fixtures/recipes/helpers.js';
-import { nextEvent, waitFor } from '../../helpers/zk.js';
+import { nextEvent, testSession, waitFor } from '../../helpers/zk.js';
 
 interface Settings {
   rate: number;
@@ -50,4 +51,33 @@ test('watched config: survives a session expiry', async (t) => {
   await sessions[1]!.setData('/settings', Buffer.from('3'));
   await waitFor(() => config.value?.rate === 3, { what: 'watching again after expiry' });
   config.close();
+});
+
+test('watched config: follows changes after an outage longer than the session timeout', async (t) => {
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const { namespace, sessions } = await sessionsOn(t, 1);
+  const behind = await testSession(t, {
+    namespace,
+    connectionString: proxy.connectionString,
+    sessionTimeout: 2000,
+    requestTimeout: 1000,
+    retry: { maxAttempts: 2 },
+  });
+  const config = new WatchedConfig<Settings>(behind, '/settings');
+  t.after(() => config.close());
+  const failures: unknown[] = [];
+  config.on('refreshFailed', (err) => failures.push(err));
+  await sessions[0]!.create('/settings', Buffer.from('{"rate":1}'));
+  await config.start();
+  assert.equal(config.value?.rate, 1);
+  const lost = nextEvent(behind, 'lost', 30_000);
+  proxy.cut();
+  await lost;
+  await waitFor(() => failures.length > 0, { what: 'a failed re-read during the outage' });
+  await sessions[0]!.setData('/settings', Buffer.from('{"rate":2}'));
+  proxy.restore();
+  await waitFor(() => config.value?.rate === 2, { what: 'the change made during the outage' });
+  await sessions[0]!.setData('/settings', Buffer.from('{"rate":3}'));
+  await waitFor(() => config.value?.rate === 3, { what: 'watching again after the outage' });
 });

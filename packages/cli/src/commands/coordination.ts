@@ -3,8 +3,11 @@
  * joined), `zkq lock` (run a command under an exclusive lock), `zkq leader`
  * (who leads a queue's housekeeping).
  *
- * Layout inside the namespace: `/barriers/<name>` and `/locks/<name>` (the
- * recipes' own nodes below them), and a queue's `<queue>/leader`.
+ * Layout inside the namespace: `/_barriers/<name>` and `/_locks/<name>` (the
+ * recipes' own nodes below them), and a queue's `<queue>/leader`. The roots
+ * sit beside the queues, so their names are reserved: no queue can be called
+ * `_barriers` or `_locks` (zkq 0.1 used `/barriers` and `/locks`, which a
+ * queue of that name shared).
  */
 import { spawn } from 'node:child_process';
 import { constants, hostname } from 'node:os';
@@ -16,8 +19,8 @@ import { createLogger } from '../logger.js';
 import { printJson, println } from '../output.js';
 import { currentLeader } from './inspect.js';
 
-export const BARRIERS_DIR = '/barriers';
-export const LOCKS_DIR = '/locks';
+export const BARRIERS_DIR = '/_barriers';
+export const LOCKS_DIR = '/_locks';
 
 function memberId(): string {
   return `${hostname().replace(/[^A-Za-z0-9._-]/g, '-')}-${process.pid}`;

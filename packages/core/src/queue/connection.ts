@@ -26,11 +26,36 @@ export function validateConnection(connection: unknown): asserts connection is C
   }
 }
 
+/** ZooKeeper's own tree (quotas, config): nothing of zkq may live under it. */
+const ZOOKEEPER_RESERVED = 'zookeeper';
+
+/**
+ * Throws InvalidArgumentError unless `prefix` names a namespace node a queue
+ * may live under; returns it as an absolute path (`zkq` -> `/zkq`). Refused:
+ * characters other than A-Z a-z 0-9 . _ - /, the root itself (`/`, which
+ * would put queues beside ZooKeeper's own nodes), empty, `.` or `..`
+ * segments, and anything under `/zookeeper`, ZooKeeper's reserved tree.
+ */
+export function validatePrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || !/^[A-Za-z0-9._/-]{1,200}$/.test(prefix)) {
+    throw new InvalidArgumentError(`invalid prefix '${prefix}': use 1-200 characters of A-Z a-z 0-9 . _ - /`, 'prefix');
+  }
+  const segments = prefix.replace(/^\/+|\/+$/g, '').split('/');
+  if (segments.some((seg) => seg === '' || seg === '.' || seg === '..')) {
+    throw new InvalidArgumentError(
+      `invalid prefix '${prefix}': it must name a node below the root, with no empty, . or .. segment`,
+      'prefix',
+    );
+  }
+  if (segments[0] === ZOOKEEPER_RESERVED) {
+    throw new InvalidArgumentError(`invalid prefix '${prefix}': /zookeeper is reserved by ZooKeeper`, 'prefix');
+  }
+  return `/${segments.join('/')}`;
+}
+
 /** Connects a session rooted at the queue prefix. */
 export function openSession(connection: ConnectionOptions, prefix = DEFAULT_PREFIX): Promise<Session> {
   validateConnection(connection);
-  if (typeof prefix !== 'string' || !/^[A-Za-z0-9._/-]{1,200}$/.test(prefix)) {
-    throw new InvalidArgumentError(`invalid prefix '${prefix}'`, 'prefix');
-  }
-  return Session.connect({ ...connection, namespace: `/${prefix.replace(/^\/+/, '')}` });
+  const namespace = validatePrefix(prefix);
+  return Session.connect({ ...connection, namespace });
 }

@@ -1,4 +1,4 @@
-export { DEFAULT_PREFIX, openSession, validateConnection } from './connection.js';
+export { DEFAULT_PREFIX, openSession, validateConnection, validatePrefix } from './connection.js';
 export * from './control.js';
 export * from './errors.js';
 export { EVENT_VALUE_LIMIT, EVENTS_KEEP, EventSink, eventValue, type QueueEventRecord } from './events.js';
@@ -22,7 +22,7 @@ export {
   validateQueueName,
 } from './layout.js';
 export { getJobCounts, type JobCounts, listJobIds } from './listing.js';
-export { MAX_DELAY_MS, validateJobName, validateJobOptions } from './options.js';
+export { MAX_DELAY_MS, validateJobId, validateJobName, validateJobOptions } from './options.js';
 export * from './protocol/index.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy } from './retention.js';

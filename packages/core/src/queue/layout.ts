@@ -63,7 +63,19 @@ export const LIFO_LANE = 'l';
 /** Highest priority BullMQ accepts (2^21). */
 export const MAX_PRIORITY = 2_097_152;
 
-const RESERVED_QUEUE_NAMES = new Set(['meta', 'jobs', 'ready', 'claims', 'delayed', 'completed', 'failed', 'ids']);
+/** Queue directory names, and the CLI's coordination roots (`zkq lock`, `zkq barrier`) beside the queues. */
+const RESERVED_QUEUE_NAMES = new Set([
+  'meta',
+  'jobs',
+  'ready',
+  'claims',
+  'delayed',
+  'completed',
+  'failed',
+  'ids',
+  '_locks',
+  '_barriers',
+]);
 const NAME_RE = /^[A-Za-z0-9._-]{1,100}$/;
 const CUSTOM_ID_RE = /^[A-Za-z0-9._:@+=,~-]{1,128}$/;
 
@@ -83,9 +95,9 @@ export function validateQueueName(name: unknown): asserts name is string {
 
 /** Throws InvalidArgumentError unless `id` is a usable custom job id. */
 export function validateCustomJobId(id: unknown): asserts id is string {
-  if (typeof id !== 'string' || !CUSTOM_ID_RE.test(id)) {
+  if (typeof id !== 'string' || !CUSTOM_ID_RE.test(id) || id === '.' || id === '..') {
     throw new InvalidArgumentError(
-      `invalid jobId ${JSON.stringify(id)}: use 1-128 characters of A-Z a-z 0-9 . _ : @ + = , ~ -`,
+      `invalid jobId ${JSON.stringify(id)}: use 1-128 characters of A-Z a-z 0-9 . _ : @ + = , ~ - (not . or ..)`,
       'opts.jobId',
     );
   }

@@ -79,3 +79,15 @@ export function validateJobName(name: unknown): asserts name is string {
     fail('job name must be a string of at most 1000 characters', 'name');
   }
 }
+
+/**
+ * Throws InvalidArgumentError unless `id` could name a job (a lookup, not a
+ * new id): a non-empty string that is a valid node name (no `/`, not `.` or
+ * `..`, no control characters). Such an id may still not exist.
+ */
+export function validateJobId(id: unknown, argument = 'jobId'): asserts id is string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused here
+  if (typeof id !== 'string' || id === '' || id === '.' || id === '..' || /[/\u0000-\u001f\u007f]/.test(id)) {
+    fail(`${argument} must be a job id: a non-empty string without '/', not '.' or '..'`, argument);
+  }
+}

@@ -130,7 +130,6 @@ export class QueueStore {
     this.idBlock = { next: stat.version * ID_BLOCK_SIZE, end: (stat.version + 1) * ID_BLOCK_SIZE };
   }
 
-
   // ---- enqueue and places ---------------------------------------------------
 
   /** Where a job's new pointer goes (a bucket picked by Containers). */

@@ -4,8 +4,9 @@
  * Layout:
  *   <path>/<id>   EPHEMERAL, one per member, data = the member's data
  * Ids are node names, so one id is one member. `join()` creates the node;
- * `current` is a cached list of ids kept live by a child watch on `path`,
- * and `change` is emitted whenever it changes.
+ * `current` is a cached list of ids kept live by a child watch on `path`
+ * (a `WatchLoop`: a failed re-read is retried until `leave()`, however long
+ * the outage), and `change` is emitted whenever it changes.
  *
  * A `NodeExists` on join means the id is taken. When the node belongs to an
  * earlier session of this same object (the session layer declares a session
@@ -20,6 +21,7 @@
 import { EventEmitter } from 'node:events';
 import { NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
+import { WatchLoop } from '../zk/watch-loop.js';
 import { MemberExistsError } from './errors.js';
 import { checkId, checkPath, joinPath, retryInBackground, watchOnce } from './internals.js';
 
@@ -52,8 +54,7 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   private readonly data: Buffer | undefined;
   private cache: string[] = [];
   private joined = false;
-  /** Bumped on every join and leave, so that the watches of an earlier join stay quiet. */
-  private epoch = 0;
+  private list: WatchLoop<string[]> | undefined;
   /** Session ids (as bigint) under which this object created its node. */
   private readonly ownSessions = new Set<bigint>();
   private unsubscribe: (() => void) | undefined;
@@ -78,23 +79,29 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   async join(): Promise<void> {
     if (this.joined) return;
     this.joined = true;
-    this.epoch++;
     this.subscribe();
+    const list = new WatchLoop(this.session, {
+      read: (watch) => this.session.getChildren(this.path, { watch }),
+      onRead: (ids) => this.update(ids),
+      onError: (err) => this.emit('refreshFailed', err),
+    });
+    this.list = list;
+    let created = false;
     try {
       await this.createNode();
-      await this.refresh();
+      created = true;
+      await list.start();
     } catch (err) {
-      this.joined = false;
+      // A node that is not ours (MemberExistsError) must not be deleted.
+      if (created) await this.leave().catch(() => undefined);
+      else this.stopFollowing();
       throw err;
     }
   }
 
   /** Leaves the group (deletes the member node) and stops following it. Idempotent; `join()` again is fine. */
   async leave(): Promise<void> {
-    this.joined = false;
-    this.epoch++;
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
+    this.stopFollowing();
     await this.session
       .retry(() => this.session.delete(this.nodePath))
       .catch((err) => {
@@ -114,6 +121,14 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     return read.filter((m): m is Member => m !== undefined);
   }
 
+  private stopFollowing(): void {
+    this.joined = false;
+    this.list?.close();
+    this.list = undefined;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+  }
+
   private get nodePath(): string {
     return joinPath(this.path, this.id);
   }
@@ -129,10 +144,7 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     return retryInBackground(
       this.session,
       () => this.joined,
-      async () => {
-        await this.createNode();
-        await this.refresh();
-      },
+      () => this.createNode(),
       (err) => this.emit('refreshFailed', err),
     );
   }
@@ -163,28 +175,11 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     throw new MemberExistsError(this.nodePath);
   }
 
-  /** Reads the member list with a child watch; the watch refreshes it again. */
-  private async refresh(): Promise<void> {
-    if (!this.joined) return;
-    const epoch = this.epoch;
-    const ids = await this.session.getChildren(this.path, {
-      watch: (event) => {
-        if (event.type === 'childrenChanged' && epoch === this.epoch) void this.refreshOrRetry();
-      },
-    });
-    const sorted = ids.sort();
+  private update(ids: string[]): void {
+    const sorted = [...ids].sort();
     if (sorted.join('/') === this.cache.join('/')) return;
     this.cache = sorted;
     this.emit('change', [...sorted]);
-  }
-
-  private refreshOrRetry(): Promise<void> {
-    return retryInBackground(
-      this.session,
-      () => this.joined,
-      () => this.refresh(),
-      (err) => this.emit('refreshFailed', err),
-    );
   }
 }
 

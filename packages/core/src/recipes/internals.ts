@@ -2,8 +2,14 @@
  * The shared engine of the ordered recipes (lock, read/write lock, leader
  * election): "given the sequential nodes under a parent, may I proceed, and
  * if not, which single node do I watch?" A *driver* answers the question;
- * `waitForTurn` does the waiting. Each waiter watches exactly one other node
- * (an exists-watch), so a release wakes one waiter, never the herd.
+ * `waitForTurn` does the waiting. Each waiter watches exactly one other node,
+ * so a release wakes one waiter, never the herd.
+ *
+ * The predecessor is watched with a *data* watch (getData), as Curator's
+ * LockInternals does, not an exists-watch: when the predecessor is already
+ * gone the read fails with NoNode and leaves nothing on the server, whereas
+ * an exists-watch on a missing node would stay registered for a node that
+ * never comes back (sequential names are never reused).
  *
  * Node names are compared by their sequence number (the last 10 digits that
  * ZooKeeper appends), never by prefix: `read-…-0000000007` sorts before
@@ -19,7 +25,7 @@ import { AbortedError, ClosedError, InvalidArgumentError, TimeoutError } from '.
 import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
 import { sequenceOf, sortBySequence } from '../zk/sequence.js';
 import type { Session } from '../zk/session.js';
-import type { WatchEvent } from '../zk/types.js';
+import type { WatchEvent, Watcher } from '../zk/types.js';
 
 /** A driver's answer: proceed, or watch `watch` (a sibling name) and ask again when it changes. */
 export type TurnDecision = { proceed: true } | { proceed: false; watch: string };
@@ -86,9 +92,13 @@ export async function waitForTurn(
 }
 
 /**
- * Sets an exists-watch on `path` and waits for it to fire. Resolves with
- * `undefined` at once when the node is already `until` (default: absent, i.e.
- * wait for a deletion; `present` waits for a creation).
+ * Watches `path` and waits for the watch to fire. Resolves with `undefined`
+ * at once when the node is already `until` (default: absent, i.e. wait for a
+ * deletion; `present` waits for a creation).
+ *
+ * Waiting for a deletion uses a data watch, which a missing node does not
+ * take (see the module notes); only waiting for a creation needs an
+ * exists-watch.
  */
 export async function watchOnce(
   session: Session,
@@ -104,8 +114,10 @@ export async function watchOnce(
   });
   // A closed session drops its pending watches without a word: stop waiting.
   const onClosed = () => fail(new ClosedError(`session of ${options.what}`));
-  const stat = await session.exists(path, { watch: (event) => fire(event) });
-  if ((stat === null) === (until === 'absent')) return undefined;
+  const watch = (event: WatchEvent) => fire(event);
+  if (until === 'absent') {
+    if (!(await existsWithDataWatch(session, path, watch))) return undefined;
+  } else if (await session.exists(path, { watch })) return undefined;
   if (options.stats) options.stats.watches++;
   session.once('closed', onClosed);
   try {
@@ -114,6 +126,17 @@ export async function watchOnce(
     return event;
   } finally {
     session.off('closed', onClosed);
+  }
+}
+
+/** Reads `path` with a data watch; false (and no watch set) when it does not exist. */
+export async function existsWithDataWatch(session: Session, path: string, watch: Watcher): Promise<boolean> {
+  try {
+    await session.getData(path, { watch });
+    return true;
+  } catch (err) {
+    if (err instanceof NoNodeError) return false;
+    throw err;
   }
 }
 

@@ -16,10 +16,12 @@
  * fence makes writes safe if it turns out to be lost. Session lost: `deposed`
  * is emitted (if leading) and, once the session layer has built a new
  * session, the participant re-joins at the back of the line unless it has
- * resigned or closed. `resign()` leaves the election; `start()` joins again.
+ * resigned or closed. A re-join that fails is tried again, with a growing
+ * pause, until it works or the participant leaves; each failure emits
+ * `joinFailed` (and `error`, when someone listens for it). `resign()` leaves
+ * the election; `start()` joins again.
  */
 import { EventEmitter } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError, ClosedError } from '../errors.js';
 import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
@@ -32,6 +34,7 @@ import {
   createMemberNode,
   deleteIfExists,
   exclusiveDriver,
+  existsWithDataWatch,
   raceWait,
   turnOptions,
   type WaitOptions,
@@ -54,10 +57,17 @@ export interface LeaderElectionEvents {
   deposed: [];
   /** Joining or waiting failed for a reason other than session loss; it is retried. */
   joinFailed: [error: unknown];
+  /**
+   * The same failures as `joinFailed`, emitted only while someone listens:
+   * an `error` nobody listens to would end the process, and these are retried.
+   */
+  error: [error: Error];
 }
 
 const NODE_PREFIX = 'n-';
+/** First pause before joining again after a failure; it doubles up to REJOIN_MAX_DELAY_MS. */
 const REJOIN_DELAY_MS = 1000;
+const REJOIN_MAX_DELAY_MS = 16_000;
 
 /** A participant (or, without `start()`, an observer) of the election at `path`. */
 export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
@@ -73,6 +83,10 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   private epoch = 0;
   private abort: AbortController | undefined;
   private unsubscribe: (() => void) | undefined;
+  /** A re-join loop is running (one at a time). */
+  private rejoining = false;
+  /** Ends the current pause between re-join attempts (on leave or close). */
+  private endPause: (() => void) | undefined;
 
   constructor(
     private readonly session: Session,
@@ -153,7 +167,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     const onLost = () => this.onSessionLost();
     this.session.on('lost', onLost);
     const offHook = this.session.onNewSession(() => {
-      if (this.joined && !this.closed) void this.join().catch(() => undefined);
+      if (this.joined && !this.closed) void this.rejoin();
     });
     this.unsubscribe = () => {
       this.session.off('lost', onLost);
@@ -161,15 +175,57 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     };
   }
 
-  private async join(): Promise<void> {
+  /** Creates this participant's node and starts campaigning; false when a leave or a session loss came first. */
+  private async join(): Promise<boolean> {
     const epoch = ++this.epoch;
     const node = await createMemberNode(this.session, this.path, NODE_PREFIX, Buffer.from(this.id));
     if (epoch !== this.epoch || !this.joined) {
       await deleteIfExists(this.session, node).catch(() => undefined);
-      return;
+      return false;
     }
     this.node = node;
     void this.campaign(epoch, node);
+    return true;
+  }
+
+  /**
+   * Joins again until it works, this participant leaves or closes, or the
+   * session closes. Each failure is reported and followed by a pause.
+   */
+  private async rejoin(): Promise<void> {
+    if (this.rejoining) return;
+    this.rejoining = true;
+    try {
+      let failures = 0;
+      while (this.joined && !this.closed && !this.session.closed) {
+        try {
+          if (await this.join()) return;
+        } catch (err) {
+          if (!this.joined || this.closed || this.session.closed) return;
+          this.reportFailure(err);
+          await this.pause(Math.min(REJOIN_MAX_DELAY_MS, REJOIN_DELAY_MS * 2 ** Math.min(failures++, 10)));
+        }
+      }
+    } finally {
+      this.rejoining = false;
+    }
+  }
+
+  private reportFailure(err: unknown): void {
+    this.emit('joinFailed', err);
+    if (this.listenerCount('error') > 0) this.emit('error', err instanceof Error ? err : new Error(String(err)));
+  }
+
+  /** Waits `ms`, or less when this participant leaves. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.endPause?.(), ms);
+      this.endPause = () => {
+        clearTimeout(timer);
+        this.endPause = undefined;
+        resolve();
+      };
+    });
   }
 
   /** Waits for this participant's turn, then leads until deposed. */
@@ -188,14 +244,15 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     }
   }
 
-  /** While leading, notices the node being deleted from outside (an operator, a cleanup). */
+  /**
+   * While leading, notices the node being deleted from outside (an operator,
+   * a cleanup). A data watch: if the node is already gone, none is left behind.
+   */
   private async watchOwnNode(epoch: number, node: string): Promise<void> {
-    const gone = await this.session.exists(node, {
-      watch: (event) => {
-        if (event.type === 'deleted' && epoch === this.epoch) void this.campaignFailed(new NoNodeError(node), epoch);
-      },
+    const present = await existsWithDataWatch(this.session, node, (event) => {
+      if (event.type === 'deleted' && epoch === this.epoch) void this.campaignFailed(new NoNodeError(node), epoch);
     });
-    if (!gone && epoch === this.epoch) throw new NoNodeError(node);
+    if (!present && epoch === this.epoch) throw new NoNodeError(node);
   }
 
   /** Deposes, then re-joins at the back (after a pause unless the node was merely deleted). */
@@ -203,13 +260,13 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     if (err instanceof AbortedError || err instanceof SessionExpiredError || this.session.closed) return;
     this.depose();
     if (!(err instanceof NoNodeError)) {
-      this.emit('joinFailed', err);
-      await sleep(REJOIN_DELAY_MS);
+      this.reportFailure(err);
+      await this.pause(REJOIN_DELAY_MS);
     }
     if (epoch !== this.epoch || !this.joined || this.closed) return;
     await this.leave();
     if (!this.joined || this.closed) return;
-    await this.join().catch((e) => this.campaignFailed(e, this.epoch));
+    await this.rejoin();
   }
 
   private onSessionLost(): void {
@@ -222,6 +279,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   private async leave(): Promise<void> {
     this.epoch++;
     this.abort?.abort();
+    this.endPause?.();
     const node = this.node;
     this.node = undefined;
     this.depose();

@@ -5,9 +5,10 @@
  *   <path>/lock-<12 hex id>-<10-digit seq>   EPHEMERAL_SEQUENTIAL, one per contender,
  *                                            data = the contender's id
  * The node with the lowest sequence number holds the lock; every other
- * contender watches only its immediate predecessor (exists-watch), so a
- * release wakes exactly one waiter. Names are protected: a create retried
- * after a connection loss finds its own node instead of making a second one.
+ * contender watches only its immediate predecessor (a data watch, which a
+ * predecessor already gone does not take), so a release wakes exactly one
+ * waiter. Names are protected: a create retried after a connection loss
+ * finds its own node instead of making a second one.
  *
  * Suspended connection: the holder can no longer be sure it holds the lock
  * (its session may expire any moment); `isHeld` stays true, `suspended` is

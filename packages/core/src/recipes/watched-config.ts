@@ -6,7 +6,9 @@
  *   <path>   PERSISTENT, data = the serialized value (JSON by default)
  * `start()` reads the node with a data watch; each change re-reads it and
  * sets the next watch. While the node does not exist, an exists-watch waits
- * for its creation and `value` is the `initial` value.
+ * for its creation and `value` is the `initial` value. A `WatchLoop` keeps
+ * the watch armed until `close()`: a failed re-read is retried with backoff
+ * (each failure emits `refreshFailed`), however long the outage.
  *
  * Suspended connection: `value` is kept (it may be stale until the
  * reconnect; the watch is re-registered by the client). Session lost:
@@ -17,8 +19,15 @@ import { EventEmitter } from 'node:events';
 import { ClosedError, InvalidArgumentError } from '../errors.js';
 import { NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
-import type { WatchEvent } from '../zk/types.js';
-import { checkPath, retryInBackground } from './internals.js';
+import type { Watcher } from '../zk/types.js';
+import { WatchLoop } from '../zk/watch-loop.js';
+import { checkPath } from './internals.js';
+
+/** The node's data and version, as last read. */
+interface Snapshot {
+  data: Buffer;
+  version: number;
+}
 
 /** Options of a `WatchedConfig`. */
 export interface WatchedConfigOptions<T> {
@@ -53,11 +62,8 @@ export class WatchedConfig<T = unknown> extends EventEmitter<WatchedConfigEvents
   private nodeVersion = -1;
   /** The data behind `value`; undefined while the node does not exist. */
   private raw: Buffer | undefined;
-  private started = false;
+  private loop: WatchLoop<Snapshot | undefined> | undefined;
   private closed = false;
-  /** Bumped by each read; only the latest read's watch refreshes. */
-  private generation = 0;
-  private unsubscribe: (() => void) | undefined;
 
   constructor(
     private readonly session: Session,
@@ -87,13 +93,27 @@ export class WatchedConfig<T = unknown> extends EventEmitter<WatchedConfigEvents
     return this.nodeVersion;
   }
 
-  /** Reads the value and keeps it current. Resolves after the first read. */
+  /**
+   * Reads the value and keeps it current. Resolves after the first read;
+   * when that fails, rejects and follows nothing (call `start()` again).
+   */
   async start(): Promise<void> {
     if (this.closed) throw new ClosedError(`config ${this.path}`);
-    if (this.started) return;
-    this.started = true;
-    this.unsubscribe = this.session.onNewSession(() => void this.refreshOrRetry());
-    await this.refresh();
+    if (!this.loop) {
+      this.loop = new WatchLoop(this.session, {
+        read: (watch) => this.read(watch),
+        onRead: (snapshot) => this.update(snapshot?.data, snapshot?.version ?? -1),
+        onError: (err) => this.emit('refreshFailed', err),
+      });
+    }
+    const loop = this.loop;
+    try {
+      await loop.start();
+    } catch (err) {
+      loop.close();
+      if (this.loop === loop) this.loop = undefined;
+      throw err;
+    }
   }
 
   /** Writes `value` to the node (creating it and its parents when missing). */
@@ -110,9 +130,8 @@ export class WatchedConfig<T = unknown> extends EventEmitter<WatchedConfigEvents
   /** Stops following the node. */
   close(): void {
     this.closed = true;
-    this.generation++;
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
+    this.loop?.close();
+    this.loop = undefined;
   }
 
   private async createWith(data: Buffer): Promise<void> {
@@ -126,20 +145,17 @@ export class WatchedConfig<T = unknown> extends EventEmitter<WatchedConfigEvents
     }
   }
 
-  /** Reads the node (or its absence) with a watch that triggers the next read. */
-  private async refresh(): Promise<void> {
-    const generation = ++this.generation;
-    const watch = (event: WatchEvent) => {
-      if (event.type !== 'sessionLost' && generation === this.generation && !this.closed) void this.refreshOrRetry();
-    };
-    try {
-      const { data, stat } = await this.session.getData(this.path, { watch });
-      if (generation === this.generation) this.update(data, stat.version);
-    } catch (err) {
-      if (!(err instanceof NoNodeError)) throw err;
-      const stat = await this.session.exists(this.path, { watch });
-      if (stat) return this.refresh(); // created in between: read it
-      if (generation === this.generation) this.update(undefined, -1);
+  /** Reads the node (or its absence, with an exists-watch for its creation). */
+  private async read(watch: Watcher): Promise<Snapshot | undefined> {
+    for (;;) {
+      try {
+        const { data, stat } = await this.session.getData(this.path, { watch });
+        return { data, version: stat.version };
+      } catch (err) {
+        if (!(err instanceof NoNodeError)) throw err;
+      }
+      if (!(await this.session.exists(this.path, { watch }))) return undefined;
+      // created in between: read it
     }
   }
 
@@ -159,14 +175,5 @@ export class WatchedConfig<T = unknown> extends EventEmitter<WatchedConfigEvents
     this.raw = data;
     this.current = value;
     this.emit('change', value);
-  }
-
-  private refreshOrRetry(): Promise<void> {
-    return retryInBackground(
-      this.session,
-      () => !this.closed,
-      () => this.refresh(),
-      (err) => this.emit('refreshFailed', err),
-    );
   }
 }

@@ -13,4 +13,10 @@ export {
   type SessionStats,
 } from './session.js';
 export type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, WatchEvent, Watcher } from './types.js';
+export {
+  DEFAULT_WATCH_RETRY_MAX_MS,
+  DEFAULT_WATCH_RETRY_MIN_MS,
+  WatchLoop,
+  type WatchLoopOptions,
+} from './watch-loop.js';
 export { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './wire.js';

@@ -12,7 +12,8 @@
  * - reads retried with backoff (`withRetry`); writes are never retried
  *   blindly, and sequential creates are *protected*: the node name carries a
  *   per-request id, so after a connection loss the create finds its own node
- *   instead of making a second one;
+ *   (looking after a `sync`) instead of making a second one;
+ * - `sync`, which the wire client lacks, as a write barrier;
  * - connection states (`connected`, `suspended`, `reconnected`, `lost`,
  *   `closed`) as typed events; after expiry (or a suspension longer than the
  *   session timeout, when the server must have expired it) a new session is
@@ -493,7 +494,13 @@ export class Session extends EventEmitter<SessionEvents> {
     const parent = parentOf(pathPrefix);
     const base = parent === '/' ? '' : parent;
     const full = `${base}/${marker}`;
-    const findOwn = async () => (await this.getChildren(parent)).find((n) => n.startsWith(marker));
+    // The server answering the look-up may be a follower behind the one that
+    // applied the create (a new session after expiry may land anywhere):
+    // sync first, or a missed node would be created a second time.
+    const findOwn = async () => {
+      await this.sync(parent);
+      return (await this.getChildren(parent)).find((n) => n.startsWith(marker));
+    };
     // Any failed attempt may have created the node (a lost reply, or a session
     // that expired after the server applied the create): every retry looks for
     // it first, and only creates again when it is not there.
@@ -511,6 +518,36 @@ export class Session extends EventEmitter<SessionEvents> {
         throw err;
       }
     }, this.options.retry);
+  }
+
+  /**
+   * Waits until the server this session talks to has applied every write
+   * committed before the call, so that a read sent after it sees them all
+   * (ZooKeeper's `sync`, which the wire client does not offer).
+   *
+   * Done as a write barrier: a `multi` holding one `check` of `path` at any
+   * version. Every write, even one that fails, is ordered by the leader and
+   * answered by this server only once it has applied it and everything
+   * committed before it. A missing `path` is fine for that reason (the failed
+   * check is ordered all the same). `path` only names the request in errors.
+   * It changes nothing, so it is retried on connection loss.
+   *
+   * Needed where a read must not miss a write made elsewhere, typically by a
+   * new session (after expiry), which may connect to a follower that lags
+   * behind: the same session reconnecting cannot go backwards (the server
+   * refuses a client that has seen a later zxid).
+   */
+  async sync(path = '/'): Promise<void> {
+    await withRetry(
+      () =>
+        this.multi([{ op: 'check', path, version: -1 }]).then(
+          () => undefined,
+          (err) => {
+            if (!(err instanceof NoNodeError)) throw err;
+          },
+        ),
+      this.options.retry,
+    );
   }
 
   /** Deletes a node, if `version` matches (-1: any). Not retried. */

@@ -301,7 +301,7 @@ export class TxExecutor {
       const receipt = batch.receipt;
       const committed = await this.session.retry(async () => {
         // A write barrier: whatever was applied before it is visible to the read after it.
-        await this.session.multi([{ op: 'check', path: this.layout.receiptsDir, version: -1 }]);
+        await this.session.sync(this.layout.receiptsDir);
         return (await this.session.exists(receipt)) !== null;
       });
       if (committed) {
