@@ -129,29 +129,38 @@ export class Producer {
     this.log.append(e);
   }
 
-  /** A burst of large records (150-300 KB), enqueued together so that workers find them together. */
+  /**
+   * A batch of large records (200-300 KB) in one lane, due now, enqueued
+   * together: any worker with a few free slots finds several at the head.
+   */
   private largeBurst(): Spec[] {
-    return Array.from({ length: this.rng.int(8, 16) }, () => {
-      const spec = this.chaosSpec();
-      spec.data = `${spec.seq}:${'x'.repeat(this.rng.int(150_000, 300_000))}`;
-      return spec;
+    return Array.from({ length: this.rng.int(8, 12) }, () => {
+      const seq = ++this.seq;
+      const data = `${seq}:${'x'.repeat(this.rng.int(200_000, 300_000))}`;
+      return { seq, name: `j${seq}`, data, opts: { ...KEEP, priority: 0 } };
     });
   }
 
   /**
    * Enqueues at about `perSecond` jobs/s until `stop()` is true, one call at
-   * a time; once every `largeEveryMs` (first at a random moment), a burst of
-   * large records.
+   * a time, and the large batch once, at `largeAt` (ms since epoch).
    */
-  async runChaos(queue: Queue, perSecond: number, largeEveryMs: number, stop: () => boolean): Promise<void> {
+  async runChaos(
+    queue: Queue,
+    perSecond: number,
+    largeAt: number,
+    stop: () => boolean,
+    announce: (line: string) => void,
+  ): Promise<void> {
     const t0 = Date.now();
-    let nextLarge = t0 + this.rng.int(0, largeEveryMs / 2);
+    let largeDone = false;
     let sent = 0;
     while (!stop()) {
-      if (Date.now() >= nextLarge) {
-        nextLarge += largeEveryMs;
+      if (!largeDone && Date.now() >= largeAt) {
+        largeDone = true;
         const burst = this.largeBurst();
         await this.enqueue(queue, burst);
+        announce(`large batch: ${burst.length} jobs of 200-300 KB (${burst[0]?.name}..${burst.at(-1)?.name})`);
         sent += burst.length;
         continue;
       }

@@ -145,7 +145,15 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     // 2. Chaos: load and faults until the deadline.
     o.print(`[${elapsed()}] chaos phase: ${o.seconds} s`);
     const until = Date.now() + o.seconds * 1000;
-    const load = producer.runChaos(chaosQueue, o.jobsPerSecond, 60_000, () => Date.now() >= until);
+    // The large batch comes late: if it stalls the queue, the faults before it have had their time.
+    const largeAt = Date.now() + o.seconds * 1000 * (0.75 + 0.1 * rng.next());
+    const load = producer.runChaos(
+      chaosQueue,
+      o.jobsPerSecond,
+      largeAt,
+      () => Date.now() >= until,
+      (line) => o.print(`[${elapsed()}] ${line}`),
+    );
     await runFaults({
       zk: server,
       slots,

@@ -1,5 +1,5 @@
 /**
- * The fault soak, short: ~45 s of load and faults against a ZooKeeper of its
+ * The fault soak, short: 45 s of load and faults against a ZooKeeper of its
  * own, then the history check (docs/soak.md). Fails on any violation.
  */
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ test('fault soak: no job lost or finished twice, results fenced, FIFO per priori
   const seed = Number(process.env.ZKQ_SOAK_SEED ?? Math.floor(Math.random() * 2 ** 31));
   const { report, text, dir } = await runSoak({
     seconds: 45,
-    drainSeconds: 20,
+    drainSeconds: 15,
     seed,
     jobsPerSecond: 25,
     fifoJobs: 100,
