@@ -143,3 +143,31 @@ test("a stopped worker whose clock is ahead of the leader's loses its job once i
   assert.deepEqual(keeper.stalled, [job.id]);
   assert.deepEqual(keeper.runs, [job.id]);
 });
+
+// ---- no processor starts on a claim revoked meanwhile ----------------------------------
+
+test('a job claimed before its worker blocked, and completed elsewhere meanwhile, is never started by the blocked worker', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('start-after-revoke', env);
+  t.after(() => queue.close());
+  const blocker = await queue.add('blocker', {});
+  const victim = await queue.add('victim', {});
+  // Both are claimed in one transaction; the first one's processor then blocks the event loop
+  // for four leases before the second one's processor would start.
+  const blocked = startWorker(t, env, 'start-after-revoke', {
+    sessionTimeout: 30_000,
+    lockDuration: 1000,
+    concurrency: 2,
+    holdMs: 0,
+    blockMs: 4000,
+  });
+  await blocked.waitForLine(new RegExp(`^started ${blocker.id}$`));
+  const other = leader(t, env, 'start-after-revoke', async () => 'elsewhere', {
+    lockDuration: 1000,
+    stalledInterval: 200,
+  });
+  await waitFor(() => other.completed.has(victim.id), { timeoutMs: 30_000, what: 'the victim completed elsewhere' });
+  await blocked.waitForLine(new RegExp(`^(lost|started) ${victim.id}$`), 30_000);
+  assert.ok(!blocked.lines.includes(`started ${victim.id}`), 'the blocked worker started a job completed elsewhere');
+  assert.equal((await queue.getJob(victim.id))?.returnvalue, 'elsewhere');
+});

@@ -2,6 +2,8 @@
  * Attempt: one run of one claimed job, from processor start to the fenced
  * write of its outcome, with the events the Worker emits on the way.
  */
+
+import { performance } from 'node:perf_hooks';
 import {
   type ClaimedJob,
   DEFAULT_KEEP_COMPLETED,
@@ -15,6 +17,7 @@ import {
   LostJobError,
   type Outcome,
   type QueueStore,
+  renewLeases,
   reportProgress,
   UnrecoverableError,
 } from '@zkq/core';
@@ -137,6 +140,12 @@ export class Attempt {
       this.worker.emit('stalled', this.job.id, 'active');
       return this.failure(new Error('job stalled more than allowable limit'), true);
     }
+    let proof: number | undefined = this.claimed.claimedAt;
+    // Checked right before the processor starts, with no wait in between (see renewBeforeStart).
+    while (performance.now() - proof >= this.opts.lockDuration / 2) {
+      proof = await this.renewBeforeStart();
+      if (proof === undefined) return this.revokedBeforeStart();
+    }
     this.worker.emit('active', this.job, 'waiting');
     try {
       const value = await this.driver.run(this.job, this.controller.signal);
@@ -147,6 +156,31 @@ export class Attempt {
       if (this.driver.forced()) return undefined;
       return this.failure(err instanceof Error ? err : new Error(String(err)), false);
     }
+  }
+
+  /**
+   * Proves the claim is still ours to start the processor on. Within half a
+   * lease of the last proof (the claim, or a renewal) it must be: the leader
+   * revokes only a claim unrenewed for a whole lease. Later (the process was
+   * stopped, or its event loop blocked, in between) a fenced renewal proves
+   * it again, so that a job completed elsewhere meanwhile is never started
+   * again. Resolves with the time of the proof; the caller compares it with
+   * the clock again with no wait before it starts the processor.
+   */
+  private async renewBeforeStart(): Promise<number | undefined> {
+    const sent = performance.now();
+    const lost = await renewLeases(this.store, [this.lease()], {
+      workerId: this.worker.id,
+      lockDuration: this.opts.lockDuration,
+    });
+    return lost.length === 0 ? sent : undefined;
+  }
+
+  /** The claim was revoked before the processor started: nothing runs, the job is reported lost. */
+  private revokedBeforeStart(): undefined {
+    this.revoked = true;
+    this.lost(new LostJobError(this.job.id));
+    return undefined;
   }
 
   private async failure(err: Error, final: boolean): Promise<Outcome> {

@@ -39,6 +39,13 @@ export interface ClaimedJob {
   record: JobRecord;
   token: number;
   pointer: string;
+  /**
+   * When the claim was sent, on this process's monotonic clock
+   * (`performance.now()`): the leader cannot revoke the claim sooner than
+   * one lease after it, so a processor started within that time starts on a
+   * claim that is still ours.
+   */
+  claimedAt: number;
 }
 
 export interface ClaimOptions {
@@ -115,10 +122,11 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
     const events = [{ event: 'active', jobId: id, prev: 'waiting', ts: now }];
     claims.push({ candidate: r.candidate, updated, token, unit: { build: () => ({ ops, events }) } });
   }
+  const claimedAt = performance.now();
   const written = await store.executor.run(claims.map((c) => c.unit));
   written.forEach((w, i) => {
     const c = claims[i] as (typeof claims)[number];
-    if (w.ok) result.claimed.push({ record: c.updated, token: c.token, pointer: c.candidate.pointer });
+    if (w.ok) result.claimed.push({ record: c.updated, token: c.token, pointer: c.candidate.pointer, claimedAt });
     else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
   });
   return result;
