@@ -229,11 +229,15 @@ type FinishUnit = TxUnit & { finish: Finish; withClaim: boolean };
  * (an expired session, nobody claimed the job since) is written without it.
  */
 export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
+  const claimless = new Set<Finish>();
   const results = await store.executor.run(
     batch.map((f) => finishUnit(store, f, true)),
     {
-      onConflict: (unit, err, op) =>
-        op.role === 'claim' && err instanceof NoNodeError ? finishUnit(store, unit.finish, false) : undefined,
+      onConflict: (unit, err, op) => {
+        if (op.role !== 'claim' || !(err instanceof NoNodeError)) return undefined;
+        claimless.add(unit.finish);
+        return finishUnit(store, unit.finish, false);
+      },
     },
   );
   const out = results.map((r, i): FinishResult => {
@@ -241,7 +245,10 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
     const id = (batch[i] as Finish).job.record.id;
     return { ok: false, error: (r.error as ZooKeeperError).opIndex !== undefined ? new LostJobError(id) : r.error };
   });
-  await removeOwnReclaims(store, batch, results);
+  await removeOwnReclaims(
+    store,
+    batch.filter((f, i) => claimless.has(f) && results[i]?.ok),
+  );
   return out;
 }
 
@@ -336,10 +343,9 @@ function failure(record: JobRecord, o: { reason: string; stacktrace: string[] })
  * Delete it only when it is that re-claim (same worker and token): a claim
  * of another attempt, after a retry, is never touched.
  */
-async function removeOwnReclaims(store: QueueStore, batch: Finish[], results: { ok: boolean }[]): Promise<void> {
+async function removeOwnReclaims(store: QueueStore, finished: Finish[]): Promise<void> {
   await Promise.all(
-    batch.map(async (f, i) => {
-      if (!results[i]?.ok) return;
+    finished.map(async (f) => {
       const path = store.layout.claim(f.job.record.id);
       try {
         const { data, stat } = await store.session.getData(path);
