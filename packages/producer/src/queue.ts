@@ -22,6 +22,7 @@ import {
   InvalidArgumentError,
   Job,
   type JobCounts,
+  JobNotFoundError,
   type JobState,
   JobStateError,
   type JobsOptions,
@@ -74,6 +75,9 @@ export interface BulkJob<DataType = unknown, NameType extends string = string> {
   data: DataType;
   opts?: JobsOptions;
 }
+
+/** Times an add whose existing job vanished before it was read is tried again. */
+const ADD_EXISTING_ATTEMPTS = 3;
 
 export class Queue<DataType = any, ResultType = any, NameType extends string = string> extends EventEmitter<
   QueueListener<Job<DataType, ResultType, NameType>>
@@ -143,19 +147,31 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
       if (delayed) record.due = now + (opts.delay as number);
       return { record, lane: laneOf(opts.priority ?? 0, opts.lifo ?? false) };
     });
-    const { existing } = await store.enqueue(entries);
-    const existingSet = new Set(existing);
-    return Promise.all(
-      entries.map(async (e) => {
-        if (!existingSet.has(e.record.id)) {
-          const job = new Job<DataType, ResultType, NameType>(store, e.record);
-          if (e.record.state === 'waiting') this.emit('waiting', job);
-          return job;
-        }
-        const stored = await store.getJob(e.record.id);
-        return new Job<DataType, ResultType, NameType>(store, stored?.record ?? e.record);
-      }),
-    );
+    const added = new Map<string, Job<DataType, ResultType, NameType>>();
+    let pending = entries;
+    // A job whose id existed may be deleted before it is read (retention, remove): then the
+    // id is free again, and that entry is enqueued anew rather than answered with a job not stored.
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      const { existing } = await store.enqueue(pending);
+      const existingSet = new Set(existing);
+      const vanished: EnqueueEntry[] = [];
+      await Promise.all(
+        pending.map(async (e) => {
+          if (!existingSet.has(e.record.id)) {
+            const job = new Job<DataType, ResultType, NameType>(store, e.record);
+            if (e.record.state === 'waiting') this.emit('waiting', job);
+            added.set(e.record.id, job);
+            return;
+          }
+          const stored = await store.getJob(e.record.id);
+          if (stored) added.set(e.record.id, new Job<DataType, ResultType, NameType>(store, stored.record));
+          else if (attempt < ADD_EXISTING_ATTEMPTS) vanished.push(e);
+          else throw new JobNotFoundError(e.record.id);
+        }),
+      );
+      pending = vanished;
+    }
+    return entries.map((e) => added.get(e.record.id) as Job<DataType, ResultType, NameType>);
   }
 
   private prepare(job: BulkJob<DataType, NameType>, index: number): { name: string; data: unknown; opts: JobsOptions } {

@@ -3,11 +3,13 @@
  *
  * It keeps a short local view of the head of the queue (one scan serves many
  * claims), claims several jobs per transaction, and when nothing is
- * claimable it waits on watches — the head's listings (new jobs) and the
- * claims directory (a dead worker's claim vanishing) — plus a slow poll as a
- * safety net. Workers that collide on the same jobs start taking them from a
- * random offset within the head, so they spread instead of racing for the
- * single smallest node; a lone worker always takes the head in order.
+ * claimable it waits in the IdleLine: the first idle worker watches the
+ * head's listings (new jobs) and the claims directory (a dead worker's claim
+ * vanishing), plus a slow poll as a safety net; the others wait for their
+ * turn, so a new job wakes one worker, not all. Workers that collide on the
+ * same jobs start taking them from a random offset within the head, so they
+ * spread instead of racing for the single smallest node; a lone worker
+ * always takes the head in order.
  */
 import {
   type Candidate,
@@ -19,6 +21,7 @@ import {
   quarantineMalformed,
   scanHead,
 } from '@zkq/core';
+import { IdleLine } from './idle-line.js';
 
 export interface JobSourceOptions {
   workerId: string;
@@ -33,12 +36,16 @@ export interface JobSourceOptions {
 const VIEW_MAX_AGE_MS = 100;
 /** How long after a collision claims keep spreading, ms. */
 const SPREAD_FOR_MS = 2000;
+/** Pause before looking at the line again after a failed look, ms. */
+const LINE_RETRY_MS = 500;
 
 export class JobSource {
   private view: Candidate[] = [];
   private viewAt = 0;
   private lastCollision = 0;
   private wake: (() => void) | undefined;
+  private lineMoved: (() => void) | undefined;
+  private readonly line: IdleLine;
   /** Ids of foreign pointers this worker leaves alone. */
   private readonly ignored = new Set<string>();
 
@@ -47,7 +54,14 @@ export class JobSource {
     /** Ids of the jobs this worker is running now. */
     private readonly inHand: () => Iterable<string>,
     private readonly o: JobSourceOptions,
-  ) {}
+  ) {
+    this.line = new IdleLine(store);
+  }
+
+  /** Leaves the line of idle workers (the worker is busy, paused or closing). */
+  leaveLine(): void {
+    this.line.leave();
+  }
 
   /** Ends a pending idle wait at once (new work, pause, close). */
   poke(): void {
@@ -76,6 +90,8 @@ export class JobSource {
       if (error === undefined || error instanceof NodeExistsError) this.lastCollision = Date.now();
       else await this.setAside(candidate, error);
     }
+    // Busy now: the next idle worker takes over the head, and sees only what is left.
+    if (result.claimed.length > 0) this.line.leave();
     return result.claimed;
   }
 
@@ -103,28 +119,51 @@ export class JobSource {
 
   /** One stable watcher: re-arming it on every idle wait registers nothing twice. */
   private readonly onChange = (): void => this.poke();
+  private readonly onLineMoved = (): void => this.lineMoved?.();
 
-  /** Waits for a change at the head or in the claims, a poke, or the idle poll. */
+  /**
+   * Waits for a change at the head or in the claims (first in line), a poke,
+   * or the idle poll. Further back in line, it waits for the predecessor to
+   * leave, and looks again, without returning: a waiting worker reads nothing.
+   */
   private async idleWait(): Promise<void> {
-    const woken = new Promise<void>((resolve) => {
-      const timer = setTimeout(() => this.poke(), this.o.idlePollMs);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    // Arm watches, then look once more: what arrived before they were set is seen now.
-    const watch = this.onChange;
-    Promise.all([
-      this.store.session.getChildren(this.store.layout.claimsDir, { watch }),
-      scanHead(this.store, { limit: 1, exclude: new Set(this.inHand()), watch }),
-    ]).then(
-      ([claims, head]) => {
-        if (head.some((c) => !claims.includes(c.id))) this.poke();
-      },
-      () => this.poke(),
-    );
-    await woken;
+    while ((await this.waitOnce()) === 'line') {
+      // moved up the line: look where we stand now
+    }
     this.viewAt = 0;
+  }
+
+  private waitOnce(): Promise<'wake' | 'line'> {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = (why: 'wake' | 'line') => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        this.lineMoved = undefined;
+        resolve(why);
+      };
+      this.wake = () => done('wake');
+      this.lineMoved = () => done('line');
+      const later = (ms: number) => {
+        clearTimeout(timer);
+        timer = setTimeout(() => this.poke(), ms);
+      };
+      this.line
+        .position(this.onLineMoved)
+        .then(async (where) => {
+          if (where === 'waiting' || !this.wake) return;
+          later(this.o.idlePollMs);
+          // Arm watches, then look once more: what arrived before they were set is seen now.
+          const watch = this.onChange;
+          const [claims, head] = await Promise.all([
+            this.store.session.getChildren(this.store.layout.claimsDir, { watch }),
+            scanHead(this.store, { limit: 1, exclude: new Set(this.inHand()), watch }),
+          ]);
+          if (head.some((c) => !claims.includes(c.id))) this.poke();
+        })
+        .catch(() => {
+          if (this.wake) later(LINE_RETRY_MS); // a failed look (connection loss, closing): look again soon
+        });
+    });
   }
 }

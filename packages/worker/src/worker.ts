@@ -172,6 +172,11 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     this.session = session;
     const store = new QueueStore(session, this.name);
     await store.init();
+    // Known before the first job ends: its finish then sends one transaction and reads nothing.
+    await Promise.all([
+      store.containers.prepare(store.layout.completedDir),
+      store.containers.prepare(store.layout.failedDir),
+    ]);
     this.store = store;
     this.finisher = new Finisher(store);
     this.trimmer = new Trimmer(store, (err) => this.emitError(err));
@@ -305,11 +310,13 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     const source = this.source as JobSource;
     while (!this.closing) {
       if (this.queuePaused || this.localPaused) {
+        source.leaveLine();
         await this.waitForNudge();
         continue;
       }
       const free = this.freeSlots();
       if (free <= 0) {
+        source.leaveLine();
         await this.waitForNudge();
         continue;
       }
@@ -421,6 +428,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       this.nudge();
       if (force) for (const a of this.attempts.values()) a.abort();
       await this.running?.catch(() => undefined);
+      this.source?.leaveLine();
       await Promise.all([...this.attempts.values()].map((a) => a.done));
       await this.renewer?.stop();
       this.trimmer?.stop();

@@ -26,6 +26,8 @@
  *   receipts/r-<random>               one per transaction whose outcome a client must know:
  *                                     created inside it, read back after a lost reply,
  *                                     deleted once the outcome is known
+ *   idle/w-<marker>-<seq>             EPHEMERAL_SEQUENTIAL: the line of idle workers; only the
+ *                                     first watches the head, each other one its predecessor
  *   workers/<workerId>                EPHEMERAL membership of live workers
  *   leader/                           election of the housekeeping leader
  *   barriers/<name>/                  batch-start barriers
@@ -155,6 +157,7 @@ export class QueueLayout {
   readonly completedDir: string;
   readonly failedDir: string;
   readonly receiptsDir: string;
+  readonly idleDir: string;
   readonly workersDir: string;
   readonly leaderDir: string;
   readonly barriersDir: string;
@@ -174,6 +177,7 @@ export class QueueLayout {
     this.completedDir = `${this.root}/completed`;
     this.failedDir = `${this.root}/failed`;
     this.receiptsDir = `${this.root}/receipts`;
+    this.idleDir = `${this.root}/idle`;
     this.workersDir = `${this.root}/workers`;
     this.leaderDir = `${this.root}/leader`;
     this.barriersDir = `${this.root}/barriers`;
@@ -195,6 +199,7 @@ export class QueueLayout {
       this.completedDir,
       this.failedDir,
       this.receiptsDir,
+      this.idleDir,
       this.workersDir,
       this.leaderDir,
       this.barriersDir,

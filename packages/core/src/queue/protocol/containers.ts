@@ -85,6 +85,11 @@ export class Containers {
     }
   }
 
+  /** Reads the tail of `container` now, so that the first write into it needs no read. */
+  async prepare(container: string): Promise<void> {
+    await this.tail(container);
+  }
+
   /** After a write: a sequential pointer's number is the bucket's count of child changes so far. */
   noteCreated(container: string, pointerPath: string): void {
     const cached = this.tails.get(container);

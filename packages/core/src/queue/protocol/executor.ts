@@ -141,17 +141,23 @@ export class TxExecutor {
     const running = new Set<Promise<void>>();
     let again: Entry<U>[] = [];
     let fatal: unknown;
+    // Set the moment a multi fails (before its outcome is even known): nothing new is
+    // sent until every multi in flight has settled and the units to send again are in front.
+    let halted = false;
+    const halt = () => {
+      halted = true;
+    };
     while ((queue.length > 0 || running.size > 0) && fatal === undefined) {
-      if (queue.length > 0 && running.size < inFlight && again.length === 0) {
+      if (queue.length > 0 && running.size < inFlight && !halted) {
         const batch = await this.nextBatch(queue, results, o);
         queue = queue.slice(batch.taken);
         if (!batch.batch) continue;
-        if (again.length > 0 || fatal !== undefined) {
+        if (halted || fatal !== undefined) {
           // a multi failed while this one was built: what is sent again goes first
           queue = [...batch.batch.entries, ...queue];
           continue;
         }
-        const sent = this.send(batch.batch, o, results).then(
+        const sent = this.send(batch.batch, o, results, halt).then(
           (redo) => {
             again.push(...redo.filter((e) => results[e.index] === undefined));
           },
@@ -164,9 +170,10 @@ export class TxExecutor {
         continue;
       }
       if (running.size > 0) await Promise.race(running);
-      if (running.size === 0 && again.length > 0) {
+      if (running.size === 0) {
         queue = [...again.sort((a, b) => a.index - b.index), ...queue];
         again = [];
+        halted = false;
       }
     }
     await Promise.allSettled(running);
@@ -240,11 +247,17 @@ export class TxExecutor {
    * Sends one multi and settles its units; resolves with the entries to send
    * again (in no particular order).
    */
-  private async send<U extends TxUnit>(batch: Batch<U>, o: RunOptions<U>, results: UnitResult[]): Promise<Entry<U>[]> {
+  private async send<U extends TxUnit>(
+    batch: Batch<U>,
+    o: RunOptions<U>,
+    results: UnitResult[],
+    halt: () => void,
+  ): Promise<Entry<U>[]> {
     let written: OpResult[] | undefined;
     try {
       written = await this.session.multi(batch.ops);
     } catch (err) {
+      halt();
       return this.failed(batch, err, o, results);
     }
     this.settle(batch, written, results);

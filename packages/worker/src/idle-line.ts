@@ -1,0 +1,66 @@
+/**
+ * IdleLine: idle workers wait in line, so that a new job wakes one of them,
+ * not all of them (no herd at the head of the queue).
+ *
+ * An idle worker holds an EPHEMERAL_SEQUENTIAL node under `idle/`. The first
+ * in line watches the head of the queue (its listings and the claims); every
+ * other one watches only its predecessor, with a data watch (none is left on
+ * a node that is already gone). A worker leaves the line once it has claimed
+ * work, or pauses, or closes: the next one then becomes the first and sees
+ * only what is still unclaimed. A session lost takes the node with it; the
+ * next look at the line joins it again, at the end.
+ */
+import { NoNodeError, type QueueStore, sortBySequence, type Watcher } from '@zkq/core';
+
+export class IdleLine {
+  private node: Promise<string> | undefined;
+
+  constructor(private readonly store: QueueStore) {}
+
+  /**
+   * Joins the line if needed and tells where this worker stands: `head`, or
+   * `waiting` with `watch` armed on its predecessor (it fires when that one
+   * leaves, or the session is lost).
+   */
+  async position(watch: Watcher): Promise<'head' | 'waiting'> {
+    const { session, layout } = this.store;
+    for (;;) {
+      const node = await this.join();
+      const mine = node.slice(node.lastIndexOf('/') + 1);
+      const names = sortBySequence(await this.store.children(layout.idleDir));
+      const at = names.indexOf(mine);
+      if (at < 0) {
+        this.node = undefined; // gone with an expired session: join again
+        continue;
+      }
+      if (at === 0) return 'head';
+      try {
+        await session.getData(`${layout.idleDir}/${names[at - 1]}`, { watch });
+        return 'waiting';
+      } catch (err) {
+        if (!(err instanceof NoNodeError)) throw err; // the predecessor left meanwhile: look again
+      }
+    }
+  }
+
+  /** Leaves the line (claimed work, paused, closing); a no-op when not in it. */
+  leave(): void {
+    const node = this.node;
+    this.node = undefined;
+    void node?.then((path) => this.store.session.delete(path)).catch(() => undefined); // gone already, or the session with it
+  }
+
+  private join(): Promise<string> {
+    if (!this.node) {
+      const { session, layout } = this.store;
+      const joining = this.store
+        .ensureDir(layout.idleDir)
+        .then(() => session.createProtected(`${layout.idleDir}/w-`, undefined, 'ephemeral_sequential'));
+      joining.catch(() => {
+        if (this.node === joining) this.node = undefined;
+      });
+      this.node = joining;
+    }
+    return this.node;
+  }
+}
