@@ -8,9 +8,22 @@
  * a node that is already gone). A worker leaves the line once it has claimed
  * work, or pauses, or closes: the next one then becomes the first and sees
  * only what is still unclaimed. A session lost takes the node with it; the
- * next look at the line joins it again, at the end.
+ * next look at the line joins it again, at the end. Node names start with
+ * the session id, so that a node this session left behind (a reply lost) is
+ * found and removed instead of holding up the line.
  */
-import { NoNodeError, type QueueStore, sortBySequence, type Watcher } from '@zkq/core';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  NoNodeError,
+  type QueueStore,
+  SessionClosedError,
+  SessionExpiredError,
+  sortBySequence,
+  type Watcher,
+} from '@zkq/core';
+
+/** Pause between tries to delete a node of ours whose delete failed, ms. */
+const REMOVE_RETRY_MS = 500;
 
 export class IdleLine {
   private node: Promise<string> | undefined;
@@ -28,6 +41,7 @@ export class IdleLine {
       const node = await this.join();
       const mine = node.slice(node.lastIndexOf('/') + 1);
       const names = sortBySequence(await this.store.children(layout.idleDir));
+      this.removeStrays(names, mine);
       const at = names.indexOf(mine);
       if (at < 0) {
         this.node = undefined; // gone with an expired session: join again
@@ -47,7 +61,42 @@ export class IdleLine {
   leave(): void {
     const node = this.node;
     this.node = undefined;
-    void node?.then((path) => this.store.session.delete(path)).catch(() => undefined); // gone already, or the session with it
+    void node?.then((path) => this.remove(path)).catch(() => undefined);
+  }
+
+  /**
+   * Deletes a node of ours, again and again after failures: one left behind
+   * would hold up the line. Done when it is gone, or its session is.
+   */
+  private async remove(path: string): Promise<void> {
+    const { session } = this.store;
+    for (;;) {
+      try {
+        await session.retry(() => session.delete(path));
+        return;
+      } catch (err) {
+        if (err instanceof NoNodeError || err instanceof SessionExpiredError || err instanceof SessionClosedError)
+          return;
+      }
+      await sleep(REMOVE_RETRY_MS);
+    }
+  }
+
+  /**
+   * Nodes of this session other than the current one (a join or a leave
+   * whose reply was lost) would hold up the line for as long as the session
+   * lives: they are removed whenever the line is read.
+   */
+  private removeStrays(names: string[], mine: string): void {
+    const own = this.ownPrefix();
+    for (const name of names) {
+      if (name !== mine && name.startsWith(own)) void this.remove(`${this.store.layout.idleDir}/${name}`);
+    }
+  }
+
+  /** Names of this session's nodes start with it. */
+  private ownPrefix(): string {
+    return `w-${this.store.session.credentials().sessionId.toString('hex')}-`;
   }
 
   private join(): Promise<string> {
@@ -55,7 +104,9 @@ export class IdleLine {
       const { session, layout } = this.store;
       const joining = this.store
         .ensureDir(layout.idleDir)
-        .then(() => session.createProtected(`${layout.idleDir}/w-`, undefined, 'ephemeral_sequential'));
+        .then(() =>
+          session.createProtected(`${layout.idleDir}/${this.ownPrefix()}`, undefined, 'ephemeral_sequential'),
+        );
       joining.catch(() => {
         if (this.node === joining) this.node = undefined;
       });

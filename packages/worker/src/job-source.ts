@@ -4,9 +4,9 @@
  * It keeps a short local view of the head of the queue (one scan serves many
  * claims), claims several jobs per transaction, and when nothing is
  * claimable it waits in the IdleLine: the first idle worker watches the
- * head's listings (new jobs) and the claims directory (a dead worker's claim
- * vanishing), plus a slow poll as a safety net; the others wait for their
- * turn, so a new job wakes one worker, not all. Workers that collide on the
+ * head's listings (new jobs) and polls every `drainDelay` (a dead worker's
+ * job, claimable again once its session ends, and a safety net); the others
+ * wait for their turn, so a new job wakes one worker, not all. Workers that collide on the
  * same jobs start taking them from a random offset within the head, so they
  * spread instead of racing for the single smallest node; a lone worker
  * always takes the head in order.
@@ -42,6 +42,8 @@ const LINE_RETRY_MS = 500;
 export class JobSource {
   private view: Candidate[] = [];
   private viewAt = 0;
+  /** The last scan returned less than it asked for: it saw every claimable job. */
+  private sawWholeHead = false;
   private lastCollision = 0;
   private wake: (() => void) | undefined;
   private lineMoved: (() => void) | undefined;
@@ -75,7 +77,11 @@ export class JobSource {
    * so the caller can re-check pause and close.
    */
   async claim(max: number, onIdle: () => void): Promise<ClaimedJob[]> {
-    if (this.view.length === 0 || Date.now() - this.viewAt > VIEW_MAX_AGE_MS) await this.rescan(max);
+    const fresh = Date.now() - this.viewAt <= VIEW_MAX_AGE_MS;
+    // A fresh scan that saw the whole head, all of it taken since: scanning again would find nothing
+    // that the first idle worker, who watches the head, does not see too.
+    const drained = this.view.length === 0 && this.sawWholeHead && fresh;
+    if ((this.view.length === 0 || !fresh) && !drained) await this.rescan(max);
     if (this.view.length === 0) {
       onIdle();
       await this.idleWait();
@@ -98,7 +104,9 @@ export class JobSource {
   private async rescan(max: number): Promise<void> {
     const claims = await this.store.session.getChildren(this.store.layout.claimsDir);
     const exclude = new Set([...claims, ...this.inHand(), ...this.ignored]);
-    this.view = await scanHead(this.store, { limit: Math.max(200, max * 4), exclude });
+    const limit = Math.max(200, max * 4);
+    this.view = await scanHead(this.store, { limit, exclude });
+    this.sawWholeHead = this.view.length < limit;
     this.viewAt = Date.now();
   }
 
@@ -153,11 +161,12 @@ export class JobSource {
         .then(async (where) => {
           if (where === 'waiting' || !this.wake) return;
           later(this.o.idlePollMs);
-          // Arm watches, then look once more: what arrived before they were set is seen now.
-          const watch = this.onChange;
+          // Arm the head's watches, then look once more: what arrived before they were set is seen
+          // now. The claims are not watched (every claim and finish would wake the first in line):
+          // a dead worker's job, claimable again once its session ends, is found by the idle poll.
           const [claims, head] = await Promise.all([
-            this.store.session.getChildren(this.store.layout.claimsDir, { watch }),
-            scanHead(this.store, { limit: 1, exclude: new Set(this.inHand()), watch }),
+            this.store.session.getChildren(this.store.layout.claimsDir),
+            scanHead(this.store, { limit: 1, exclude: new Set(this.inHand()), watch: this.onChange }),
           ]);
           if (head.some((c) => !claims.includes(c.id))) this.poke();
         })

@@ -33,6 +33,7 @@ import {
   QueueStore,
   type Session,
   SessionClosedError,
+  validatePrefix,
   validateQueueName,
 } from '@zkq/core';
 import { Attempt } from './attempt.js';
@@ -110,6 +111,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     super();
     validateQueueName(name);
     validateWorkerOptions(opts);
+    if (opts.prefix !== undefined) validatePrefix(opts.prefix);
     if (typeof processor !== 'function' && typeof processor !== 'string' && !(processor instanceof URL)) {
       throw new InvalidArgumentError('processor must be an async function, a file path or a URL', 'processor');
     }

@@ -26,7 +26,7 @@
  *   receipts/r-<random>               one per transaction whose outcome a client must know:
  *                                     created inside it, read back after a lost reply,
  *                                     deleted once the outcome is known
- *   idle/w-<marker>-<seq>             EPHEMERAL_SEQUENTIAL: the line of idle workers; only the
+ *   idle/w-<session>-<marker>-<seq>   EPHEMERAL_SEQUENTIAL: the line of idle workers; only the
  *                                     first watches the head, each other one its predecessor
  *   workers/<workerId>                EPHEMERAL membership of live workers
  *   leader/                           election of the housekeeping leader
