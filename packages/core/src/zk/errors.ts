@@ -158,6 +158,24 @@ export class SessionClosedError extends ZooKeeperError {
   }
 }
 
+/**
+ * The installed node-zookeeper-client is not the release the session layer
+ * extends at runtime (the read-only multi): thrown on first use of
+ * `readMulti`, naming what differs. Nothing was sent.
+ */
+export class WireClientMismatchError extends ZkqError {
+  constructor(
+    /** The release the extension was written against. */
+    readonly expectedVersion: string,
+    readonly problems: readonly string[],
+  ) {
+    super(
+      'ZK_WIRE_CLIENT_MISMATCH',
+      `readMulti extends node-zookeeper-client ${expectedVersion} and cannot run on the installed copy: ${problems.join('; ')}`,
+    );
+  }
+}
+
 const BY_CODE: Record<number, (path?: string) => ZooKeeperError> = {
   [ZK_CODES.NO_NODE]: (p) => new NoNodeError(p),
   [ZK_CODES.NODE_EXISTS]: (p) => new NodeExistsError(p),

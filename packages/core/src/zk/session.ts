@@ -19,6 +19,8 @@
  *   session timeout, when the server must have expired it) a new session is
  *   built at once and `onNewSession` hooks run so that recipes re-create
  *   their ephemeral nodes; pending watches get a `sessionLost` event;
+ * - `readMulti`, ZooKeeper's read-only multi (3.6+), which the wire client
+ *   lacks: many getData / getChildren in one request, each failing alone;
  * - a namespace (every path is relative to it) and digest auth, with the ACL
  *   applied to every node this session creates.
  */
@@ -36,18 +38,22 @@ import {
   RequestTimeoutError,
   SessionClosedError,
   SessionExpiredError,
+  ZK_CODES,
   type ZooKeeperError,
 } from './errors.js';
 import { isRetryable, type RetryOptions, withRetry } from './retry.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
+  assertReadMultiSupported,
   dropConnection,
   eventType,
   exactVersion,
   MAX_DATA_BYTES,
   PACKET_LIMIT_BYTES,
+  sendReadMulti,
   toStat,
   type WireClient,
+  type WireReadResult,
   wire,
   wireAcl,
   wireErrorCode,
@@ -113,6 +119,38 @@ export function opBytes(op: Op, namespace = ''): number {
   return (
     64 + Buffer.byteLength(namespace) + Buffer.byteLength(op.path) + ('data' in op && op.data ? op.data.length : 0)
   );
+}
+
+/** One read of a `readMulti`. */
+export type ReadOp = { op: 'getData'; path: string } | { op: 'getChildren'; path: string };
+
+/** The result of one read of a `readMulti`: its value, or the error of that read alone. */
+export type ReadResult<R extends ReadOp = ReadOp> =
+  | (R extends { op: 'getData' } ? { ok: true; data: Buffer; stat: Stat } : { ok: true; children: string[] })
+  | { ok: false; error: ZooKeeperError };
+
+/** The results of a `readMulti`, one per read, each typed by its read. */
+export type ReadResults<R extends readonly ReadOp[]> = { -readonly [K in keyof R]: ReadResult<R[K] & ReadOp> };
+
+/**
+ * Bytes a `readMulti` reply spends on one getData besides the node's data
+ * (its result header, data length and stat: 81, rounded up).
+ */
+export const READ_REPLY_OVERHEAD_BYTES = 96;
+
+/**
+ * How many getData of nodes holding at most `maxDataBytes` each one
+ * `readMulti` may carry so that its reply stays under the packet limit
+ * (MULTI_BYTE_LIMIT): 900 nodes of 1 KB, 1 node of 512 KB. A getChildren adds
+ * its whole listing (about 4 + name length per child) to the reply.
+ */
+export function readMultiBatchSize(maxDataBytes: number): number {
+  return Math.max(1, Math.floor(MULTI_BYTE_LIMIT / (Math.max(0, maxDataBytes) + READ_REPLY_OVERHEAD_BYTES)));
+}
+
+/** An upper bound of the bytes one read adds to a `readMulti` request (as `opBytes`). */
+export function readOpBytes(read: ReadOp, namespace = ''): number {
+  return 64 + Buffer.byteLength(namespace) + Buffer.byteLength(read.path);
 }
 
 /** Length of the per-request id protected sequential names carry. */
@@ -649,6 +687,55 @@ export class Session extends EventEmitter<SessionEvents> {
       if (op.op === 'setData') return { op: 'setData', stat: toStat(r.stat as zkStat) };
       return { op: op.op };
     });
+  }
+
+  /**
+   * Reads many nodes in one request (ZooKeeper's read-only multi, 3.6+):
+   * each result is the read's value (`{ ok: true, data, stat }` for a
+   * getData, `{ ok: true, children }` for a getChildren) or its own typed
+   * error (`{ ok: false, error }`, e.g. a NoNodeError): unlike `multi`, a
+   * missing node fails only its own read. The request is ordered with the
+   * session's others. Retried like every read. No watches.
+   *
+   * The request is refused before sending past the packet limit (estimated
+   * by `readOpBytes`). The reply carries every node's data: keep a batch's
+   * data under ~1 MB (`readMultiBatchSize(maxDataBytes)` reads per call,
+   * e.g. 900 of 1 KB) and its listings bounded.
+   */
+  async readMulti<const R extends readonly ReadOp[]>(reads: R): Promise<ReadResults<R>> {
+    if (reads.length === 0) return [] as unknown as ReadResults<R>;
+    let bytes = MULTI_OVERHEAD_BYTES;
+    for (const read of reads) {
+      const op: string = read.op;
+      if (op !== 'getData' && op !== 'getChildren') {
+        throw new BadArgumentsError(`readMulti takes getData and getChildren reads, not '${op}'`, read.path);
+      }
+      bytes += readOpBytes(read, this.namespace);
+    }
+    if (bytes > MULTI_BYTE_LIMIT) {
+      throw new BadArgumentsError(
+        `readMulti of ${reads.length} reads is ~${bytes} bytes, past the ZooKeeper packet limit`,
+      );
+    }
+    const wireReads = reads.map((r) => ({ op: r.op, path: this.abs(r.path) }));
+    assertReadMultiSupported();
+    const first = (reads[0] as ReadOp).path;
+    const results = await withRetry(
+      () => this.call<WireReadResult[] | undefined>(first, (c, cb) => sendReadMulti(c, wireReads, cb)),
+      this.options.retry,
+    );
+    if (!results || results.length !== reads.length) throw errorFromCode(ZK_CODES.MARSHALLING_ERROR, first);
+    return results.map((r, i) => this.readResult(r, reads[i] as ReadOp)) as unknown as ReadResults<R>;
+  }
+
+  private readResult(r: WireReadResult, read: ReadOp): ReadResult {
+    if (r.type === -1) return { ok: false, error: errorFromCode(r.err, read.path) };
+    if (r.type === 4) return { ok: true, data: r.data, stat: r.stat };
+    if (r.children.length > this.stats.maxChildren) {
+      this.stats.maxChildren = r.children.length;
+      this.stats.maxChildrenPath = read.path;
+    }
+    return { ok: true, children: r.children };
   }
 
   /** Re-types a multi failure as the failing op's error, with its index and path. */
