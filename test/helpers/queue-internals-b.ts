@@ -48,8 +48,17 @@ export function isConflict(err: unknown, queue: string): boolean {
   return racy && !(err.path ?? '').startsWith(new QueueLayout(queue).leaderDir);
 }
 
+/** A multi that only deletes settled receipts (the executor's background cleanup), not a job's transaction. */
+function isReceiptCleanup(ops: unknown): boolean {
+  return (
+    Array.isArray(ops) &&
+    ops.length > 0 &&
+    ops.every((op: { op?: string; path?: string }) => op.op === 'delete' && op.path?.includes('/receipts/'))
+  );
+}
+
 /**
- * When the next transaction of `session` commits, `onCommit` starts; every
+ * When the next transaction of `session` commits (receipt cleanups aside), `onCommit` starts; every
  * later request of the session (of any kind) waits until it is done.
  */
 export function holdAfterNextCommit(session: Session, onCommit: () => Promise<unknown>): void {
@@ -60,7 +69,7 @@ export function holdAfterNextCommit(session: Session, onCommit: () => Promise<un
     methods[name] = async (...args: unknown[]) => {
       if (held) await held;
       const result = await original(...args);
-      if (name === 'multi') held ??= onCommit();
+      if (name === 'multi' && !isReceiptCleanup(args[0])) held ??= onCommit();
       return result;
     };
   }
