@@ -78,19 +78,9 @@ export function claimPayload(info: ClaimInfo): Buffer {
 
 /** Claims as many of `candidates` as it can, in as few transactions as fit. */
 export async function claimJobs(store: QueueStore, candidates: Candidate[], o: ClaimOptions): Promise<ClaimResult> {
-  const { session, layout } = store;
+  const { layout } = store;
   const result: ClaimResult = { claimed: [], skipped: [] };
-  const reads = await Promise.all(
-    candidates.map(async (candidate) => {
-      try {
-        const { data, stat } = await session.getData(layout.job(candidate.id));
-        return { candidate, record: decodeRecord(data, layout.job(candidate.id)), version: stat.version };
-      } catch (error) {
-        result.skipped.push({ candidate, error: error instanceof NoNodeError ? undefined : error });
-        return undefined;
-      }
-    }),
-  );
+  const reads = await readRecords(store, candidates, result);
   const now = Date.now();
   const claims: { candidate: Candidate; updated: JobRecord; token: number; unit: TxUnit }[] = [];
   for (const r of reads) {
@@ -130,6 +120,39 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
     else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
   });
   return result;
+}
+
+/** Records read per request: a claim batch is read in one or a few read-only multis. */
+export const CLAIM_READ_BATCH = 50;
+
+/** The candidates' records, read in batches; unreadable ones go to `result.skipped`. */
+async function readRecords(store: QueueStore, candidates: Candidate[], result: ClaimResult) {
+  const { session, layout } = store;
+  const reads: { candidate: Candidate; record: JobRecord; version: number }[] = [];
+  for (let i = 0; i < candidates.length; i += CLAIM_READ_BATCH) {
+    const batch = candidates.slice(i, i + CLAIM_READ_BATCH);
+    const replies = await session.readMulti(batch.map((c) => ({ op: 'getData' as const, path: layout.job(c.id) })));
+    batch.forEach((candidate, j) => {
+      const reply = replies[j];
+      if (!reply?.ok) {
+        result.skipped.push({
+          candidate,
+          ...(reply && !(reply.error instanceof NoNodeError) ? { error: reply.error } : {}),
+        });
+        return;
+      }
+      try {
+        reads.push({
+          candidate,
+          record: decodeRecord(reply.data, layout.job(candidate.id)),
+          version: reply.stat.version,
+        });
+      } catch (error) {
+        result.skipped.push({ candidate, error });
+      }
+    });
+  }
+  return reads;
 }
 
 function isConflict(err: unknown): boolean {
