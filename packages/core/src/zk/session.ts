@@ -38,14 +38,13 @@ import {
   SessionExpiredError,
   type ZooKeeperError,
 } from './errors.js';
+import { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 import { isRetryable, type RetryOptions, withRetry } from './retry.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
   dropConnection,
   eventType,
   exactVersion,
-  MAX_DATA_BYTES,
-  PACKET_LIMIT_BYTES,
   toStat,
   type WireClient,
   wire,
