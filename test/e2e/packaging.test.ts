@@ -25,9 +25,15 @@ interface Run {
   stderr: string;
 }
 
-/** Runs a command to its end (killed after STEP_TIMEOUT_MS), without the npm_* variables of an outer npm run. */
+/**
+ * An outer `npm run` pins its project (npm_config_local_prefix) and package
+ * for the npm commands below; its other settings (cache, registry) stay.
+ */
+const OUTER_NPM_RUN = /^(npm_config_local_prefix|npm_package_.*|npm_lifecycle_.*|INIT_CWD)$/i;
+
+/** Runs a command to its end (killed after STEP_TIMEOUT_MS). */
 function run(cmd: string, args: string[], cwd: string): Promise<Run> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !OUTER_NPM_RUN.test(k)));
   delete env.ZKQ_ZK;
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
