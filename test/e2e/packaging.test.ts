@@ -70,6 +70,7 @@ before(async () => {
   scratch = mkdtempSync(join(tmpdir(), 'zkq-packaging-'));
   const packs = join(scratch, 'packs');
   app = join(scratch, 'app');
+  // One build (a no-op after `npm run build`); the packs skip each package's prepack build.
   await ok(process.execPath, [TSC, '-b'], REPO);
   mkdirSync(packs);
   const out = await ok(
@@ -155,6 +156,7 @@ test('the zkq binary runs from node_modules/.bin', async () => {
   for (const command of ['worker', 'add', 'stats', 'dev-server']) assert.match(help, new RegExp(`zkq ${command}\\b`));
 });
 
+// Last: it moves @zkq/testing out of the scratch project.
 test('without @zkq/testing the CLI still runs, and dev-server says what to install', async () => {
   renameSync(join(app, 'node_modules/@zkq/testing'), join(scratch, 'testing-aside'));
   const zkq = join(app, 'node_modules/.bin/zkq');
