@@ -182,7 +182,7 @@ export type QueueListenerGaps = 'ioredis:close' | 'progress';
 export type QueueListenerCheck = ExpectNone<ListenerProblems<BullQueueListener, ZkqQueueListener, QueueListenerGaps>>;
 
 // ---------------------------------------------------------------------------
-// QueueEvents: once @zkq/producer exports it, `job.waitUntilFinished(queueEvents)` must take it.
+// QueueEvents: `job.waitUntilFinished(queueEvents)` must take @zkq/producer's QueueEvents.
 
 type ZkqQueueEvents = typeof Zkq extends { QueueEvents: abstract new (...args: any[]) => infer I } ? I : never;
 declare const job: Zkq.Job<EmailData, EmailResult, EmailJobName>;
@@ -231,8 +231,7 @@ export type JobMemberGaps =
 
 /** Queue: schedulers, rate limits, global concurrency, metrics, per-state counters. */
 export type QueueMemberGaps =
-  // Redis and backend internals (zkq's `client`, where present, is the ZooKeeper session)
-  | 'client'
+  // Redis and backend internals (zkq's `client` is there, and resolves with the ZooKeeper session)
   | 'keys'
   | 'token'
   | 'toKey'
@@ -301,7 +300,6 @@ export type QueueMemberGaps =
 
 /** Worker: rate limiting, manual job fetching, cancellation, lock internals. */
 export type WorkerMemberGaps =
-  | 'client'
   | 'keys'
   | 'toKey'
   | 'backend'

@@ -6,7 +6,7 @@
 import { createServer } from 'node:net';
 import type { Argv } from 'yargs';
 import type { GlobalArgs } from '../context.js';
-import { CliError, UsageError } from '../errors.js';
+import { CliError, EXIT, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { printJson, println } from '../output.js';
 
@@ -34,14 +34,31 @@ function checkPortFree(port: number): Promise<void> {
   });
 }
 
+/**
+ * The optional package that installs and starts ZooKeeper. It is loaded on
+ * use, so that production installs of the CLI can leave it out.
+ */
+async function loadTesting(): Promise<typeof import('@zkq/testing')> {
+  try {
+    import.meta.resolve('@zkq/testing');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    throw new CliError(
+      'this command needs the optional package @zkq/testing: install it next to @zkq/cli ' +
+        '(npm install @zkq/testing, or npm install --global @zkq/testing for a global zkq)',
+      EXIT.NOT_SUPPORTED,
+    );
+  }
+  return import('@zkq/testing');
+}
+
 /** Starts a standalone server (`port` 0: any free port) or a 3-server ensemble. */
 export async function startDevServer(opts: {
   ensemble?: boolean;
   port?: number;
   dataDir?: string;
 }): Promise<DevServer> {
-  // Loaded on use: only dev-server and demo start servers.
-  const { startEnsemble, startZooKeeper } = await import('@zkq/testing');
+  const { startEnsemble, startZooKeeper } = await loadTesting();
   const common = { heapMb: DEV_SERVER_HEAP_MB, install: true, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}) };
   if (opts.ensemble) return startEnsemble(common);
   if (opts.port) await checkPortFree(opts.port);

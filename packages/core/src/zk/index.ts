@@ -1,5 +1,6 @@
 export { CREATOR_ACL, digestId, OPEN_ACL, permissionBits } from './acl.js';
 export * from './errors.js';
+export { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 export { backoffDelay, DEFAULT_RETRY, isRetryable, type RetryOptions, withRetry } from './retry.js';
 export { SEQUENCE_DIGITS, sequenceOf, sortBySequence } from './sequence.js';
 export {
@@ -24,4 +25,3 @@ export {
   WatchLoop,
   type WatchLoopOptions,
 } from './watch-loop.js';
-export { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './wire.js';

@@ -41,6 +41,7 @@ import {
   ZK_CODES,
   type ZooKeeperError,
 } from './errors.js';
+import { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 import { isRetryable, type RetryOptions, withRetry } from './retry.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
@@ -48,8 +49,6 @@ import {
   dropConnection,
   eventType,
   exactVersion,
-  MAX_DATA_BYTES,
-  PACKET_LIMIT_BYTES,
   sendReadMulti,
   toStat,
   type WireClient,

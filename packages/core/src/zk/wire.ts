@@ -12,11 +12,6 @@ import type { AclEntry, CreateMode, Stat, WatchEvent } from './types.js';
 export type WireClient = zookeeper.Client;
 export const wire = zookeeper;
 
-/** ZooKeeper's packet limit (jute.maxbuffer default): data and requests must stay below it. */
-export const PACKET_LIMIT_BYTES = 1024 * 1024;
-/** Largest node data the session layer sends, leaving room for the request's header and path. */
-export const MAX_DATA_BYTES = PACKET_LIMIT_BYTES - 8 * 1024;
-
 const MODES: Record<CreateMode, number> = {
   persistent: zookeeper.CreateMode.PERSISTENT,
   ephemeral: zookeeper.CreateMode.EPHEMERAL,
