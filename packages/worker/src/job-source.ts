@@ -46,6 +46,8 @@ export class JobSource {
   private sawWholeHead = false;
   private lastCollision = 0;
   private wake: (() => void) | undefined;
+  /** A poke that came while no wait was armed. */
+  private poked = false;
   private lineMoved: (() => void) | undefined;
   private readonly line: IdleLine;
   /** Ids of foreign pointers this worker leaves alone. */
@@ -69,7 +71,9 @@ export class JobSource {
   poke(): void {
     const w = this.wake;
     this.wake = undefined;
-    w?.();
+    // Kept when nobody waits yet (the idle wait is between two looks at the line): the next wait ends at once.
+    if (w) w();
+    else this.poked = true;
   }
 
   /**
@@ -142,6 +146,10 @@ export class JobSource {
   }
 
   private waitOnce(): Promise<'wake' | 'line'> {
+    if (this.poked) {
+      this.poked = false;
+      return Promise.resolve('wake');
+    }
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const done = (why: 'wake' | 'line') => {
