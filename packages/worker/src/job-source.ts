@@ -4,9 +4,10 @@
  * It keeps a short local view of the head of the queue (one scan serves many
  * claims), claims several jobs per transaction, and when nothing is
  * claimable it waits in the IdleLine: the first idle worker watches the
- * head's listings (new jobs) and polls every `drainDelay` (a dead worker's
- * job, claimable again once its session ends, and a safety net); the others
- * wait for their turn, so a new job wakes one worker, not all. Workers that collide on the
+ * wake-up node `head` (rewritten by every transaction that makes a job
+ * claimable) and polls every `drainDelay` (a dead worker's job, claimable
+ * again once its session ends, and a safety net); the others wait for their
+ * turn, so a new job wakes one worker, not all. Workers that collide on the
  * same jobs start taking them from a random offset within the head, so they
  * spread instead of racing for the single smallest node; a lone worker
  * always takes the head in order.
@@ -17,6 +18,7 @@ import {
   claimJobs,
   MalformedJobError,
   NodeExistsError,
+  NoNodeError,
   type QueueStore,
   quarantineMalformed,
   scanHead,
@@ -145,6 +147,18 @@ export class JobSource {
     this.viewAt = 0;
   }
 
+  /** Arms the data watch on the wake-up node (created when a queue being re-made lacks it). */
+  private async watchHead(): Promise<void> {
+    const { session, layout } = this.store;
+    try {
+      await session.getData(layout.head, { watch: this.onChange });
+    } catch (err) {
+      if (!(err instanceof NoNodeError)) throw err;
+      await this.store.ensureDir(layout.head);
+      await session.getData(layout.head, { watch: this.onChange });
+    }
+  }
+
   private waitOnce(): Promise<'wake' | 'line'> {
     if (this.poked) {
       this.poked = false;
@@ -169,12 +183,13 @@ export class JobSource {
         .then(async (where) => {
           if (where === 'waiting' || !this.wake) return;
           later(this.o.idlePollMs);
-          // Arm the head's watches, then look once more: what arrived before they were set is seen
-          // now. The claims are not watched (every claim and finish would wake the first in line):
-          // a dead worker's job, claimable again once its session ends, is found by the idle poll.
+          // Watch the wake-up node, then look once more: what arrived before the watch is seen now.
+          // Only new work rewrites it; claims and finishes (and a dead worker's claim vanishing,
+          // which the idle poll finds) do not wake the first in line.
+          await this.watchHead();
           const [claims, head] = await Promise.all([
             this.store.session.getChildren(this.store.layout.claimsDir),
-            scanHead(this.store, { limit: 1, exclude: new Set(this.inHand()), watch: this.onChange }),
+            scanHead(this.store, { limit: 1, exclude: new Set(this.inHand()) }),
           ]);
           if (head.some((c) => !claims.includes(c.id))) this.poke();
         })

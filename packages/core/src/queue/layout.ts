@@ -10,6 +10,9 @@
  *                                     listing small; a custom jobId that exists already
  *                                     makes the create fail atomically (de-duplication).
  *   ids                               counter node: each setData hands out a block of ids
+ *   head                              the wake-up node: rewritten inside every transaction
+ *                                     that makes a job claimable (enqueue, promotion, retry,
+ *                                     revocation); the first idle worker watches its data
  *   ready/<lane>/b-<bucket>/qn-<jobId>-<seq>
  *                                     waiting jobs, as small pointer nodes
  *                                     (PERSISTENT_SEQUENTIAL). Lanes order priorities:
@@ -151,6 +154,7 @@ export class QueueLayout {
   readonly meta: string;
   readonly jobsDir: string;
   readonly ids: string;
+  readonly head: string;
   readonly ready: string;
   readonly claimsDir: string;
   readonly delayedDir: string;
@@ -171,6 +175,7 @@ export class QueueLayout {
     this.meta = `${this.root}/meta`;
     this.jobsDir = `${this.root}/jobs`;
     this.ids = `${this.root}/ids`;
+    this.head = `${this.root}/head`;
     this.ready = `${this.root}/ready`;
     this.claimsDir = `${this.root}/claims`;
     this.delayedDir = `${this.root}/delayed`;
@@ -193,6 +198,7 @@ export class QueueLayout {
       this.root,
       this.jobsDir,
       ...shards,
+      this.head,
       this.ready,
       this.claimsDir,
       this.delayedDir,

@@ -174,6 +174,7 @@ export class QueueStore {
         build: async () => ({
           ops: enqueueOps(this.layout, record.id, data, await this.destination(place)),
           events: enqueueEvents(e),
+          wakes: record.state !== 'delayed',
         }),
       };
     });

@@ -300,7 +300,7 @@ function finishUnit(store: QueueStore, f: Finish, withClaim: boolean): FinishUni
         { id: job.record.id, token: job.token, pointer: job.pointer, record, withClaim },
         to,
       );
-      return { ops, events: [planned.event] };
+      return { ops, events: [planned.event], wakes: planned.to?.kind === 'ready' };
     },
   };
 }
@@ -461,7 +461,7 @@ export async function revokeClaims(
         token: s.token,
         record: encodeRecord(record),
       });
-      return { ops, events: [{ event: 'stalled', jobId: s.id, ts: Date.now() }] };
+      return { ops, events: [{ event: 'stalled', jobId: s.id, ts: Date.now() }], wakes: true };
     },
   }));
   const results = await store.executor.run(units, { fence, receipt: false });

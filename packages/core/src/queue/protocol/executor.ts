@@ -22,6 +22,9 @@
  *   committed, and the units are settled or sent again accordingly. Runs
  *   without receipts are made of ops that are safe to send twice (every
  *   write at a version, or a delete), so they are simply sent again.
+ * - **Wake-ups.** A multi holding a unit that makes a job claimable also
+ *   rewrites the wake-up node `head`, whose data the first idle worker
+ *   watches: finishes and claims do not wake it, new work does.
  * - **Order.** `multi`s are sent in unit order; with `inFlight` > 1 several
  *   are in flight at once (ZooKeeper applies one session's requests in
  *   order). After a failure nothing new is sent until the in-flight ones
@@ -52,6 +55,8 @@ export type ProtocolOp = Op & { role?: OpRole };
 export interface Built {
   ops: ProtocolOp[];
   events?: QueueEventRecord[];
+  /** The unit makes a job claimable: the multi also rewrites the wake-up node (`head`). */
+  wakes?: boolean;
 }
 
 /** One owner's share of a transaction; `build` is called again when the unit must be rebuilt. */
@@ -89,6 +94,8 @@ export class OutcomeUnknownError extends ZkqError {
   }
 }
 
+const EMPTY = Buffer.alloc(0);
+
 /** Most ops per multi: ZooKeeper's cost is per request, but a huge one delays every other client. */
 export const MAX_OPS = 1000;
 /** Most bytes of a multi's ops, leaving room for the receipt and a margin. */
@@ -117,6 +124,8 @@ interface Batch<U extends TxUnit> {
   ops: ProtocolOp[];
   fenceOps: number;
   eventIndex: number;
+  /** Index of the wake-up node's rewrite, -1 without one. */
+  wakeIndex: number;
   /** Index of the receipt's create, -1 without one. */
   receiptIndex: number;
   receipt?: string;
@@ -234,8 +243,14 @@ export class TxExecutor {
     }
     const eventOp = this.events.op(entries.flatMap((e) => e.built?.events ?? []));
     const eventIndex = eventOp ? ops.push(eventOp) - 1 : -1;
+    const wakeIndex = entries.some((e) => e.built?.wakes)
+      ? ops.push({ op: 'setData', path: this.layout.head, data: EMPTY }) - 1
+      : -1;
     const receiptIndex = receipt ? ops.push({ op: 'create', path: receipt }) - 1 : -1;
-    return { batch: { entries, starts, ops, fenceOps: fence.length, eventIndex, receiptIndex, receipt }, taken };
+    return {
+      batch: { entries, starts, ops, fenceOps: fence.length, eventIndex, wakeIndex, receiptIndex, receipt },
+      taken,
+    };
   }
 
   private eventBytes(events: QueueEventRecord[] | undefined): number {
@@ -285,10 +300,16 @@ export class TxExecutor {
     const index = err instanceof ZooKeeperError ? err.opIndex : undefined;
     if (index === undefined) throw err;
     if (index < batch.fenceOps) throw new FencedError(err);
-    if (index === batch.eventIndex || index === batch.receiptIndex) {
-      // the event log or the receipts directory is missing (a queue being obliterated, or older)
+    if (index === batch.eventIndex || index === batch.receiptIndex || index === batch.wakeIndex) {
+      // the event log, the wake-up node or the receipts directory is missing (a queue being obliterated)
       if (!(err instanceof NoNodeError)) throw err;
-      await this.containers.ensureDir(index === batch.eventIndex ? this.layout.eventLog : this.layout.receiptsDir);
+      const missing =
+        index === batch.eventIndex
+          ? this.layout.eventLog
+          : index === batch.wakeIndex
+            ? this.layout.head
+            : this.layout.receiptsDir;
+      await this.containers.ensureDir(missing);
       return this.retryAll(batch, err, results, false);
     }
     let owner = 0;

@@ -200,6 +200,7 @@ export function toReady(
         await store.destination({ kind: 'ready', lane }),
       ),
       events,
+      wakes: true,
     }),
   };
 }
