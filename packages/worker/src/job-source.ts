@@ -187,11 +187,11 @@ export class JobSource {
           // Only new work rewrites it; claims and finishes (and a dead worker's claim vanishing,
           // which the idle poll finds) do not wake the first in line.
           await this.watchHead();
-          const [claims, head] = await Promise.all([
-            this.store.session.getChildren(this.store.layout.claimsDir),
-            scanHead(this.store, { limit: 1, exclude: new Set(this.inHand()) }),
-          ]);
-          if (head.some((c) => !claims.includes(c.id))) this.poke();
+          // Active jobs keep their pointers at the head: leave the claimed ones out before the
+          // limit, or a head full of running jobs would hide the waiting ones behind it.
+          const claims = await this.store.session.getChildren(this.store.layout.claimsDir);
+          const exclude = new Set([...claims, ...this.inHand(), ...this.ignored]);
+          if ((await scanHead(this.store, { limit: 1, exclude })).length > 0) this.poke();
         })
         .catch(() => {
           if (this.wake) later(LINE_RETRY_MS); // a failed look (connection loss, closing): look again soon

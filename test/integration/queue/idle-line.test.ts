@@ -1,0 +1,72 @@
+/**
+ * Idle workers wait in line: a new job wakes the first of them, not all; and
+ * the first in line still sees waiting jobs behind running ones (whose
+ * pointers stay at the head of the queue while they run).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Queue } from '@zkq/producer';
+import { Worker } from '@zkq/worker';
+import { queueEnv } from '../../helpers/queue.js';
+import { waitFor } from '../../helpers/zk.js';
+
+/** No idle poll during the test: only watches may wake a worker. */
+const QUIET = { drainDelay: 600, housekeeping: false } as const;
+
+test('the first idle worker takes jobs waiting behind another worker’s running ones', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('behind-running', env);
+  t.after(() => queue.close());
+  let release!: () => void;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  t.after(() => release());
+  const started = new Map<string, number>();
+  const workers = ['a', 'b'].map((name) => {
+    const w = new Worker(
+      'behind-running',
+      async () => {
+        started.set(name, (started.get(name) ?? 0) + 1);
+        await held;
+      },
+      { ...env, ...QUIET, name, concurrency: 2 },
+    );
+    t.after(() => w.close(true));
+    return w;
+  });
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  await queue.addBulk(Array.from({ length: 6 }, (_, i) => ({ name: 'j', data: i })));
+  // Whoever is woken first fills its two slots; the other must then see the jobs behind those two.
+  await waitFor(() => started.get('a') === 2 && started.get('b') === 2, {
+    what: 'both workers running two jobs each',
+  });
+  release();
+});
+
+test('a job added to a queue with ten idle workers wakes only the first few of them', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('no-herd', env);
+  t.after(() => queue.close());
+  const done: string[] = [];
+  const workers = Array.from({ length: 10 }, (_, i) => {
+    const w = new Worker('no-herd', async (job) => job.id, { ...env, ...QUIET, name: `w${i}` });
+    w.on('completed', (job) => done.push(job.id));
+    t.after(() => w.close());
+    return w;
+  });
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  const first = await queue.add('warm', {});
+  await waitFor(() => done.includes(first.id), { what: 'the first job' });
+  await sleep(500); // the line settles
+  const sessions = await Promise.all(workers.map((w) => w.client));
+  const before = sessions.map((s) => s.stats.requests);
+  const job = await queue.add('one', {});
+  await waitFor(() => done.includes(job.id), { what: 'the job' });
+  await sleep(500);
+  const busy = sessions.filter((s, i) => s.stats.requests > (before[i] as number)).length;
+  // The first in line claims it and leaves, the next one takes over the head, the first re-joins:
+  // a few workers act; the other idle ones are not woken at all.
+  assert.ok(busy <= 4, `${busy} of 10 idle workers were woken by one job`);
+});
