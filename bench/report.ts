@@ -3,13 +3,32 @@
  * ZooKeeper limit of the same run, then the targets with PASS / MISS.
  */
 import { BUCKET_CAPACITY } from '@zkq/core';
-import { fmt, table } from './lib.js';
+import { fmt, median, table } from './lib.js';
 import type { Metrics } from './scenarios.js';
+import type { TraceEntry } from './worker-child.js';
 
 /** Node writes of one drained job with removeOnComplete: claim (claim node, record) and finish (record, pointer, claim). */
 export const WRITES_PER_DRAINED_JOB = 5;
 /** Nodes an enqueued job creates: its record and its pointer. */
 export const NODES_PER_ENQUEUED_JOB = 2;
+
+/**
+ * Ratios, per run (figures of one run are compared with each other, then the
+ * median taken): `ratio.<scenario>` zkq / BullMQ, `ratio.<scenario>.ofInline`
+ * zkq / zkq's inline drain.
+ */
+export function withRatios(m: Metrics): Metrics {
+  const out: Metrics = { ...m };
+  const put = (key: string, a: number | undefined, b: number | undefined) => {
+    if (a !== undefined && b) out[`ratio.${key}`] = Math.round((a / b) * 1000) / 1000;
+  };
+  for (const k of ['drain', 'e2e', 'addBulk', 'add', 'retention', 'procs2', 'procs4']) {
+    put(k, m[`zkq.${k}.rate`], m[`bullmq.${k}.rate`]);
+  }
+  for (const k of ['threads', 'retention', 'procs2', 'procs4'])
+    put(`${k}.ofInline`, m[`zkq.${k}.rate`], m['zkq.drain.rate']);
+  return out;
+}
 
 export interface ReportOptions {
   jobs: number;
@@ -53,7 +72,7 @@ export function report(m: Metrics, o: ReportOptions): string {
   const lat = (p: string) => v(`raw.latency${p}`) && `${fmt(v(`raw.latency${p}`), 2)} ms (one create)`;
 
   const vs = (key: string, fig: (n: number | undefined) => string, min: number, bound?: string | 0) => {
-    const r = ratio(v(`zkq.${key}`), v(`bullmq.${key}`));
+    const r = v(`ratio.${key.split('.')[0]}`) ?? ratio(v(`zkq.${key}`), v(`bullmq.${key}`));
     return {
       zkq: fig(v(`zkq.${key}`)),
       bullmq: fig(v(`bullmq.${key}`)),
@@ -63,7 +82,7 @@ export function report(m: Metrics, o: ReportOptions): string {
     };
   };
   const self = (key: string, base: string, min: number, fig = jobsPerSec) => {
-    const r = ratio(v(`zkq.${key}`), v(`zkq.${base}`));
+    const r = v(`ratio.${key.split('.')[0]}.ofInline`) ?? ratio(v(`zkq.${key}`), v(`zkq.${base}`));
     return { zkq: fig(v(`zkq.${key}`)), checked: x(r), pass: r === undefined ? undefined : r >= min };
   };
   const atMost = (key: string, goal: number, fig: (n: number | undefined) => string, strict = false) => {
@@ -239,10 +258,9 @@ function detail(m: Metrics): string {
     for (const sys of ['zkq', 'bullmq']) {
       const g = (f: string) => m[`${sys}.${key}.${f}`];
       if (g('rate') === undefined) continue;
-      const r =
-        sys === 'zkq' && m[`bullmq.${key}.rate`]
-          ? (g('rate') as number) / (m[`bullmq.${key}.rate`] as number)
-          : undefined;
+      // The per-run ratio's median where the runs compared zkq with BullMQ.
+      const bull = m[`bullmq.${key}.rate`];
+      const r = sys !== 'zkq' || !bull ? undefined : (m[`ratio.${key}`] ?? (g('rate') as number) / bull);
       rows.push([
         label,
         sys === 'zkq' ? 'zkq' : 'BullMQ',
@@ -331,12 +349,50 @@ export function spread(runs: Metrics[], median: Metrics): string {
     'zkq.drain.serverCpuUs',
     'zkq.herd.idlePerSec',
     'zkq.herd.perJob',
+    'ratio.drain',
+    'ratio.e2e',
+    'ratio.addBulk',
+    'ratio.add',
+    'ratio.threads.ofInline',
+    'ratio.retention.ofInline',
+    'ratio.procs2.ofInline',
+    'ratio.procs4.ofInline',
   ].filter((k) => median[k] !== undefined);
   return table([
     ['figure', ...runs.map((_, i) => `run ${i + 1}`), 'median'],
     ...keys.map((k) => {
-      const digits = k.includes('.idle.') || k.includes('.herd.') ? 1 : 0;
+      const digits = k.startsWith('ratio.') ? 2 : k.includes('.idle.') || k.includes('.herd.') ? 1 : 0;
       return [k, ...runs.map((r) => fmt(r[k], digits)), fmt(median[k], digits)];
     }),
   ]);
+}
+
+/** The whole report of some runs: the median of each figure (ratios taken per run first). */
+export function render(
+  runs: Metrics[],
+  traces: Record<string, Record<string, TraceEntry>>,
+  o: ReportOptions,
+): { text: string; median: Metrics } {
+  const perRun = runs.map(withRatios);
+  const keys = [...new Set(perRun.flatMap((m) => Object.keys(m)))];
+  const med: Metrics = Object.fromEntries(keys.map((k) => [k, median(perRun.map((m) => m[k] ?? Number.NaN))]));
+  const out: string[] = [
+    '',
+    `${runs.length > 1 ? `median of ${runs.length} runs; ` : ''}${fmt(o.jobs)} no-op jobs, 100-byte data, ` +
+      `removeOnComplete unless said, one Worker per process at concurrency ${o.concurrency}; ` +
+      'ZooKeeper standalone fsync on; Redis without persistence',
+    '',
+    report(med, o),
+  ];
+  if (runs.length > 1) out.push('', spread(perRun, med));
+  for (const [name, t] of Object.entries(traces)) {
+    const rows = [[`${name}: worker requests (last run)`, 'calls', 'per job', 'ops/call', 'mean ms', 'max pending']];
+    for (const [kind, e] of Object.entries(t)) {
+      if (e.calls === 0) continue;
+      const perJob = fmt(e.calls / o.jobs, 3);
+      rows.push([kind, fmt(e.calls), perJob, fmt(e.ops / e.calls, 1), fmt(e.meanMs, 2), fmt(e.maxPending)]);
+    }
+    out.push('', table(rows));
+  }
+  return { text: out.join('\n'), median: med };
 }

@@ -11,11 +11,12 @@
  *   npm run bench -- --backlog 1000000             also the 1,000,000-job backlog
  *   npm run bench -- --only drain --profile        V8 CPU profiles of the worker processes
  *   npm run bench -- --only drain --trace          count and time zkq's worker requests
+ *   npm run bench -- --report bench/results/latest.json   print the report of an earlier run again
  *   npm run bench -- --zk 127.0.0.1:2181 [--zk-pid N] [--redis 127.0.0.1:6379 --redis-pid M]  existing servers
  *
  * Results also go to bench/results/latest.json. See docs/benchmarks.md.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,9 +24,9 @@ import { parseArgs } from 'node:util';
 import { type RedisServer, startRedis, startZooKeeper, type ZooKeeperServer } from '@zkq/testing';
 import { type BacklogServer, benchBacklog } from '../bench/backlog.js';
 import { benchHerd } from '../bench/herd.js';
-import { cpuMsOf, fmt, median, table } from '../bench/lib.js';
+import { cpuMsOf } from '../bench/lib.js';
 import { measureRaw } from '../bench/raw.js';
-import { report, spread } from '../bench/report.js';
+import { type ReportOptions, render } from '../bench/report.js';
 import {
   benchDrain,
   benchEndToEnd,
@@ -80,6 +81,7 @@ const { values: flags } = parseArgs({
     redis: { type: 'string' },
     'redis-pid': { type: 'string' },
     out: { type: 'string' },
+    report: { type: 'string' },
   },
 });
 
@@ -94,6 +96,23 @@ const listOf = <T extends string>(flag: string, value: string, allowed: readonly
       throw new Error(`--${flag}: unknown '${s}' (${allowed.join(', ')})`);
     return s as T;
   });
+if (flags.report) {
+  const saved = JSON.parse(readFileSync(flags.report, 'utf8')) as {
+    runs: Metrics[];
+    traces?: Record<string, Record<string, TraceEntry>>;
+    options: Partial<ReportOptions>;
+  };
+  const o = saved.options;
+  const { text } = render(saved.runs, saved.traces ?? {}, {
+    jobs: o.jobs ?? 20_000,
+    concurrency: o.concurrency ?? 50,
+    addInFlight: o.addInFlight ?? 1000,
+    herdWorkers: o.herdWorkers ?? 100,
+  });
+  console.log(text);
+  process.exit(0);
+}
+
 const only = new Set<Section>(
   flags.only ? listOf('only', flags.only, SECTIONS) : SECTIONS.filter((s) => !OPT_IN.includes(s)),
 );
@@ -118,7 +137,9 @@ const traces: Record<string, Record<string, TraceEntry>> = {};
 try {
   let zkConnection = flags.zk;
   let zkPid = flags['zk-pid'] ? Number(flags['zk-pid']) : undefined;
-  if (!zkConnection && (systems.includes('zkq') || only.has('raw'))) {
+  // The backlog runs on servers of its own; the other sections share these.
+  const shared = [...only].some((s) => s !== 'backlog');
+  if (!zkConnection && shared && (systems.includes('zkq') || only.has('raw'))) {
     zk = await startZooKeeper({ fsync: true });
     zkConnection = zk.connectionString;
     zkPid = zk.process.pid;
@@ -241,7 +262,7 @@ try {
   // Once, after the runs: minutes long, and on a ZooKeeper of its own (large heap, restartable).
   if (only.has('backlog')) {
     const m = perRun[perRun.length - 1] as Metrics;
-    const server: BacklogServer = redis ? { redisPort: redis.port } : {};
+    const server: BacklogServer = systems.includes('bullmq') ? { redisPort: Number(redisPort) } : {};
     let connection = zkConnection;
     let pid = zkPid;
     if (!flags.zk && systems.includes('zkq')) {
@@ -275,43 +296,18 @@ try {
 
 // ---- report ----------------------------------------------------------------------
 
-const keys = [...new Set(perRun.flatMap((m) => Object.keys(m)))];
-const result: Metrics = Object.fromEntries(keys.map((k) => [k, median(perRun.map((m) => m[k] ?? Number.NaN))]));
-const out: string[] = [
-  '',
-  `${runs > 1 ? `median of ${runs} runs; ` : ''}${fmt(jobs)} no-op jobs, 100-byte data, removeOnComplete unless said, ` +
-    `one Worker per process at concurrency ${concurrency}; ZooKeeper standalone fsync on; Redis without persistence`,
-  '',
-  report(result, {
-    jobs,
-    concurrency,
-    addInFlight: num('add-in-flight'),
-    herdWorkers: num('herd-processes') * num('herd-workers'),
-  }),
-];
-if (runs > 1) out.push('', spread(perRun, result));
-for (const [name, t] of Object.entries(traces)) {
-  const rows = [[`${name}: worker requests (last run)`, 'calls', 'per job', 'ops/call', 'mean ms', 'max pending']];
-  for (const [kind, e] of Object.entries(t)) {
-    if (e.calls === 0) continue;
-    rows.push([
-      kind,
-      fmt(e.calls),
-      fmt(e.calls / jobs, 3),
-      fmt(e.ops / e.calls, 1),
-      fmt(e.meanMs, 2),
-      fmt(e.maxPending),
-    ]);
-  }
-  out.push('', table(rows));
-}
+const reportOptions: ReportOptions = {
+  jobs,
+  concurrency,
+  addInFlight: num('add-in-flight'),
+  herdWorkers: num('herd-processes') * num('herd-workers'),
+};
+const { text, median: result } = render(perRun, traces, reportOptions);
 const load1 = loadavg()[0] as number;
-out.push(
-  '',
+const machine =
   `cpus: ${availableParallelism()} × ${cpus()[0]?.model ?? '?'}; node ${process.version}; ` +
-    `load average ${load0.toFixed(1)} at start, ${load1.toFixed(1)} at end; total ${((Date.now() - started) / 1000).toFixed(0)} s`,
-);
-console.log(out.join('\n'));
+  `load average ${load0.toFixed(1)} at start, ${load1.toFixed(1)} at end; total ${((Date.now() - started) / 1000).toFixed(0)} s`;
+console.log(`${text}\n\n${machine}`);
 
 const outFile = flags.out ?? `${resultsDir}latest.json`;
 writeFileSync(
@@ -321,7 +317,7 @@ writeFileSync(
       at: new Date(started).toISOString(),
       durationS: Math.round((Date.now() - started) / 1000),
       machine: { cpus: availableParallelism(), model: cpus()[0]?.model, node: process.version, load: [load0, load1] },
-      options: { jobs, concurrency, runs, systems, sections: [...only] },
+      options: { ...reportOptions, runs, systems, sections: [...only] },
       median: result,
       runs: perRun,
       traces,
