@@ -51,7 +51,9 @@ interface Target {
 export function report(m: Metrics, o: ReportOptions): string {
   const v = (k: string): number | undefined => (Number.isFinite(m[k]) ? m[k] : undefined);
   const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b ? a / b : undefined);
-  const x = (r: number | undefined) => (r === undefined ? '-' : `${fmt(r, 2)}×`);
+  // Two decimals, three where two would show the goal itself for a ratio that misses it.
+  const x = (r: number | undefined, goal?: number) =>
+    r === undefined ? '-' : `${fmt(r, fmt(r, 2) === fmt(goal, 2) && r !== goal ? 3 : 2)}×`;
   const per =
     (unit: string, digits = 0) =>
     (n: number | undefined) =>
@@ -77,13 +79,13 @@ export function report(m: Metrics, o: ReportOptions): string {
       zkq: fig(v(`zkq.${key}`)),
       bullmq: fig(v(`bullmq.${key}`)),
       raw: bound || '',
-      checked: x(r),
+      checked: x(r, min),
       pass: r === undefined ? undefined : r >= min,
     };
   };
   const self = (key: string, base: string, min: number, fig = jobsPerSec) => {
     const r = v(`ratio.${key.split('.')[0]}.ofInline`) ?? ratio(v(`zkq.${key}`), v(`zkq.${base}`));
-    return { zkq: fig(v(`zkq.${key}`)), checked: x(r), pass: r === undefined ? undefined : r >= min };
+    return { zkq: fig(v(`zkq.${key}`)), checked: x(r, min), pass: r === undefined ? undefined : r >= min };
   };
   const atMost = (key: string, goal: number, fig: (n: number | undefined) => string, strict = false) => {
     const n = v(`zkq.${key}`);
@@ -142,7 +144,7 @@ export function report(m: Metrics, o: ReportOptions): string {
     {
       name: 'CPU per job (inline drain), server',
       goal: '≤ 120 µs',
-      bullmq: `${us(v('bullmq.drain.serverCpuUs'))} (Redis)`,
+      bullmq: v('bullmq.drain.serverCpuUs') === undefined ? '-' : `${us(v('bullmq.drain.serverCpuUs'))} (Redis)`,
       raw: cpuBound || '',
       ...atMost('drain.serverCpuUs', 120, us),
     },
@@ -329,6 +331,7 @@ function backlogLines(m: Metrics): string | undefined {
 /** Per-run values and their median, for the figures the targets use. */
 export function spread(runs: Metrics[], median: Metrics): string {
   const keys = [
+    'load',
     'zkq.addBulk.rate',
     'bullmq.addBulk.rate',
     'zkq.add.rate',
@@ -361,7 +364,7 @@ export function spread(runs: Metrics[], median: Metrics): string {
   return table([
     ['figure', ...runs.map((_, i) => `run ${i + 1}`), 'median'],
     ...keys.map((k) => {
-      const digits = k.startsWith('ratio.') ? 2 : k.includes('.idle.') || k.includes('.herd.') ? 1 : 0;
+      const digits = k.startsWith('ratio.') ? 2 : k === 'load' || k.includes('.idle.') || k.includes('.herd.') ? 1 : 0;
       return [k, ...runs.map((r) => fmt(r[k], digits)), fmt(median[k], digits)];
     }),
   ]);

@@ -34,6 +34,7 @@ import {
   benchLatency,
   type Metrics,
   type RunContext,
+  warmUpDrain,
 } from '../bench/scenarios.js';
 import { bullmqSystem, type System, type SystemName, zkqSystem } from '../bench/systems.js';
 import type { TraceEntry } from '../bench/worker-child.js';
@@ -157,7 +158,8 @@ try {
 
   for (let run = 1; run <= runs; run++) {
     if (runs > 1) log(`run ${run} of ${runs}`);
-    const metrics: Metrics = {};
+    // The machine's load when the run starts: figures of a loaded run are not those of the hardware.
+    const metrics: Metrics = { load: Math.round((loadavg()[0] as number) * 10) / 10 };
     const prefix = `bench-${started.toString(36)}-${run}`;
     const contexts: RunContext[] = systems.map((name) => {
       const sys: System =
@@ -204,6 +206,8 @@ try {
         'raw.cpuUsPerMultiNode': r.serverCpuUsPerMultiCreate,
       });
     }
+    const timedSections = [...only].filter((s) => s !== 'raw' && s !== 'backlog');
+    if (run === 1 && timedSections.length > 0) await each((ctx) => warmUpDrain(ctx));
     if (only.has('add')) {
       await each(async (ctx) => {
         log(`${ctx.sys.label} enqueue: addBulk and pipelined add, ${jobs} jobs each`);
