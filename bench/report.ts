@@ -59,7 +59,7 @@ export function report(m: Metrics, o: ReportOptions): string {
     (n: number | undefined) =>
       n === undefined ? '-' : `${fmt(n, digits)} ${unit}`;
   const jobsPerSec = per('jobs/s');
-  const ms = per('ms', 1);
+  const ms = per('ms', 2);
   const us = per('µs');
 
   const multi8 = v('raw.multiCreate8');
