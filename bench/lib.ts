@@ -1,5 +1,6 @@
 /** Small helpers shared by the benchmark sections. */
-import { fourLetterWord } from '@zkq/testing';
+import { readFileSync } from 'node:fs';
+import { fourLetterWord, redisInfo } from '@zkq/testing';
 
 /** Wall-clock time in ms with sub-ms resolution, comparable across processes on one machine. */
 export function clock(): number {
@@ -37,29 +38,78 @@ export function percentile(values: readonly number[], p: number): number {
   return sorted[rank] as number;
 }
 
-/** Server-side counters: the last zxid (one per write transaction) and packets received. */
-export interface ServerCounters {
-  zxid: number;
-  packetsReceived: number;
-}
+/** The server's counters: ZooKeeper's packets and last zxid, or Redis's commands processed. */
+export type ServerCounters = Record<string, number>;
 
-export async function serverCounters(port: number): Promise<ServerCounters> {
+/** ZooKeeper: `zxid` (one per write transaction), `packetsReceived`, `packetsSent` (from `mntr`). */
+export async function zkCounters(port: number): Promise<ServerCounters> {
   const mntr = await fourLetterWord(port, 'mntr');
   const srvr = await fourLetterWord(port, 'srvr');
   const zxid = /Zxid:\s*0x([0-9a-f]+)/i.exec(srvr)?.[1];
-  const packets = /zk_packets_received\s+(\d+)/.exec(mntr)?.[1];
+  const counter = (name: string) => Number(new RegExp(`${name}\\s+(\\d+)`).exec(mntr)?.[1] ?? Number.NaN);
   return {
     // The low 32 bits count transactions within an epoch; a standalone server keeps one epoch.
     zxid: zxid ? Number(BigInt(`0x${zxid}`) & 0xffffffffn) : Number.NaN,
-    packetsReceived: packets ? Number(packets) : Number.NaN,
+    packetsReceived: counter('zk_packets_received'),
+    packetsSent: counter('zk_packets_sent'),
   };
+}
+
+/** Redis: `commands` processed (INFO stats). */
+export async function redisCounters(port: number): Promise<ServerCounters> {
+  const stats = await redisInfo(port, 'stats');
+  return { commands: Number(stats.total_commands_processed ?? Number.NaN) };
 }
 
 /** Counter deltas between two samples. */
 export function counterDelta(a: ServerCounters, b: ServerCounters): ServerCounters {
-  // The four-letter-word connections themselves are counted as packets: 2 per sample pair.
-  return { zxid: b.zxid - a.zxid, packetsReceived: b.packetsReceived - a.packetsReceived };
+  return Object.fromEntries(Object.keys(b).map((k) => [k, (b[k] ?? Number.NaN) - (a[k] ?? Number.NaN)]));
 }
+
+/** CPU time (user + system, ms) of a process and all its threads, from /proc; NaN where unavailable. */
+export function cpuMsOf(pid: number | undefined): number {
+  if (!pid) return Number.NaN;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (100 Hz)
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Resident memory of a process, MiB, from /proc; NaN where unavailable. */
+export function rssMbOf(pid: number | undefined): number {
+  if (!pid) return Number.NaN;
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Bytes of job data in every benchmark job (JSON). */
+export const DATA_BYTES = 100;
+
+/** `fields` plus a padding string, so that the JSON of the data is DATA_BYTES long. */
+export function payload<T extends Record<string, number>>(fields: T): T & { p: string } {
+  const bare = JSON.stringify({ ...fields, p: '' }).length;
+  return { ...fields, p: 'x'.repeat(Math.max(0, DATA_BYTES - bare)) };
+}
+
+/** Median of the finite values, NaN when there are none. */
+export function median(values: readonly number[]): number {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (v.length === 0) return Number.NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 ? (v[mid] as number) : ((v[mid - 1] as number) + (v[mid] as number)) / 2;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export const round2 = (n: number) => Math.round(n * 100) / 100;
 
 /** A plain text table: the first row is the header. */
 export function table(rows: string[][]): string {

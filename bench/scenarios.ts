@@ -1,316 +1,297 @@
 /**
- * zkq's benchmark scenarios: producing (add, addBulk), draining a backlog
- * with one worker process, idle latency, and the cost of options.
+ * The benchmark's workloads, the same for zkq and BullMQ: no-op jobs with
+ * 100-byte data, drained by worker processes at one concurrency. Every
+ * figure goes into a flat `Metrics` map under `<system>.<scenario>.<figure>`,
+ * so that several runs can be reduced to their medians.
  */
-import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { JobsOptions } from '@zkq/core';
-import { Queue, QueueEvents } from '@zkq/producer';
-import { clock, counterDelta, percentile, pipelined, rate, type ServerCounters, serverCounters, timed } from './lib.js';
-import type { ChildConfig, ChildReport, TraceEntry } from './worker-child.js';
+import { clock, counterDelta, payload, percentile, pipelined, rate, round2, sleep } from './lib.js';
+import {
+  type BenchQueue,
+  type GroupOptions,
+  type Retention,
+  type System,
+  serverCpuMs,
+  WorkerGroup,
+} from './systems.js';
+import type { ChildReport, TraceEntry } from './worker-child.js';
 
-export interface BenchEnv {
-  connectionString: string;
-  port: number;
-  /** Pid of the ZooKeeper JVM (for its CPU time), if known. */
-  zkPid: number | undefined;
-  prefix: string;
-  /** Write V8 CPU profiles of worker children into this directory. */
-  profileDir?: string;
-  /** Count and time every request of the worker children. */
-  trace?: boolean;
-}
+export type Metrics = Record<string, number>;
 
-/** Cost of a scenario on the server: write transactions and requests per job, ZooKeeper CPU. */
-export interface ServerCost {
-  txPerJob: number;
-  requestsPerJob: number;
-  /** ZooKeeper JVM CPU time over the scenario, ms (user + system). */
-  zkCpuMs: number;
-}
-
-/** Longest a worker child may take to see all its jobs finish. */
-const CHILD_TIMEOUT_MS = 180_000;
-const root = fileURLToPath(new URL('..', import.meta.url));
-const childEntry = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
-
-/** CPU time (user + system, ms) of a process, from /proc; NaN where unavailable. */
-export function cpuMsOf(pid: number | undefined): number {
-  if (!pid) return Number.NaN;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (100 Hz)
-  } catch {
-    return Number.NaN;
-  }
-}
-
-/** Measures the server-side cost of `fn` over `jobs` jobs. */
-async function withCost<T>(env: BenchEnv, jobs: number, fn: () => Promise<T>): Promise<{ value: T; cost: ServerCost }> {
-  const c0: ServerCounters = await serverCounters(env.port);
-  const cpu0 = cpuMsOf(env.zkPid);
-  const value = await fn();
-  const cpu1 = cpuMsOf(env.zkPid);
-  const d = counterDelta(c0, await serverCounters(env.port));
-  return {
-    value,
-    cost: {
-      txPerJob: round2(d.zxid / jobs),
-      // The two four-letter words of the first sample are counted; leave them out.
-      requestsPerJob: round2((d.packetsReceived - 2) / jobs),
-      zkCpuMs: Math.round(cpu1 - cpu0),
-    },
-  };
-}
-
-const round2 = (n: number) => Math.round(n * 100) / 100;
-
-function queueFor(env: BenchEnv, name: string): Queue {
-  return new Queue(name, {
-    connection: { connectionString: env.connectionString, requestTimeout: 60_000 },
-    prefix: env.prefix,
-  });
-}
-
-// ---- producing ---------------------------------------------------------------
-
-export interface ProduceResult {
+export interface RunContext {
+  sys: System;
+  /** Jobs per scenario. */
   jobs: number;
-  jobsPerSec: number;
-  ms: number;
-  cost: ServerCost;
-}
-
-/** `add` one job per call, `inFlight` calls pending at once. */
-export async function benchAdd(env: BenchEnv, jobs: number, inFlight: number): Promise<ProduceResult> {
-  const queue = queueFor(env, 'add');
-  try {
-    await queue.waitUntilReady();
-    await pipelined(200, 50, (i) => queue.add('warm', { i })); // ids, tail bucket, JIT
-    const { value: ms, cost } = await withCost(env, jobs, () =>
-      timed(() => pipelined(jobs, inFlight, (i) => queue.add('job', { i }))),
-    );
-    return { jobs, jobsPerSec: rate(jobs, ms), ms: Math.round(ms), cost };
-  } finally {
-    await queue.close();
-  }
-}
-
-/** One `addBulk` call of `jobs` jobs. */
-export async function benchAddBulk(env: BenchEnv, jobs: number): Promise<ProduceResult> {
-  const queue = queueFor(env, 'add-bulk');
-  try {
-    await queue.waitUntilReady();
-    await queue.addBulk(Array.from({ length: 1000 }, (_, i) => ({ name: 'warm', data: { i } })));
-    const batch = Array.from({ length: jobs }, (_, i) => ({ name: 'job', data: { i } }));
-    const { value: ms, cost } = await withCost(env, jobs, () => timed(() => queue.addBulk(batch)));
-    return { jobs, jobsPerSec: rate(jobs, ms), ms: Math.round(ms), cost };
-  } finally {
-    await queue.close();
-  }
-}
-
-// ---- one worker process ---------------------------------------------------------
-
-/** Starts a worker child; resolves with its report once it has seen `expect` completions. */
-async function runChild(
-  env: BenchEnv,
-  cfg: Omit<ChildConfig, 'connectionString' | 'prefix'>,
-  onReady?: () => Promise<void>,
-): Promise<ChildReport> {
-  const full: ChildConfig = {
-    ...cfg,
-    connectionString: env.connectionString,
-    prefix: env.prefix,
-    ...(env.trace ? { trace: true } : {}),
-  };
-  const execArgv = ['--import', 'tsx', '--conditions=zkq-source'];
-  if (env.profileDir)
-    execArgv.push('--cpu-prof', `--cpu-prof-dir=${env.profileDir}`, `--cpu-prof-name=${cfg.queue}.cpuprofile`);
-  const child = fork(childEntry, [JSON.stringify(full)], {
-    cwd: root,
-    execArgv,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  try {
-    return await new Promise<ChildReport>((resolve, reject) => {
-      const limit = setTimeout(() => reject(new Error(`worker child for '${cfg.queue}' timed out`)), CHILD_TIMEOUT_MS);
-      child.once('exit', () => clearTimeout(limit));
-      child.once('exit', (code) => reject(new Error(`worker child for '${cfg.queue}' exited with ${code}`)));
-      child.on('message', (m: { kind: string }) => {
-        if (m.kind === 'ready' && onReady) onReady().catch(reject);
-        if (m.kind === 'done') {
-          clearTimeout(limit);
-          resolve(m as ChildReport);
-        }
-      });
-    });
-  } finally {
-    // Let it close cleanly (a CPU profile is written at exit), but not forever.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    await exited;
-    clearTimeout(timer);
-  }
-}
-
-export interface DrainOptions {
-  name: string;
-  jobs: number;
-  processor: 'inline' | 'threaded';
-  behaviour?: 'noop' | 'fail-first';
   concurrency: number;
   threads?: number;
-  /** Options of every job, or of job i. */
-  jobOpts?: (i: number) => JobsOptions | undefined;
-  /** Keep a QueueEvents listening during the drain (writers then log events). */
+  trace?: boolean;
+  profileDir?: string;
+  metrics: Metrics;
+  /** Queues already holding `jobs` waiting jobs with removeOnComplete (left by the add scenarios). */
+  prepared: string[];
+  /** Traces of worker requests by scenario (zkq, with --trace). */
+  traces: Record<string, Record<string, TraceEntry>>;
+  log: (msg: string) => void;
+}
+
+/** Jobs per addBulk call. */
+export const BULK_CHUNK = 1000;
+/** Longest a worker group may take per job before the run fails, ms. */
+const LIMIT_MS_PER_JOB = 10;
+
+const put = (ctx: RunContext, key: string, value: number) => {
+  ctx.metrics[`${ctx.sys.name}.${key}`] = value;
+};
+
+function chunks(n: number, opts: JobsOptions, start = 0, size = BULK_CHUNK) {
+  const out: { name: string; data: unknown; opts: JobsOptions }[][] = [];
+  for (let i = 0; i < n; i += size) {
+    out.push(
+      Array.from({ length: Math.min(size, n - i) }, (_, k) => ({
+        name: 'job',
+        data: payload({ i: start + i + k }),
+        opts,
+      })),
+    );
+  }
+  return out;
+}
+
+async function withQueue<T>(ctx: RunContext, name: string, fn: (q: BenchQueue) => Promise<T>): Promise<T> {
+  const q = ctx.sys.queue(name);
+  try {
+    await q.waitUntilReady();
+    return await fn(q);
+  } finally {
+    await q.close();
+  }
+}
+
+/** Enqueues `n` jobs with addBulk, not timed. */
+export async function fill(ctx: RunContext, name: string, n: number, opts: JobsOptions): Promise<void> {
+  await withQueue(ctx, name, async (q) => {
+    for (const chunk of chunks(n, opts)) await q.addBulk(chunk);
+  });
+}
+
+/** A queue holding `jobs` waiting jobs with removeOnComplete: one the add scenarios left, or a new one. */
+async function backlog(ctx: RunContext, name: string): Promise<string> {
+  const ready = ctx.prepared.shift();
+  if (ready) return ready;
+  await fill(ctx, name, ctx.jobs, ctx.sys.retention('remove'));
+  return name;
+}
+
+/** A little traffic on a queue of its own, so that timed sections do not pay for the first JIT. */
+async function warmUp(ctx: RunContext): Promise<void> {
+  await withQueue(ctx, 'warm', async (q) => {
+    await q.addBulk(chunks(BULK_CHUNK, ctx.sys.retention('remove'))[0] ?? []);
+    await pipelined(200, 50, (i) => q.add('warm', payload({ i }), ctx.sys.retention('remove')));
+  });
+}
+
+/** Jobs of the untimed drain that warms a fresh server (and the bench's own paths) before anything is timed. */
+const WARM_DRAIN_JOBS = 2000;
+
+/** An untimed small drain: a fresh ZooKeeper JVM runs its first thousands of requests at a fraction of its speed. */
+export async function warmUpDrain(ctx: RunContext): Promise<void> {
+  await benchDrain(
+    { ...ctx, jobs: WARM_DRAIN_JOBS, metrics: {}, prepared: [], traces: {} },
+    { key: 'warm-drain', processes: 1 },
+  );
+}
+
+// ---- enqueue -----------------------------------------------------------------------
+
+/** addBulk × BULK_CHUNK jobs, one call after the other; pipelined single adds. */
+export async function benchEnqueue(ctx: RunContext, inFlight: number): Promise<void> {
+  const { sys, jobs } = ctx;
+  const opts = sys.retention('remove');
+  await warmUp(ctx);
+  await withQueue(ctx, 'bulk', async (q) => {
+    const batches = chunks(jobs, opts);
+    const c0 = await sys.counters();
+    const t0 = clock();
+    for (const b of batches) await q.addBulk(b);
+    const ms = clock() - t0;
+    const d = counterDelta(c0, await sys.counters());
+    put(ctx, 'addBulk.rate', rate(jobs, ms));
+    if (d.zxid !== undefined) put(ctx, 'addBulk.txPerJob', round2(d.zxid / jobs));
+  });
+  ctx.prepared.push('bulk');
+  await withQueue(ctx, 'single', async (q) => {
+    const c0 = await sys.counters();
+    const t0 = clock();
+    await pipelined(jobs, inFlight, (i) => q.add('job', payload({ i }), opts));
+    const ms = clock() - t0;
+    const d = counterDelta(c0, await sys.counters());
+    put(ctx, 'add.rate', rate(jobs, ms));
+    if (d.zxid !== undefined) put(ctx, 'add.txPerJob', round2(d.zxid / jobs));
+  });
+  ctx.prepared.push('single');
+}
+
+// ---- draining a backlog --------------------------------------------------------------
+
+export interface DrainSpec extends Omit<GroupOptions, 'queue' | 'concurrency'> {
+  /** Metrics key of the scenario. */
+  key: string;
+  retention?: Retention;
+  /** Options of job i (instead of the retention's). */
+  jobOpts?: (i: number) => JobsOptions;
+  /** Keep a QueueEvents listening during the drain. */
   listen?: boolean;
 }
 
-export interface DrainResult {
-  name: string;
-  jobs: number;
-  /** Jobs per second from worker construction to the last completion. */
-  jobsPerSec: number;
-  /** Jobs per second from the first to the last completion (start-up left out). */
-  steadyJobsPerSec: number;
-  readyMs: number;
-  firstMs: number;
-  lastMs: number;
-  failedEvents: number;
-  /** Jobs that failed for good (should be 0). */
-  finalFailures: number;
-  /** Worker process CPU per job, µs. */
-  workerCpuUsPerJob: number;
-  /** Worker process CPU over the drain as a share of one core. */
-  workerCpuShare: number;
-  cost: ServerCost;
-  /** Jobs left waiting/active after the drain (should be 0). */
-  leftOver: number;
-  /** Requests of the worker session by kind (with --trace). */
-  trace?: Record<string, TraceEntry>;
-  /** `completed` events a listening QueueEvents received (with `listen`). */
-  completedEvents?: number;
-}
+/** Times worker processes draining a backlog: queue paused while they start, then resumed. */
+export async function benchDrain(ctx: RunContext, spec: DrainSpec): Promise<void> {
+  const { sys, jobs } = ctx;
+  ctx.log(`${sys.label} ${spec.key}: ${jobs} jobs, ${spec.processes} process(es), concurrency ${ctx.concurrency}`);
+  let name = spec.key;
+  if (spec.jobOpts) {
+    const jobOpts = spec.jobOpts;
+    await withQueue(ctx, name, async (q) => {
+      for (let i = 0; i < jobs; i += BULK_CHUNK) {
+        const n = Math.min(BULK_CHUNK, jobs - i);
+        await q.addBulk(
+          Array.from({ length: n }, (_, k) => ({ name: 'job', data: payload({ i: i + k }), opts: jobOpts(i + k) })),
+        );
+      }
+    });
+  } else if ((spec.retention ?? 'remove') === 'remove') name = await backlog(ctx, name);
+  else await fill(ctx, name, jobs, sys.retention(spec.retention ?? 'remove'));
 
-/** Enqueues `jobs` jobs (not timed), then times one worker process draining them. */
-export async function benchDrain(env: BenchEnv, o: DrainOptions): Promise<DrainResult> {
-  const queue = queueFor(env, o.name);
-  let events: QueueEvents | undefined;
-  let completedEvents = 0;
+  const events = spec.listen ? sys.events(name) : undefined;
+  let eventsSeen = 0;
+  events?.on('completed', () => eventsSeen++);
+  await events?.waitUntilReady();
   try {
-    await queue.waitUntilReady();
-    if (o.listen) {
-      events = new QueueEvents(o.name, { connection: { connectionString: env.connectionString }, prefix: env.prefix });
-      events.on('completed', () => completedEvents++);
-      await events.waitUntilReady();
-    }
-    for (let i = 0; i < o.jobs; i += 5000) {
-      const n = Math.min(5000, o.jobs - i);
-      await queue.addBulk(
-        Array.from({ length: n }, (_, k) => {
-          const opts = o.jobOpts?.(i + k);
-          return { name: 'job', data: { i: i + k }, ...(opts ? { opts } : {}) };
-        }),
+    await withQueue(ctx, name, async (q) => {
+      await q.pause();
+      const group = await WorkerGroup.start(
+        sys,
+        {
+          ...spec,
+          queue: name,
+          concurrency: ctx.concurrency,
+          ...(ctx.profileDir ? { profileDir: ctx.profileDir } : {}),
+        },
+        jobs * LIMIT_MS_PER_JOB + 60_000,
       );
-    }
-    const { value: r, cost } = await withCost(env, o.jobs, () =>
-      runChild(env, {
-        queue: o.name,
-        processor: o.processor,
-        behaviour: o.behaviour ?? 'noop',
-        concurrency: o.concurrency,
-        expect: o.jobs,
-        ...(o.threads ? { threads: o.threads } : {}),
-      }),
-    );
-    const counts = await queue.getJobCounts('waiting', 'active', 'prioritized', 'delayed');
-    const cpuMs = r.cpuUserMs + r.cpuSystemMs;
-    return {
-      name: o.name,
-      jobs: o.jobs,
-      jobsPerSec: rate(r.completed, r.lastMs),
-      steadyJobsPerSec: rate(r.completed - 1, r.lastMs - r.firstMs),
-      readyMs: Math.round(r.readyMs),
-      firstMs: Math.round(r.firstMs),
-      lastMs: Math.round(r.lastMs),
-      failedEvents: r.failedEvents,
-      finalFailures: r.finalFailures,
-      workerCpuUsPerJob: Math.round((cpuMs * 1000) / o.jobs),
-      workerCpuShare: round2(cpuMs / r.lastMs),
-      cost,
-      leftOver: Object.values(counts).reduce((a, b) => a + b, 0),
-      ...(r.trace ? { trace: r.trace } : {}),
-      ...(o.listen ? { completedEvents } : {}),
-    };
+      try {
+        const c0 = await sys.counters();
+        const cpu0 = serverCpuMs(sys);
+        const t0 = group.go();
+        await q.resume();
+        await group.waitFinished(jobs);
+        const cpu1 = serverCpuMs(sys);
+        const d = counterDelta(c0, await sys.counters());
+        const reports = await group.stop();
+        record(ctx, spec.key, t0, reports, cpu1 - cpu0, d);
+        const counts = await q.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused');
+        const left = Object.values(counts).reduce((a, b) => a + b, 0);
+        if (left) ctx.log(`WARNING: ${left} jobs left in '${name}' after the drain`);
+      } finally {
+        await group.kill();
+      }
+    });
+    if (spec.listen) put(ctx, `${spec.key}.events`, eventsSeen);
   } finally {
     await events?.close();
-    await queue.close();
   }
 }
 
-// ---- idle latency ------------------------------------------------------------------
-
-export interface LatencyResult {
-  samples: number;
-  spacingMs: number;
-  concurrency: number;
-  /** add-call start → processor start, ms. */
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-  /** add-call start → add resolved, ms. */
-  addP50: number;
-  addP99: number;
-  /** Requests of the worker session by kind (with --trace). */
-  trace?: Record<string, TraceEntry>;
+function record(
+  ctx: RunContext,
+  key: string,
+  t0: number,
+  reports: ChildReport[],
+  serverCpu: number,
+  d: Record<string, number>,
+): void {
+  const n = ctx.jobs;
+  const last = Math.max(...reports.map((r) => r.lastAt));
+  const first = Math.min(...reports.filter((r) => r.firstAt).map((r) => r.firstAt));
+  const workerCpu = reports.reduce((a, r) => a + r.cpuMs, 0);
+  put(ctx, `${key}.rate`, rate(n, last - t0));
+  put(ctx, `${key}.firstMs`, Math.round(first - t0));
+  put(ctx, `${key}.workerCpuUs`, Math.round((workerCpu * 1000) / n));
+  put(ctx, `${key}.workerShare`, round2(workerCpu / (last - t0)));
+  put(ctx, `${key}.serverCpuUs`, Math.round((serverCpu * 1000) / n));
+  if (d.zxid !== undefined) put(ctx, `${key}.txPerJob`, round2(d.zxid / n));
+  if (d.packetsReceived !== undefined) put(ctx, `${key}.reqPerJob`, round2(d.packetsReceived / n));
+  if (d.commands !== undefined) put(ctx, `${key}.cmdPerJob`, round2(d.commands / n));
+  const failed = reports.reduce((a, r) => a + r.finalFailures, 0);
+  if (failed) put(ctx, `${key}.failed`, failed);
+  const trace = reports[0]?.trace;
+  if (trace) ctx.traces[`${ctx.sys.name}.${key}`] = trace;
 }
 
-/** With an idle worker, adds jobs one at a time `spacingMs` apart; times add-call start → processor start. */
-export async function benchLatency(
-  env: BenchEnv,
-  samples: number,
-  spacingMs: number,
-  concurrency: number,
-): Promise<LatencyResult> {
-  const queue = queueFor(env, 'latency');
-  const addTimes: number[] = [];
-  try {
-    await queue.waitUntilReady();
-    await queue.add('warm', { t: clock() }); // ids, tail bucket
-    const report = await runChild(
-      env,
-      { queue: 'latency', processor: 'inline', behaviour: 'latency', concurrency, expect: samples + 1 },
-      async () => {
-        await sleep(500); // let the worker go idle on its watches
-        for (let i = 0; i < samples; i++) {
-          const t = clock();
-          await queue.add('job', { t });
-          addTimes.push(clock() - t);
-          await sleep(spacingMs);
-        }
-      },
+// ---- end to end ------------------------------------------------------------------------
+
+/** One worker process waits on an empty queue; addBulk × BULK_CHUNK; first add → last completion. */
+export async function benchEndToEnd(ctx: RunContext): Promise<void> {
+  const { sys, jobs } = ctx;
+  ctx.log(`${sys.label} end to end: ${jobs} jobs`);
+  await withQueue(ctx, 'e2e', async (q) => {
+    const batches = chunks(jobs, sys.retention('remove'));
+    const group = await WorkerGroup.start(
+      sys,
+      { queue: 'e2e', processes: 1, concurrency: ctx.concurrency },
+      jobs * LIMIT_MS_PER_JOB + 60_000,
     );
-    const lat = (report.latencies ?? []).slice(1); // the warm-up job waited for the worker to start
-    return {
-      samples: lat.length,
-      spacingMs,
-      concurrency,
-      p50: round2(percentile(lat, 50)),
-      p90: round2(percentile(lat, 90)),
-      p99: round2(percentile(lat, 99)),
-      max: round2(Math.max(...lat)),
-      addP50: round2(percentile(addTimes, 50)),
-      addP99: round2(percentile(addTimes, 99)),
-      ...(report.trace ? { trace: report.trace } : {}),
-    };
-  } finally {
-    await queue.close();
-  }
+    try {
+      const cpu0 = serverCpuMs(sys);
+      const c0 = await sys.counters();
+      const t0 = group.go();
+      for (const b of batches) await q.addBulk(b);
+      put(ctx, 'e2e.enqueueRate', rate(jobs, clock() - t0));
+      await group.waitFinished(jobs);
+      const cpu1 = serverCpuMs(sys);
+      const d = counterDelta(c0, await sys.counters());
+      record(ctx, 'e2e', t0, await group.stop(), cpu1 - cpu0, d);
+    } finally {
+      await group.kill();
+    }
+  });
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
+// ---- idle latency ------------------------------------------------------------------------
+
+/** Warm-up jobs before the samples (JIT, first listings). */
+const LATENCY_WARM = 20;
+
+/** An idle worker; jobs added one at a time `spacingMs` apart; add-call start → processor start. */
+export async function benchLatency(ctx: RunContext, samples: number, spacingMs: number): Promise<void> {
+  const { sys } = ctx;
+  ctx.log(`${sys.label} idle latency: ${samples} jobs, ${spacingMs} ms apart`);
+  const opts = sys.retention('remove');
+  await withQueue(ctx, 'latency', async (q) => {
+    const group = await WorkerGroup.start(
+      sys,
+      { queue: 'latency', processes: 1, behaviour: 'latency', concurrency: ctx.concurrency },
+      120_000 + samples * 100,
+    );
+    try {
+      await sleep(500); // let the worker go idle on its watches / blocking reads
+      const addMs: number[] = [];
+      for (let i = 0; i < LATENCY_WARM + samples; i++) {
+        const t = clock();
+        await q.add('job', payload({ t }), opts);
+        if (i >= LATENCY_WARM) addMs.push(clock() - t);
+        await sleep(spacingMs);
+      }
+      await group.waitFinished(LATENCY_WARM + samples);
+      const [report] = await group.stop();
+      const lat = (report?.latencies ?? []).slice(LATENCY_WARM);
+      put(ctx, 'idle.p50', round2(percentile(lat, 50)));
+      put(ctx, 'idle.p90', round2(percentile(lat, 90)));
+      put(ctx, 'idle.p99', round2(percentile(lat, 99)));
+      put(ctx, 'idle.max', round2(Math.max(...lat)));
+      put(ctx, 'idle.addP50', round2(percentile(addMs, 50)));
+      put(ctx, 'idle.addP99', round2(percentile(addMs, 99)));
+    } finally {
+      await group.kill();
+    }
+  });
 }

@@ -1,26 +1,36 @@
 /**
- * One Worker in its own process, for the drain and latency benchmarks.
+ * Worker process of the benchmark: `workers` Worker instances of zkq or of
+ * BullMQ on one queue, in their own process (as in production).
  *
- * argv[2] is a JSON ChildConfig. The child reports over IPC:
- *   { kind: 'ready' } once connected, then
- *   { kind: 'done', ... } after `expect` completions (see ChildReport).
+ * argv[2] is a JSON ChildConfig. Messages:
+ *   child → parent  { kind: 'ready' } once every worker is connected,
+ *                   { kind: 'progress', done } (jobs finished so far, at most every 20 ms),
+ *                   the ChildReport after 'stop'.
+ *   parent → child  { kind: 'go' } (CPU and time are counted from here), { kind: 'stop' }.
  */
-import { Worker } from '@zkq/worker';
+import type { Worker as ZkqWorker } from '@zkq/worker';
+import type { Worker as BullWorker } from 'bullmq';
 import { clock } from './lib.js';
 
+export type SystemName = 'zkq' | 'bullmq';
+
 export interface ChildConfig {
-  connectionString: string;
+  system: SystemName;
+  /** zkq: ZooKeeper connection string. */
+  zk?: string;
+  /** BullMQ: Redis address. */
+  redis?: { host: string; port: number };
   prefix: string;
   queue: string;
-  /** inline: processor function; threaded: file processor on piscina threads. */
+  /** inline: processor function; threaded: zkq's file processor on piscina threads. */
   processor: 'inline' | 'threaded';
-  /** Inline processor behaviour: noop, fail the first attempt, or record start latency. */
-  behaviour: 'noop' | 'fail-first' | 'latency';
+  /** noop; fail the first attempt; record start latency; record the start order (data.i). */
+  behaviour: 'noop' | 'fail-first' | 'latency' | 'order';
   concurrency: number;
+  /** Worker instances in this process. */
+  workers: number;
   threads?: number;
-  /** Completions to wait for. */
-  expect: number;
-  /** Count and time the worker session's requests (for diagnosis; costs a little). */
+  /** zkq: count and time the first worker session's requests (costs a little). */
   trace?: boolean;
 }
 
@@ -35,70 +45,126 @@ export interface TraceEntry {
 }
 
 export interface ChildReport {
-  kind: 'done';
-  /** Worker constructed → ready (connected, registered). */
-  readyMs: number;
-  /** Worker constructed → first completion. */
-  firstMs: number;
-  /** Worker constructed → last completion. */
-  lastMs: number;
+  kind: 'report';
+  /** Clock readings (ms, comparable across processes): go received, first and last finish. */
+  goAt: number;
+  firstAt: number;
+  lastAt: number;
   completed: number;
   /** Every `failed` event (retries included). */
   failedEvents: number;
   /** Jobs that failed for good. */
   finalFailures: number;
-  /** CPU time of this process (all threads), ms. */
-  cpuUserMs: number;
-  cpuSystemMs: number;
-  /** Requests sent by the worker's session. */
-  requests: number;
+  /** CPU time of this process (all threads) since 'go', ms. */
+  cpuMs: number;
+  /** zkq: requests sent by the workers' sessions since they connected. */
+  requests?: number;
+  /** zkq: the most names one listing returned, and its path. */
+  maxChildren?: number;
+  maxChildrenPath?: string;
   trace?: Record<string, TraceEntry>;
-  /** latency behaviour: add-call start → processor start, ms, one per job. */
+  /** latency behaviour: add-call start → processor start, ms, in start order. */
   latencies?: number[];
+  /** order behaviour: the most positions a job started after a later-added one, and how many did. */
+  maxBehind?: number;
+  startedLate?: number;
+}
+
+interface AnyWorker {
+  on(event: 'completed', fn: () => void): unknown;
+  on(event: 'failed', fn: (job: JobLike | undefined, err: Error) => void): unknown;
+  on(event: 'error', fn: (err: Error) => void): unknown;
+  waitUntilReady(): Promise<unknown>;
+  close(): Promise<void>;
+}
+interface JobLike {
+  data: { t?: number; i?: number };
+  attemptsMade: number;
+  opts: { attempts?: number };
 }
 
 const cfg = JSON.parse(process.argv[2] ?? '{}') as ChildConfig;
 const send = (m: unknown) => process.send?.(m);
-let finished = false;
-process.once('disconnect', () => {
-  if (!finished) process.exit(1); // the parent went away
-});
+process.once('disconnect', () => process.exit(0)); // the parent went away, or is done with us
 
 const latencies: number[] = [];
-const inline = async (job: { data: { t?: number }; attemptsMade: number }) => {
+let highest = -1;
+let maxBehind = 0;
+let startedLate = 0;
+const inline = async (job: JobLike) => {
   if (cfg.behaviour === 'latency') latencies.push(clock() - (job.data.t ?? 0));
-  else if (cfg.behaviour === 'fail-first' && job.attemptsMade === 0) throw new Error('first attempt fails');
+  else if (cfg.behaviour === 'order') {
+    const i = job.data.i ?? 0;
+    if (i < highest) {
+      startedLate++;
+      maxBehind = Math.max(maxBehind, highest - i);
+    } else highest = i;
+  } else if (cfg.behaviour === 'fail-first' && job.attemptsMade === 0) throw new Error('first attempt fails');
   return null;
 };
-const processor = cfg.processor === 'threaded' ? new URL('./processors/noop.mjs', import.meta.url) : inline;
 
-const cpu0 = process.cpuUsage();
-const t0 = clock();
-let readyAt = 0;
+async function createWorker(): Promise<AnyWorker> {
+  if (cfg.system === 'bullmq') {
+    const { Worker } = await import('bullmq');
+    return new Worker(cfg.queue, inline as never, {
+      connection: cfg.redis as { host: string; port: number },
+      prefix: cfg.prefix,
+      concurrency: cfg.concurrency,
+    }) as BullWorker as unknown as AnyWorker;
+  }
+  const { Worker } = await import('@zkq/worker');
+  const processor = cfg.processor === 'threaded' ? new URL('./processors/noop.mjs', import.meta.url) : inline;
+  return new Worker(cfg.queue, processor as never, {
+    connection: { connectionString: cfg.zk as string, requestTimeout: 60_000 },
+    prefix: cfg.prefix,
+    concurrency: cfg.concurrency,
+    ...(cfg.threads ? { threads: cfg.threads } : {}),
+  }) as ZkqWorker as unknown as AnyWorker;
+}
+
+let cpu0 = process.cpuUsage();
+let goAt = 0;
 let firstAt = 0;
+let lastAt = 0;
 let completed = 0;
 let failedEvents = 0;
-
-const worker = new Worker(cfg.queue, processor, {
-  connection: { connectionString: cfg.connectionString, requestTimeout: 60_000 },
-  prefix: cfg.prefix,
-  concurrency: cfg.concurrency,
-  ...(cfg.threads ? { threads: cfg.threads } : {}),
-});
-worker.on('error', (err) => process.stderr.write(`worker error: ${err.message}\n`));
 let finalFailures = 0;
-worker.on('failed', (job, err) => {
-  failedEvents++;
-  if (cfg.behaviour !== 'fail-first' && failedEvents === 1) process.stderr.write(`job failed: ${err.message}\n`);
-  if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
-    finalFailures++;
-    if (completed + finalFailures === cfg.expect) void finish();
-  }
-});
+const finished = () => {
+  const t = clock();
+  if (!firstAt) firstAt = t;
+  lastAt = t;
+};
+
+const workers: AnyWorker[] = [];
+for (let i = 0; i < cfg.workers; i++) {
+  const w = await createWorker();
+  w.on('error', (err) => process.stderr.write(`worker error: ${err.message}\n`));
+  w.on('completed', () => {
+    completed++;
+    finished();
+  });
+  w.on('failed', (job, err) => {
+    failedEvents++;
+    if (cfg.behaviour !== 'fail-first' && failedEvents === 1) process.stderr.write(`job failed: ${err.message}\n`);
+    if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
+      finalFailures++;
+      finished();
+    }
+  });
+  workers.push(w);
+}
+await Promise.all(workers.map((w) => w.waitUntilReady()));
+
+/** zkq's worker sessions (diagnostics only: stats, trace). */
+type StatsSession = { stats: { requests: number; maxChildren: number; maxChildrenPath?: string } };
+const sessions = async (): Promise<StatsSession[]> =>
+  cfg.system === 'zkq'
+    ? Promise.all(workers.map((w) => (w as unknown as { client: Promise<StatsSession> }).client))
+    : [];
+
 const trace: Record<string, TraceEntry> = {};
-/** Wraps the worker session's request methods to count and time them. */
-function traceSession(): void {
-  const session = (worker as unknown as { session: Record<string, unknown> }).session;
+/** Wraps a session's request methods to count and time them. */
+function traceSession(session: Record<string, unknown>): void {
   for (const method of ['multi', 'getData', 'getChildren', 'exists', 'create', 'setData', 'delete']) {
     const original = session[method] as (...args: unknown[]) => Promise<unknown>;
     const entry: TraceEntry = { calls: 0, ops: 0, totalMs: 0, meanMs: 0, maxPending: 0 };
@@ -119,35 +185,52 @@ function traceSession(): void {
     };
   }
 }
+if (cfg.trace && cfg.system === 'zkq') {
+  const [first] = await sessions();
+  if (first) traceSession(first as unknown as Record<string, unknown>);
+}
 
-worker.on('ready', () => {
-  readyAt = clock();
-  if (cfg.trace) traceSession();
-  send({ kind: 'ready' });
-});
-worker.on('completed', () => {
-  completed++;
-  if (completed === 1) firstAt = clock();
-  if (completed + finalFailures === cfg.expect) void finish();
-});
+let reported = 0;
+const progress = setInterval(() => {
+  const done = completed + finalFailures;
+  if (done === reported) return;
+  reported = done;
+  send({ kind: 'progress', done });
+}, 20);
 
-async function finish(): Promise<void> {
-  finished = true;
-  const lastAt = clock();
+process.on('message', (m: { kind: string }) => {
+  if (m.kind === 'go') {
+    cpu0 = process.cpuUsage();
+    goAt = clock();
+  } else if (m.kind === 'stop') void stop();
+});
+send({ kind: 'ready' });
+
+async function stop(): Promise<void> {
+  clearInterval(progress);
   const cpu = process.cpuUsage(cpu0);
-  const session = (worker as unknown as { session?: { stats: { requests: number } } }).session;
+  const stats = (await sessions()).map((s) => s.stats);
+  const widest = stats.reduce<StatsSession['stats'] | undefined>(
+    (a, s) => (!a || s.maxChildren > a.maxChildren ? s : a),
+    undefined,
+  );
   const report: ChildReport = {
-    kind: 'done',
-    readyMs: readyAt - t0,
-    firstMs: firstAt - t0,
-    lastMs: lastAt - t0,
+    kind: 'report',
+    goAt,
+    firstAt,
+    lastAt,
     completed,
     failedEvents,
     finalFailures,
-    cpuUserMs: cpu.user / 1000,
-    cpuSystemMs: cpu.system / 1000,
-    requests: session?.stats.requests ?? 0,
-    ...(cfg.trace
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    ...(widest
+      ? {
+          requests: stats.reduce((a, s) => a + s.requests, 0),
+          maxChildren: widest.maxChildren,
+          ...(widest.maxChildrenPath ? { maxChildrenPath: widest.maxChildrenPath } : {}),
+        }
+      : {}),
+    ...(cfg.trace && cfg.system === 'zkq'
       ? {
           trace: Object.fromEntries(
             Object.entries(trace).map(([k, e]) => [k, { ...e, meanMs: e.calls ? e.totalMs / e.calls : 0 }]),
@@ -155,8 +238,9 @@ async function finish(): Promise<void> {
         }
       : {}),
     ...(cfg.behaviour === 'latency' ? { latencies } : {}),
+    ...(cfg.behaviour === 'order' ? { maxBehind, startedLate } : {}),
   };
   send(report);
-  await worker.close();
+  await Promise.all(workers.map((w) => w.close()));
   process.disconnect?.();
 }

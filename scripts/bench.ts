@@ -1,58 +1,88 @@
 /**
- * zkq's benchmark: starts its own ZooKeeper (fsync on), measures the raw
- * limits of the server through zkq's Session, then zkq itself, and prints
- * every zkq figure beside the raw limit measured in the same run.
+ * zkq's benchmark, with BullMQ on Redis in the same run: starts its own
+ * ZooKeeper (fsync on) and Redis (no persistence), measures the raw limits of
+ * the ZooKeeper server, then runs the same workloads on zkq and on BullMQ and
+ * prints every zkq figure beside BullMQ's and the raw limit, then the targets.
  *
- *   npm run bench                                   everything (~2-3 minutes)
- *   npm run bench -- --only raw,drain               some sections: raw, add, drain, latency, options
- *   npm run bench -- --jobs 50000 --concurrency 100 bigger drain
- *   npm run bench -- --only drain --profile         V8 CPU profiles of the worker processes
- *   npm run bench -- --only drain --trace           count and time the worker's ZooKeeper requests
- *   npm run bench -- --zk 127.0.0.1:2181 [--zk-pid N] an existing server instead of a fresh one (pid: its CPU time)
+ *   npm run bench                                  everything but options and backlog (~4-5 minutes)
+ *   npm run bench -- --runs 3                      the median of three runs
+ *   npm run bench -- --only add,drain              some sections (see SECTIONS)
+ *   npm run bench -- --systems zkq                 zkq only
+ *   npm run bench -- --backlog 1000000             also the 1,000,000-job backlog
+ *   npm run bench -- --only drain --profile        V8 CPU profiles of the worker processes
+ *   npm run bench -- --only drain --trace          count and time zkq's worker requests
+ *   npm run bench -- --report bench/results/latest.json   print the report of an earlier run again
+ *   npm run bench -- --zk 127.0.0.1:2181 [--zk-pid N] [--redis 127.0.0.1:6379 --redis-pid M]  existing servers
  *
  * Results also go to bench/results/latest.json. See docs/benchmarks.md.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startZooKeeper } from '@zkq/testing';
-import { fmt, table } from '../bench/lib.js';
-import { measureRaw, type RawResults } from '../bench/raw.js';
+import { type RedisServer, startRedis, startZooKeeper, type ZooKeeperServer } from '@zkq/testing';
+import { type BacklogServer, benchBacklog } from '../bench/backlog.js';
+import { benchHerd } from '../bench/herd.js';
+import { cpuMsOf } from '../bench/lib.js';
+import { measureRaw } from '../bench/raw.js';
+import { type ReportOptions, render } from '../bench/report.js';
 import {
-  type BenchEnv,
-  benchAdd,
-  benchAddBulk,
   benchDrain,
+  benchEndToEnd,
+  benchEnqueue,
   benchLatency,
-  cpuMsOf,
-  type DrainResult,
-  type LatencyResult,
-  type ProduceResult,
+  type Metrics,
+  type RunContext,
+  warmUpDrain,
 } from '../bench/scenarios.js';
+import { bullmqSystem, type System, type SystemName, zkqSystem } from '../bench/systems.js';
+import type { TraceEntry } from '../bench/worker-child.js';
 
-const SECTIONS = ['raw', 'add', 'drain', 'latency', 'options'] as const;
+const SECTIONS = [
+  'raw',
+  'add',
+  'drain',
+  'threads',
+  'e2e',
+  'retention',
+  'latency',
+  'procs',
+  'herd',
+  'options',
+  'backlog',
+] as const;
 type Section = (typeof SECTIONS)[number];
+/** Not in a default run: `options` (retries, priorities, events) and `backlog` (minutes). */
+const OPT_IN: Section[] = ['options', 'backlog'];
 
 const { values: flags } = parseArgs({
   options: {
     only: { type: 'string' },
+    systems: { type: 'string', default: 'zkq,bullmq' },
+    runs: { type: 'string', default: '1' },
     jobs: { type: 'string', default: '20000' },
-    'add-jobs': { type: 'string', default: '5000' },
-    'add-in-flight': { type: 'string', default: '1000' },
-    'bulk-jobs': { type: 'string', default: '20000' },
-    'raw-nodes': { type: 'string', default: '20000' },
     concurrency: { type: 'string', default: '50' },
     threads: { type: 'string' },
+    'add-in-flight': { type: 'string', default: '1000' },
+    'raw-nodes': { type: 'string', default: '20000' },
     samples: { type: 'string', default: '500' },
     spacing: { type: 'string', default: '5' },
-    'latency-concurrency': { type: 'string', default: '4' },
+    'herd-processes': { type: 'string', default: '4' },
+    'herd-workers': { type: 'string', default: '25' },
+    'herd-jobs': { type: 'string', default: '50' },
+    'herd-idle': { type: 'string', default: '10' },
     'option-jobs': { type: 'string', default: '10000' },
+    backlog: { type: 'string' },
+    'backlog-heap-mb': { type: 'string', default: '4096' },
     profile: { type: 'boolean', default: false },
     trace: { type: 'boolean', default: false },
     zk: { type: 'string' },
     'zk-pid': { type: 'string' },
+    redis: { type: 'string' },
+    'redis-pid': { type: 'string' },
     out: { type: 'string' },
+    report: { type: 'string' },
   },
 });
 
@@ -61,301 +91,243 @@ const num = (name: keyof typeof flags): number => {
   if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number`);
   return n;
 };
+const listOf = <T extends string>(flag: string, value: string, allowed: readonly T[]): T[] =>
+  value.split(',').map((s) => {
+    if (!(allowed as readonly string[]).includes(s))
+      throw new Error(`--${flag}: unknown '${s}' (${allowed.join(', ')})`);
+    return s as T;
+  });
+if (flags.report) {
+  const saved = JSON.parse(readFileSync(flags.report, 'utf8')) as {
+    runs: Metrics[];
+    traces?: Record<string, Record<string, TraceEntry>>;
+    options: Partial<ReportOptions>;
+  };
+  const o = saved.options;
+  const { text } = render(saved.runs, saved.traces ?? {}, {
+    jobs: o.jobs ?? 20_000,
+    concurrency: o.concurrency ?? 50,
+    addInFlight: o.addInFlight ?? 1000,
+    herdWorkers: o.herdWorkers ?? 100,
+  });
+  console.log(text);
+  process.exit(0);
+}
+
 const only = new Set<Section>(
-  flags.only
-    ? flags.only.split(',').map((s) => {
-        if (!(SECTIONS as readonly string[]).includes(s)) throw new Error(`--only: unknown section '${s}'`);
-        return s as Section;
-      })
-    : SECTIONS,
+  flags.only ? listOf('only', flags.only, SECTIONS) : SECTIONS.filter((s) => !OPT_IN.includes(s)),
 );
+if (flags.backlog) only.add('backlog');
+const systems = listOf<SystemName>('systems', flags.systems as string, ['zkq', 'bullmq']);
+const runs = num('runs');
 const jobs = num('jobs');
 const concurrency = num('concurrency');
-const threads = flags.threads ? num('threads') : undefined;
+const backlogJobs = flags.backlog ? num('backlog') : 1_000_000;
 const resultsDir = fileURLToPath(new URL('../bench/results/', import.meta.url));
 mkdirSync(resultsDir, { recursive: true });
 
 const started = Date.now();
 const log = (msg: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}\n`);
+const load0 = loadavg()[0] as number;
 
-const server = flags.zk ? undefined : await startZooKeeper({ fsync: true });
-const connectionString = flags.zk ?? (server?.connectionString as string);
-const port = Number(connectionString.split(',')[0]?.split(':')[1]);
-const env: BenchEnv = {
-  connectionString,
-  port,
-  zkPid: server?.process.pid ?? (flags['zk-pid'] ? Number(flags['zk-pid']) : undefined),
-  prefix: `bench-${Date.now().toString(36)}`,
-  ...(flags.profile ? { profileDir: `${resultsDir}profiles` } : {}),
-  ...(flags.trace ? { trace: true } : {}),
-};
-log(`zookeeper ${connectionString}${server ? ' (fresh, fsync on)' : ''}`);
-
-let raw: RawResults | undefined;
-let add: ProduceResult | undefined;
-let bulk: ProduceResult | undefined;
-const drains: Record<string, DrainResult> = {};
-let latency: LatencyResult | undefined;
-
+let zk: ZooKeeperServer | undefined;
+let redis: RedisServer | undefined;
+let backlogZk: { server: ZooKeeperServer; dataDir: string; dir: string } | undefined;
+const perRun: Metrics[] = [];
+const traces: Record<string, Record<string, TraceEntry>> = {};
 try {
-  if (only.has('raw')) {
-    log('raw limits (Session, one session, pipelined)');
-    raw = await measureRaw(connectionString, {
-      nodes: num('raw-nodes'),
-      inFlight: 1000,
-      multiSize: 100,
-      serverCpuMs: () => cpuMsOf(env.zkPid),
-    });
+  let zkConnection = flags.zk;
+  let zkPid = flags['zk-pid'] ? Number(flags['zk-pid']) : undefined;
+  // The backlog runs on servers of its own; the other sections share these.
+  const shared = [...only].some((s) => s !== 'backlog');
+  if (!zkConnection && shared && (systems.includes('zkq') || only.has('raw'))) {
+    zk = await startZooKeeper({ fsync: true });
+    zkConnection = zk.connectionString;
+    zkPid = zk.process.pid;
+    log(`zookeeper ${zkConnection} (fresh, fsync on)`);
   }
-  if (only.has('add')) {
-    log('add, one job per call');
-    add = await benchAdd(env, num('add-jobs'), num('add-in-flight'));
-    log('addBulk');
-    bulk = await benchAddBulk(env, num('bulk-jobs'));
+  let redisAddr = flags.redis;
+  let redisPid = flags['redis-pid'] ? Number(flags['redis-pid']) : undefined;
+  if (!redisAddr && systems.includes('bullmq')) {
+    redis = await startRedis();
+    redisAddr = `127.0.0.1:${redis.port}`;
+    redisPid = redis.pid;
+    log(`redis ${redisAddr} (fresh, no persistence)`);
   }
-  const drain = async (o: Parameters<typeof benchDrain>[1]) => {
-    log(`drain ${o.name}: ${o.jobs} jobs, ${o.processor} processor, concurrency ${o.concurrency}`);
-    drains[o.name] = await benchDrain(env, o);
-  };
-  const base = { jobs, concurrency, ...(threads ? { threads } : {}) };
-  if (only.has('drain')) {
-    await drain({ ...base, name: 'drain-inline', processor: 'inline' });
-    await drain({ ...base, name: 'drain-threaded', processor: 'threaded' });
+  const [redisHost = '127.0.0.1', redisPort = '6379'] = (redisAddr ?? '').split(':');
+
+  for (let run = 1; run <= runs; run++) {
+    if (runs > 1) log(`run ${run} of ${runs}`);
+    // The machine's load when the run starts: figures of a loaded run are not those of the hardware.
+    const metrics: Metrics = { load: Math.round((loadavg()[0] as number) * 10) / 10 };
+    const prefix = `bench-${started.toString(36)}-${run}`;
+    const contexts: RunContext[] = systems.map((name) => {
+      const sys: System =
+        name === 'zkq'
+          ? zkqSystem(zkConnection as string, zkPid, prefix)
+          : bullmqSystem(redisHost, Number(redisPort), redisPid, prefix);
+      return {
+        sys,
+        jobs,
+        concurrency,
+        ...(flags.threads ? { threads: num('threads') } : {}),
+        ...(flags.trace ? { trace: true } : {}),
+        ...(flags.profile ? { profileDir: `${resultsDir}profiles` } : {}),
+        metrics,
+        prepared: [],
+        traces,
+        log,
+      };
+    });
+    const each = async (fn: (ctx: RunContext) => Promise<void>, which: SystemName[] = ['zkq', 'bullmq']) => {
+      for (const ctx of contexts) if (which.includes(ctx.sys.name)) await fn(ctx);
+    };
+    const trace = flags.trace ? { trace: true } : {};
+    const threads = flags.threads ? { threads: num('threads') } : {};
+
+    if (only.has('raw') && zkConnection) {
+      log('raw ZooKeeper limits (one session, pipelined)');
+      const r = await measureRaw(zkConnection, {
+        nodes: num('raw-nodes'),
+        inFlight: 1000,
+        multiSize: 100,
+        serverCpuMs: () => cpuMsOf(zkPid),
+      });
+      Object.assign(metrics, {
+        'raw.creates': r.createsPerSec,
+        'raw.deletes': r.deletesPerSec,
+        'raw.multiCreate1': r.multiCreateNodesPerSec1,
+        'raw.multiCreate8': r.multiCreateNodesPerSec8,
+        'raw.multiDelete1': r.multiDeleteNodesPerSec1,
+        'raw.multiDelete8': r.multiDeleteNodesPerSec8,
+        'raw.latencyP50': r.createLatencyP50,
+        'raw.latencyP99': r.createLatencyP99,
+        'raw.cpuUsPerCreate': r.serverCpuUsPerCreate,
+        'raw.cpuUsPerMultiNode': r.serverCpuUsPerMultiCreate,
+      });
+    }
+    const timedSections = [...only].filter((s) => s !== 'raw' && s !== 'backlog');
+    if (run === 1 && timedSections.length > 0) await each((ctx) => warmUpDrain(ctx));
+    if (only.has('add')) {
+      await each(async (ctx) => {
+        log(`${ctx.sys.label} enqueue: addBulk and pipelined add, ${jobs} jobs each`);
+        await benchEnqueue(ctx, num('add-in-flight'));
+      });
+    }
+    // The drain is the reference of threads, retention and processes: they need it in the same run.
+    const needInline = ['drain', 'threads', 'retention', 'procs'].some((s) => only.has(s as Section));
+    if (needInline) await each((ctx) => benchDrain(ctx, { key: 'drain', processes: 1, ...trace, ...threads }));
+    if (only.has('threads')) {
+      await each(
+        (ctx) => benchDrain(ctx, { key: 'threads', processes: 1, processor: 'threaded', ...threads }),
+        ['zkq'],
+      );
+    }
+    if (only.has('e2e')) await each((ctx) => benchEndToEnd(ctx));
+    if (only.has('retention'))
+      await each((ctx) => benchDrain(ctx, { key: 'retention', processes: 1, retention: 'keep-1000' }));
+    if (only.has('procs')) {
+      await each((ctx) => benchDrain(ctx, { key: 'procs2', processes: 2 }));
+      await each((ctx) => benchDrain(ctx, { key: 'procs4', processes: 4 }));
+    }
+    if (only.has('latency')) await each((ctx) => benchLatency(ctx, num('samples'), num('spacing')));
+    if (only.has('herd')) {
+      await each((ctx) =>
+        benchHerd(ctx, {
+          processes: num('herd-processes'),
+          workersPerProcess: num('herd-workers'),
+          jobs: num('herd-jobs'),
+          idleMs: num('herd-idle') * 1000,
+        }),
+      );
+    }
+    if (only.has('options')) {
+      const optionJobs = num('option-jobs');
+      await each(async (ctx) => {
+        const c = { ...ctx, jobs: optionJobs };
+        const remove = ctx.sys.retention('remove');
+        await benchDrain(c, {
+          key: 'retry',
+          processes: 1,
+          behaviour: 'fail-first',
+          jobOpts: () => ({ ...remove, attempts: 3, backoff: { type: 'fixed', delay: 0 } }),
+        });
+        await benchDrain(c, {
+          key: 'priority',
+          processes: 1,
+          jobOpts: (i) => (i % 2 === 0 ? { ...remove, priority: 1 + (i % 10) } : remove),
+        });
+        await benchDrain(c, { key: 'events', processes: 1, jobOpts: () => remove, listen: true });
+      });
+    }
+    perRun.push(metrics);
   }
-  if (only.has('latency')) {
-    log('idle latency');
-    latency = await benchLatency(env, num('samples'), num('spacing'), num('latency-concurrency'));
-  }
-  if (only.has('options')) {
-    const optionJobs = num('option-jobs');
-    await drain({
-      ...base,
-      jobs: optionJobs,
-      name: 'drain-retry',
-      processor: 'inline',
-      behaviour: 'fail-first',
-      jobOpts: () => ({ attempts: 3, backoff: { type: 'fixed', delay: 0 } }),
-    });
-    await drain({
-      ...base,
-      jobs: optionJobs,
-      name: 'drain-priority',
-      processor: 'inline',
-      jobOpts: (i) => (i % 2 === 0 ? { priority: 1 + (i % 10) } : undefined),
-    });
-    await drain({
-      ...base,
-      jobs: optionJobs,
-      name: 'drain-remove',
-      processor: 'inline',
-      jobOpts: () => ({ removeOnComplete: true }),
-    });
-    await drain({
-      ...base,
-      jobs: optionJobs,
-      name: 'drain-events',
-      processor: 'inline',
-      jobOpts: () => ({ removeOnComplete: true }),
-      listen: true,
-    });
+
+  // Once, after the runs: minutes long, and on a ZooKeeper of its own (large heap, restartable).
+  if (only.has('backlog')) {
+    const m = perRun[perRun.length - 1] as Metrics;
+    const server: BacklogServer = systems.includes('bullmq') ? { redisPort: Number(redisPort) } : {};
+    let connection = zkConnection;
+    let pid = zkPid;
+    if (!flags.zk && systems.includes('zkq')) {
+      const dir = mkdtempSync(join(tmpdir(), 'zkq-bench-backlog-'));
+      const bz = await startZooKeeper({ fsync: true, heapMb: num('backlog-heap-mb'), dataDir: dir });
+      backlogZk = { server: bz, dataDir: join(dir, 'data'), dir };
+      server.zk = backlogZk;
+      connection = bz.connectionString;
+      pid = bz.process.pid;
+      log(`zookeeper for the backlog ${connection} (heap ${num('backlog-heap-mb')} MiB)`);
+    }
+    const prefix = `bench-${started.toString(36)}-backlog`;
+    for (const name of systems) {
+      const sys =
+        name === 'zkq'
+          ? zkqSystem(connection as string, pid, prefix)
+          : bullmqSystem(redisHost, Number(redisPort), redisPid, prefix);
+      await benchBacklog(
+        { sys, jobs: backlogJobs, concurrency, metrics: m, prepared: [], traces, log },
+        backlogJobs,
+        server,
+      );
+    }
   }
 } finally {
-  await server?.stop();
+  await backlogZk?.server.stop();
+  if (backlogZk) rmSync(backlogZk.dir, { recursive: true, force: true });
+  await redis?.stop();
+  await zk?.stop();
 }
 
 // ---- report ----------------------------------------------------------------------
 
-interface Target {
-  name: string;
-  value: number | undefined;
-  goal: number;
-  unit: string;
-  higherIsBetter: boolean;
-}
-const targets: Target[] = [
-  {
-    name: 'drain, inline',
-    value: drains['drain-inline']?.jobsPerSec,
-    goal: 8000,
-    unit: 'jobs/s',
-    higherIsBetter: true,
-  },
-  {
-    name: 'drain, threaded',
-    value: drains['drain-threaded']?.jobsPerSec,
-    goal: 8000,
-    unit: 'jobs/s',
-    higherIsBetter: true,
-  },
-  { name: 'addBulk', value: bulk?.jobsPerSec, goal: 20000, unit: 'jobs/s', higherIsBetter: true },
-  { name: 'idle latency p99', value: latency?.p99, goal: 10, unit: 'ms', higherIsBetter: false },
-];
-const verdict = (t: Target) =>
-  t.value === undefined ? 'n/a' : (t.higherIsBetter ? t.value >= t.goal : t.value <= t.goal) ? 'PASS' : 'MISS';
-
-const pct = (a: number | undefined, b: number | undefined) =>
-  a === undefined || b === undefined || !b ? '-' : `${Math.round((a / b) * 100)}%`;
-
-const rows: string[][] = [['measurement', 'zkq', 'raw ZooKeeper, same run', 'ceiling', 'zkq/ceiling', 'tx/job']];
-if (raw) {
-  rows.push(
-    ['raw: single creates/s, 1000 in flight', '', fmt(raw.createsPerSec), '', '', ''],
-    ['raw: single deletes/s, 1000 in flight', '', fmt(raw.deletesPerSec), '', '', ''],
-    ['raw: multi(100) create nodes/s, 1 in flight', '', fmt(raw.multiCreateNodesPerSec1), '', '', ''],
-    ['raw: multi(100) create nodes/s, 8 in flight', '', fmt(raw.multiCreateNodesPerSec8), '', '', ''],
-    ['raw: multi(100) delete nodes/s, 1 in flight', '', fmt(raw.multiDeleteNodesPerSec1), '', '', ''],
-    ['raw: multi(100) delete nodes/s, 8 in flight', '', fmt(raw.multiDeleteNodesPerSec8), '', '', ''],
-    [
-      'raw: ZooKeeper CPU µs per create, single / multi',
-      '',
-      `${fmt(raw.serverCpuUsPerCreate)} / ${fmt(raw.serverCpuUsPerMultiCreate)}`,
-      '',
-      '',
-      '',
-    ],
-    [
-      'raw: one create, latency p50 / p99 ms',
-      '',
-      `${fmt(raw.createLatencyP50, 2)} / ${fmt(raw.createLatencyP99, 2)}`,
-      '',
-      '',
-      '',
-    ],
-  );
-}
-// Ceilings: what the raw rate allows for zkq's write pattern on that path.
-if (add) {
-  // One 2-create multi per add, pipelined: at best one pipelined single write per job.
-  const ceiling = raw?.createsPerSec;
-  rows.push([
-    `add jobs/s (${fmt(add.jobs)}, ${flags['add-in-flight']} in flight)`,
-    fmt(add.jobsPerSec),
-    raw ? `${fmt(raw.createsPerSec)} creates/s` : '-',
-    fmt(ceiling),
-    pct(add.jobsPerSec, ceiling),
-    fmt(add.cost.txPerJob, 2),
-  ]);
-}
-if (bulk) {
-  // Two nodes per job in multis sent one at a time.
-  const ceiling = raw ? raw.multiCreateNodesPerSec1 / 2 : undefined;
-  rows.push([
-    `addBulk jobs/s (${fmt(bulk.jobs)})`,
-    fmt(bulk.jobsPerSec),
-    raw ? `${fmt(raw.multiCreateNodesPerSec1)} nodes/s (multi, 1)` : '-',
-    fmt(ceiling),
-    pct(bulk.jobsPerSec, ceiling),
-    fmt(bulk.cost.txPerJob, 3),
-  ]);
-}
-// A drained job writes 6 nodes (claim: create claim + set record; finish: set record,
-// delete pointer, delete claim, create completed pointer) and later 2 deletes (retention).
-const drainCeiling = raw ? raw.multiCreateNodesPerSec8 / 6 : undefined;
-for (const d of Object.values(drains)) {
-  rows.push([
-    `${d.name} jobs/s (${fmt(d.jobs)}, c=${concurrency})`,
-    fmt(d.jobsPerSec),
-    raw ? `${fmt(raw.multiCreateNodesPerSec8)} nodes/s (multi, 8)` : '-',
-    fmt(drainCeiling),
-    pct(d.jobsPerSec, drainCeiling),
-    fmt(d.cost.txPerJob, 3),
-  ]);
-}
-if (latency) {
-  rows.push([
-    `idle latency p50 / p99 / max ms (${latency.samples})`,
-    `${fmt(latency.p50, 1)} / ${fmt(latency.p99, 1)} / ${fmt(latency.max, 1)}`,
-    raw ? `${fmt(raw.createLatencyP50, 2)} / ${fmt(raw.createLatencyP99, 2)} per write` : '-',
-    '',
-    '',
-    '',
-  ]);
-}
-
-const detail: string[][] = [
-  ['drain', 'steady jobs/s', 'ready ms', 'first ms', 'worker CPU', 'µs CPU/job', 'req/job', 'ZK CPU ms'],
-];
-for (const d of Object.values(drains)) {
-  detail.push([
-    d.name,
-    fmt(d.steadyJobsPerSec),
-    fmt(d.readyMs),
-    fmt(d.firstMs),
-    `${Math.round(d.workerCpuShare * 100)}%`,
-    fmt(d.workerCpuUsPerJob),
-    fmt(d.cost.requestsPerJob, 2),
-    fmt(d.cost.zkCpuMs),
-  ]);
-}
-
-const out: string[] = ['', table(rows)];
-if (detail.length > 1) out.push('', table(detail));
-const traced = [
-  ...Object.values(drains),
-  ...(latency ? [{ ...latency, name: 'latency', jobs: latency.samples + 1 }] : []),
-];
-for (const d of traced) {
-  if (!d.trace) continue;
-  const t: string[][] = [[`${d.name}: worker requests`, 'calls', 'per job', 'ops/call', 'mean ms', 'max pending']];
-  for (const [kind, e] of Object.entries(d.trace)) {
-    if (e.calls === 0) continue;
-    t.push([
-      kind,
-      fmt(e.calls),
-      fmt(e.calls / d.jobs, 3),
-      fmt(e.ops / e.calls, 1),
-      fmt(e.meanMs, 2),
-      fmt(e.maxPending),
-    ]);
-  }
-  out.push('', table(t));
-}
-if (latency) {
-  out.push(
-    '',
-    `idle latency: ${latency.samples} jobs added one at a time ${latency.spacingMs} ms apart, worker concurrency ${latency.concurrency}; ` +
-      `add-call start → processor start p50 ${fmt(latency.p50, 2)}, p90 ${fmt(latency.p90, 2)}, p99 ${fmt(latency.p99, 2)}, ` +
-      `max ${fmt(latency.max, 2)} ms; add() itself p50 ${fmt(latency.addP50, 2)}, p99 ${fmt(latency.addP99, 2)} ms`,
-  );
-}
-out.push(
-  '',
-  table([
-    ['target', 'goal', 'measured', ''],
-    ...targets.map((t) => [
-      t.name,
-      `${t.higherIsBetter ? '≥' : '≤'} ${fmt(t.goal)} ${t.unit}`,
-      t.value === undefined ? '-' : `${fmt(t.value, t.unit === 'ms' ? 1 : 0)} ${t.unit}`,
-      verdict(t),
-    ]),
-  ]),
-);
-const withEvents = drains['drain-events'];
-const withoutEvents = drains['drain-remove'];
-if (withEvents && withoutEvents) {
-  out.push(
-    '',
-    `QueueEvents: drain with a listener ${fmt(withEvents.jobsPerSec)} jobs/s vs ${fmt(withoutEvents.jobsPerSec)} without ` +
-      `(same options), ${fmt(withEvents.completedEvents ?? 0)} completed events received.`,
-  );
-}
-out.push(
-  `cpus: ${availableParallelism()} × ${cpus()[0]?.model ?? '?'}; node ${process.version}; total ${((Date.now() - started) / 1000).toFixed(0)} s`,
-);
-console.log(out.join('\n'));
-
-const json = {
-  at: new Date(started).toISOString(),
-  durationS: Math.round((Date.now() - started) / 1000),
-  machine: { cpus: availableParallelism(), model: cpus()[0]?.model, node: process.version },
-  options: { jobs, concurrency, threads, sections: [...only], addJobs: num('add-jobs'), bulkJobs: num('bulk-jobs') },
-  raw,
-  add,
-  addBulk: bulk,
-  drains,
-  latency,
-  targets: targets.map((t) => ({ ...t, verdict: verdict(t) })),
+const reportOptions: ReportOptions = {
+  jobs,
+  concurrency,
+  addInFlight: num('add-in-flight'),
+  herdWorkers: num('herd-processes') * num('herd-workers'),
 };
+const { text, median: result } = render(perRun, traces, reportOptions);
+const load1 = loadavg()[0] as number;
+const machine =
+  `cpus: ${availableParallelism()} × ${cpus()[0]?.model ?? '?'}; node ${process.version}; ` +
+  `load average ${load0.toFixed(1)} at start, ${load1.toFixed(1)} at end; total ${((Date.now() - started) / 1000).toFixed(0)} s`;
+console.log(`${text}\n\n${machine}`);
+
 const outFile = flags.out ?? `${resultsDir}latest.json`;
-writeFileSync(outFile, `${JSON.stringify(json, null, 2)}\n`);
+writeFileSync(
+  outFile,
+  `${JSON.stringify(
+    {
+      at: new Date(started).toISOString(),
+      durationS: Math.round((Date.now() - started) / 1000),
+      machine: { cpus: availableParallelism(), model: cpus()[0]?.model, node: process.version, load: [load0, load1] },
+      options: { ...reportOptions, runs, systems, sections: [...only] },
+      median: result,
+      runs: perRun,
+      traces,
+    },
+    null,
+    2,
+  )}\n`,
+);
 log(`results written to ${outFile}`);

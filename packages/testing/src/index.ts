@@ -3,6 +3,17 @@ export { ensureZooKeeper, findZooKeeperClasspath, ZooKeeperNotInstalledError } f
 export { freePort, freePorts } from './ports.js';
 export { TcpProxy } from './proxy.js';
 export {
+  ensureRedis,
+  findRedisServer,
+  RedisNotInstalledError,
+  type RedisServer,
+  type RedisServerOptions,
+  RedisStartError,
+  redisCommand,
+  redisInfo,
+  startRedis,
+} from './redis.js';
+export {
   startEnsemble,
   startZooKeeper,
   type ZooKeeperEnsemble,

@@ -1,0 +1,81 @@
+/**
+ * The herd at the head of a queue: many idle workers on one queue, measured
+ * from the server's own counters. ZooKeeper: packets received + sent
+ * (`mntr`); Redis has no packet counter, so BullMQ's figure is commands
+ * processed (`INFO stats`).
+ */
+import { clock, counterDelta, payload, round2, type ServerCounters, sleep } from './lib.js';
+import type { RunContext } from './scenarios.js';
+import { WorkerGroup } from './systems.js';
+
+export interface HerdOptions {
+  processes: number;
+  workersPerProcess: number;
+  /** Jobs added one at a time, each after the previous one completed. */
+  jobs: number;
+  /** Idle window over which the idle rate is measured, ms. */
+  idleMs: number;
+}
+
+/** Time for started workers to finish their start-up traffic before the idle window. */
+const SETTLE_MS = 2000;
+/** Pause after each job's completion, so that the wake-ups it caused are over before the next add. */
+const GAP_MS = 50;
+
+/** Messages on the wire: ZooKeeper packets both ways, or Redis commands. */
+const traffic = (d: ServerCounters) =>
+  d.packetsReceived !== undefined ? (d.packetsReceived ?? 0) + (d.packetsSent ?? 0) : (d.commands ?? Number.NaN);
+
+export async function benchHerd(ctx: RunContext, o: HerdOptions): Promise<void> {
+  const { sys } = ctx;
+  const workers = o.processes * o.workersPerProcess;
+  ctx.log(`${sys.label} herd: ${workers} idle workers (${o.processes} processes × ${o.workersPerProcess})`);
+  const q = sys.queue('herd');
+  try {
+    await q.waitUntilReady();
+    const group = await WorkerGroup.start(
+      sys,
+      {
+        queue: 'herd',
+        processes: o.processes,
+        workersPerProcess: o.workersPerProcess,
+        concurrency: ctx.concurrency,
+      },
+      120_000 + o.jobs * 1000,
+    );
+    try {
+      await sleep(SETTLE_MS);
+      const c0 = await sys.counters();
+      const t0 = clock();
+      await sleep(o.idleMs);
+      const c1 = await sys.counters();
+      const t1 = clock();
+      const idle = counterDelta(c0, c1);
+      const idlePerSec = (traffic(idle) * 1000) / (t1 - t0);
+      for (let i = 0; i < o.jobs; i++) {
+        await q.add('job', payload({ i }), sys.retention('remove'));
+        await group.waitFinished(i + 1);
+        await sleep(GAP_MS);
+      }
+      await sleep(500);
+      const c2 = await sys.counters();
+      const t2 = clock();
+      const busy = counterDelta(c1, c2);
+      // Leave out what the idle workers would have exchanged anyway over the same time.
+      const perJob = (traffic(busy) - (idlePerSec * (t2 - t1)) / 1000) / o.jobs;
+      ctx.metrics[`${sys.name}.herd.idlePerSec`] = round2(idlePerSec);
+      ctx.metrics[`${sys.name}.herd.perJob`] = round2(perJob);
+      if (idle.packetsReceived !== undefined) {
+        ctx.metrics[`${sys.name}.herd.idleReceivedPerSec`] = round2((idle.packetsReceived * 1000) / (t1 - t0));
+        ctx.metrics[`${sys.name}.herd.idleSentPerSec`] = round2(((idle.packetsSent ?? 0) * 1000) / (t1 - t0));
+        ctx.metrics[`${sys.name}.herd.receivedPerJob`] = round2((busy.packetsReceived ?? 0) / o.jobs);
+        ctx.metrics[`${sys.name}.herd.sentPerJob`] = round2((busy.packetsSent ?? 0) / o.jobs);
+      }
+      await group.stop();
+    } finally {
+      await group.kill();
+    }
+  } finally {
+    await q.close();
+  }
+}
