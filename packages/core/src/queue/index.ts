@@ -22,6 +22,8 @@ export {
   validateQueueName,
 } from './layout.js';
 export { getJobCounts, type JobCounts, listJobIds } from './listing.js';
+export { getMetrics, recordMetrics, TRIM_BATCH } from './metrics.js';
+export * from './metrics-series.js';
 export { MAX_DELAY_MS, validateJobId, validateJobName, validateJobOptions } from './options.js';
 export * from './protocol/index.js';
 export * from './record.js';
