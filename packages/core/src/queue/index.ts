@@ -29,4 +29,5 @@ export * from './protocol/index.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy } from './retention.js';
 export { type EnqueueEntry, QueueStore, type StoredJob } from './store.js';
+export * from './telemetry.js';
 export type * from './types.js';
