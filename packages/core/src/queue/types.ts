@@ -73,6 +73,10 @@ export interface BaseJobOptions extends DefaultJobOptions {
   jobId?: string;
   /** Accepted for compatibility; zkq has no repeatable jobs yet. */
   repeatJobKey?: string;
+}
+
+/** Options stored with a job besides the base ones (BullMQ's CompressableJobOptions, zkq's subset). */
+export interface CompressableJobOptions {
   /**
    * Trace context (BullMQ's): `metadata` is set by a Queue with the
    * `telemetry` option, the producer's span serialized, and continued by the
@@ -81,7 +85,7 @@ export interface BaseJobOptions extends DefaultJobOptions {
   telemetry?: { metadata?: string; omitContext?: boolean };
 }
 
-export type JobsOptions = BaseJobOptions;
+export type JobsOptions = BaseJobOptions & CompressableJobOptions;
 
 export type JobState = 'completed' | 'failed' | 'active' | 'delayed' | 'prioritized' | 'waiting' | 'waiting-children';
 export type FinishedStatus = 'completed' | 'failed';
