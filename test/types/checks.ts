@@ -37,7 +37,7 @@ type OptionsProblems<Z, B, Gaps extends keyof B, Extras extends keyof Z = never,
 // ---------------------------------------------------------------------------
 // Job options
 
-/** BullMQ job options zkq does not implement (flows, deduplication, telemetry, repeat internals). */
+/** BullMQ job options zkq does not implement (flows, deduplication, repeat internals). */
 export type JobsOptionsGaps =
   | 'parent'
   | 'prevMillis'
@@ -45,8 +45,7 @@ export type JobsOptionsGaps =
   | 'failParentOnFailure'
   | 'continueParentOnFailure'
   | 'ignoreDependencyOnFailure'
-  | 'removeDependencyOnFailure'
-  | 'telemetry';
+  | 'removeDependencyOnFailure';
 
 export type DefaultJobOptionsCheck = ExpectNone<OptionsProblems<Zkq.DefaultJobOptions, Bull.DefaultJobOptions, never>>;
 export type BaseJobOptionsCheck = ExpectNone<
@@ -78,15 +77,18 @@ export const keepJobs: Zkq.KeepJobs = bullKeepJobs;
 // ---------------------------------------------------------------------------
 // Queue and worker options. `connection` differs by design (ZooKeeper, not Redis).
 
-/** BullMQ queue options zkq does not implement. */
+/**
+ * BullMQ queue options zkq does not implement. `telemetry` is in zkq's
+ * QueueOptions and WorkerOptions rather than in their base (QueueEvents takes
+ * none, as in BullMQ).
+ */
 export type QueueBaseOptionsGaps = 'telemetry' | 'skipWaitingForReady';
-export type QueueOptionsGaps = QueueBaseOptionsGaps | 'streams' | 'skipMetasUpdate' | 'settings';
+export type QueueOptionsGaps = 'skipWaitingForReady' | 'streams' | 'skipMetasUpdate' | 'settings';
 /** BullMQ worker options zkq does not implement. */
 export type WorkerOptionsGaps =
-  | QueueBaseOptionsGaps
+  | 'skipWaitingForReady'
   | 'limiter'
   | 'maximumRateLimitDelay'
-  | 'metrics'
   | 'maxStartedAttempts'
   | 'skipStalledCheck'
   | 'skipLockRenewal'
@@ -294,8 +296,6 @@ export type QueueMemberGaps =
   | 'getWorkers'
   | 'getWorkersCount'
   | 'getQueueEvents'
-  | 'getMetrics'
-  | 'exportPrometheusMetrics'
   | 'recordJobCountsMetric';
 
 /** Worker: rate limiting, manual job fetching, cancellation, lock internals. */

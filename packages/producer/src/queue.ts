@@ -19,6 +19,7 @@ import {
   type EnqueueEntry,
   type FinishedStatus,
   getJobCounts,
+  getMetrics,
   InvalidArgumentError,
   Job,
   type JobCounts,
@@ -29,6 +30,8 @@ import {
   type JobType,
   laneOf,
   listJobIds,
+  type Metrics,
+  type MetricsKind,
   newRecord,
   type ObliterateOptions,
   obliterate,
@@ -40,13 +43,19 @@ import {
   removeJob,
   retryJobs,
   type Session,
+  type Span,
+  SpanKind,
+  TelemetryAttributes,
+  trace,
   validateConnection,
   validateJobId,
   validateJobName,
   validateJobOptions,
   validatePrefix,
   validateQueueName,
+  validateTelemetry,
 } from '@zkq/core';
+import { prometheusText } from './prometheus.js';
 
 /** Typed events of a Queue. */
 export interface QueueListener<JobBase extends Job = Job> {
@@ -95,6 +104,7 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     validateConnection(opts.connection);
     validatePrefix(opts.prefix ?? DEFAULT_PREFIX);
     if (opts.defaultJobOptions) validateJobOptions(opts.defaultJobOptions);
+    if (opts.telemetry !== undefined) validateTelemetry(opts.telemetry);
     this.name = name;
     this.opts = opts;
     this.ready = openSession(opts.connection, opts.prefix ?? DEFAULT_PREFIX).then(async (session) => {
@@ -124,8 +134,19 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
 
   /** Adds one job. With an existing custom `jobId`, resolves with the existing job instead. */
   async add(name: NameType, data: DataType, opts?: JobsOptions): Promise<Job<DataType, ResultType, NameType>> {
-    const [job] = await this.addBulk([{ name, data, ...(opts ? { opts } : {}) }]);
-    return job as Job<DataType, ResultType, NameType>;
+    validateJobName(name);
+    return this.trace(
+      SpanKind.PRODUCER,
+      'add',
+      async (span, metadata) => {
+        // The trace context travels inside the job (BullMQ's place for it), unless the job opts out.
+        const traced = metadata && !opts?.telemetry?.omitContext ? { ...opts, telemetry: { metadata } } : opts;
+        const [job] = await this.addJobs([{ name, data, ...(traced ? { opts: traced } : {}) }]);
+        span?.setAttributes({ [TelemetryAttributes.JobName]: name, [TelemetryAttributes.JobId]: job?.id });
+        return job as Job<DataType, ResultType, NameType>;
+      },
+      `${this.name}.${name}`,
+    );
   }
 
   /**
@@ -135,6 +156,24 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
    */
   async addBulk(jobs: BulkJob<DataType, NameType>[]): Promise<Job<DataType, ResultType, NameType>[]> {
     if (!Array.isArray(jobs)) throw new InvalidArgumentError('addBulk takes an array of { name, data, opts }', 'jobs');
+    return this.trace(SpanKind.PRODUCER, 'addBulk', async (span, metadata) => {
+      span?.setAttributes({
+        [TelemetryAttributes.BulkNames]: jobs.map((j) => j?.name),
+        [TelemetryAttributes.BulkCount]: jobs.length,
+      });
+      if (!metadata) return this.addJobs(jobs);
+      return this.addJobs(
+        jobs.map((j) => {
+          if (!j || typeof j !== 'object' || j.opts?.telemetry?.omitContext) return j;
+          const given = j.opts?.telemetry?.metadata;
+          return { ...j, opts: { ...j.opts, telemetry: { ...j.opts?.telemetry, metadata: given ?? metadata } } };
+        }),
+      );
+    });
+  }
+
+  /** Adds jobs (no span: add and addBulk make it). */
+  private async addJobs(jobs: BulkJob<DataType, NameType>[]): Promise<Job<DataType, ResultType, NameType>[]> {
     const prepared = jobs.map((j, i) => this.prepare(j, i));
     const store = await this.store();
     const needIds = prepared.filter((p) => !p.opts.jobId).length;
@@ -251,18 +290,22 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
 
   /** Stops every worker of this queue from claiming new jobs (in-flight jobs finish). */
   async pause(): Promise<void> {
-    const store = await this.store();
-    await store.setPaused(true);
-    await store.publish([{ event: 'paused', ts: Date.now() }]);
-    this.emit('paused');
+    await this.trace(SpanKind.INTERNAL, 'pause', async () => {
+      const store = await this.store();
+      await store.setPaused(true);
+      await store.publish([{ event: 'paused', ts: Date.now() }]);
+      this.emit('paused');
+    });
   }
 
   /** Lets workers claim again. */
   async resume(): Promise<void> {
-    const store = await this.store();
-    await store.setPaused(false);
-    await store.publish([{ event: 'resumed', ts: Date.now() }]);
-    this.emit('resumed');
+    await this.trace(SpanKind.INTERNAL, 'resume', async () => {
+      const store = await this.store();
+      await store.setPaused(false);
+      await store.publish([{ event: 'resumed', ts: Date.now() }]);
+      this.emit('resumed');
+    });
   }
 
   async isPaused(): Promise<boolean> {
@@ -277,19 +320,24 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
    * alone (BullMQ's codes). `removeChildren` has no effect: zkq has no flows.
    */
   async remove(jobId: string, _opts?: { removeChildren?: boolean }): Promise<number> {
-    validateJobId(jobId);
-    try {
-      if (await removeJob(await this.store(), jobId)) this.emit('removed', jobId);
-      return 1;
-    } catch (err) {
-      if (err instanceof JobStateError) return 0;
-      throw err;
-    }
+    return this.trace(SpanKind.INTERNAL, 'remove', async (span) => {
+      validateJobId(jobId);
+      span?.setAttributes({ [TelemetryAttributes.JobId]: jobId });
+      try {
+        if (await removeJob(await this.store(), jobId)) this.emit('removed', jobId);
+        return 1;
+      } catch (err) {
+        if (err instanceof JobStateError) return 0;
+        throw err;
+      }
+    });
   }
 
   /** Removes every waiting (and prioritized) job and, with `delayed`, every delayed job; active jobs stay. */
   async drain(delayed = false): Promise<void> {
-    await drain(await this.store(), delayed === true);
+    await this.trace(SpanKind.INTERNAL, 'drain', async () => {
+      await drain(await this.store(), delayed === true);
+    });
   }
 
   /**
@@ -298,14 +346,21 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
    * resolves with their ids. Active jobs are never removed. Emits `cleaned`.
    */
   async clean(grace: number, limit: number, type: CleanType = 'completed'): Promise<string[]> {
-    if (typeof grace !== 'number' || !(grace >= 0))
-      throw new InvalidArgumentError('grace must be a number >= 0', 'grace');
-    if (typeof limit !== 'number' || !(limit >= 0))
-      throw new InvalidArgumentError('limit must be a number >= 0', 'limit');
-    if (!CLEAN_TYPES.has(type)) throw new InvalidArgumentError(`cannot clean jobs of type '${String(type)}'`, 'type');
-    const ids = await clean(await this.store(), grace, limit, type);
-    this.emit('cleaned', ids, type === 'waiting' ? 'wait' : type);
-    return ids;
+    return this.trace(SpanKind.INTERNAL, 'clean', async (span) => {
+      if (typeof grace !== 'number' || !(grace >= 0))
+        throw new InvalidArgumentError('grace must be a number >= 0', 'grace');
+      if (typeof limit !== 'number' || !(limit >= 0))
+        throw new InvalidArgumentError('limit must be a number >= 0', 'limit');
+      if (!CLEAN_TYPES.has(type)) throw new InvalidArgumentError(`cannot clean jobs of type '${String(type)}'`, 'type');
+      span?.setAttributes({
+        [TelemetryAttributes.QueueGrace]: grace,
+        [TelemetryAttributes.JobType]: type,
+        [TelemetryAttributes.QueueCleanLimit]: limit,
+      });
+      const ids = await clean(await this.store(), grace, limit, type);
+      this.emit('cleaned', ids, type === 'waiting' ? 'wait' : type);
+      return ids;
+    });
   }
 
   /**
@@ -314,19 +369,66 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
    * queue's workers and QueueEvents first; use a new Queue object afterwards.
    */
   async obliterate(opts?: ObliterateOptions): Promise<void> {
-    await obliterate(await this.store(), opts ?? {});
+    await this.trace(SpanKind.INTERNAL, 'obliterate', async () => {
+      await obliterate(await this.store(), opts ?? {});
+    });
   }
 
   /** Moves failed (or, with `state: 'completed'`, completed) jobs finished by `timestamp` back to waiting. */
   async retryJobs(opts: { count?: number; state?: FinishedStatus; timestamp?: number } = {}): Promise<void> {
-    if (opts.state !== undefined && opts.state !== 'failed' && opts.state !== 'completed')
-      throw new InvalidArgumentError("state must be 'failed' or 'completed'", 'opts.state');
-    await retryJobs(await this.store(), opts);
+    await this.trace(SpanKind.INTERNAL, 'retryJobs', async () => {
+      if (opts.state !== undefined && opts.state !== 'failed' && opts.state !== 'completed')
+        throw new InvalidArgumentError("state must be 'failed' or 'completed'", 'opts.state');
+      await retryJobs(await this.store(), opts);
+    });
   }
 
   /** Moves every delayed job to waiting now. */
   async promoteJobs(opts: { count?: number } = {}): Promise<void> {
-    await promoteJobs(await this.store(), opts);
+    await this.trace(SpanKind.INTERNAL, 'promoteJobs', async () => {
+      await promoteJobs(await this.store(), opts);
+    });
+  }
+
+  // ---- metrics ----------------------------------------------------------------
+
+  /**
+   * BullMQ's getMetrics: jobs completed (or failed) per minute, newest first,
+   * points `start`..`end` (-1: the oldest). Collected by workers with the
+   * `metrics` option; see docs/metrics.md.
+   */
+  async getMetrics(type: MetricsKind, start = 0, end = -1): Promise<Metrics> {
+    if (type !== 'completed' && type !== 'failed')
+      throw new InvalidArgumentError("type must be 'completed' or 'failed'", 'type');
+    if (!Number.isInteger(start) || !Number.isInteger(end))
+      throw new InvalidArgumentError('start and end must be integers', 'start');
+    return getMetrics(await this.store(), type, start, end);
+  }
+
+  /**
+   * BullMQ's exportPrometheusMetrics: job counts per state and the completed
+   * and failed totals in Prometheus's text format, with `globalVariables` as
+   * extra labels of every sample. Read once per call, for the whole queue.
+   */
+  async exportPrometheusMetrics(globalVariables?: Record<string, string>): Promise<string> {
+    const [counts, completed, failed] = await Promise.all([
+      this.getJobCounts(),
+      this.getMetrics('completed'),
+      this.getMetrics('failed'),
+    ]);
+    return prometheusText(this.name, counts, completed.meta.count, failed.meta.count, globalVariables);
+  }
+
+  /** Runs `fn` in a span of the `telemetry` option (directly without it). */
+  private trace<T>(
+    kind: SpanKind,
+    operation: string,
+    fn: (span?: Span, metadata?: string) => Promise<T>,
+    destination = this.name,
+  ): Promise<T> {
+    return trace(this.opts.telemetry, kind, this.name, operation, destination, fn, {
+      propagate: kind === SpanKind.PRODUCER,
+    });
   }
 
   /** Closes the connection. Idempotent. */

@@ -1,4 +1,13 @@
-export { Job, type JobProgress, LostJobError, UnrecoverableError } from '@zkq/core';
+export {
+  Job,
+  type JobProgress,
+  LostJobError,
+  type Metrics,
+  type MetricsOptions,
+  MetricsTime,
+  type Telemetry,
+  UnrecoverableError,
+} from '@zkq/core';
 export { type BackoffStrategy, backoffDelay } from './backoff.js';
 export {
   type AdvancedOptions,

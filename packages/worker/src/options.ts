@@ -1,5 +1,15 @@
 /** Worker options (BullMQ's WorkerOptions, zkq's subset plus `threads` and `barrier`), validated once. */
-import { InvalidArgumentError, type Job, type KeepJobs, type QueueBaseOptions, validateConnection } from '@zkq/core';
+import {
+  InvalidArgumentError,
+  type Job,
+  type KeepJobs,
+  type MetricsOptions,
+  type QueueBaseOptions,
+  type Telemetry,
+  validateConnection,
+  validateMetricsOptions,
+  validateTelemetry,
+} from '@zkq/core';
 import type { BackoffStrategy } from './backoff.js';
 
 /** A job processor: resolves with the job's result, throws to fail the attempt (BullMQ's Processor). */
@@ -60,6 +70,13 @@ export interface WorkerOptions extends QueueBaseOptions {
    * queue should.
    */
   housekeeping?: boolean;
+  /**
+   * Collect BullMQ's per-minute series of completed and failed jobs
+   * (`queue.getMetrics`), written at most once per few seconds. Off by default.
+   */
+  metrics?: MetricsOptions;
+  /** BullMQ's Telemetry (e.g. bullmq-otel): a `process` span per attempt, continuing the producer's trace. */
+  telemetry?: Telemetry;
 }
 
 export const DEFAULT_LOCK_DURATION_MS = 30_000;
@@ -100,6 +117,8 @@ export function validateWorkerOptions(opts: unknown): asserts opts is WorkerOpti
   if (o.name !== undefined && (typeof o.name !== 'string' || !/^[A-Za-z0-9._:-]{1,100}$/.test(o.name))) {
     throw new InvalidArgumentError('name must be 1-100 characters of A-Z a-z 0-9 . _ : -', 'name');
   }
+  if (o.metrics !== undefined) validateMetricsOptions(o.metrics);
+  if (o.telemetry !== undefined) validateTelemetry(o.telemetry);
   if (o.barrier !== undefined) {
     const b = o.barrier;
     if (!b || typeof b.name !== 'string' || !/^[A-Za-z0-9._-]{1,100}$/.test(b.name)) {

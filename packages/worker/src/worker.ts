@@ -23,8 +23,11 @@ import {
   Barrier,
   type ClaimedJob,
   ClosedError,
+  DEFAULT_METRICS_DATA_POINTS,
   DEFAULT_PREFIX,
   DoubleBarrier,
+  type Finish,
+  type FinishResult,
   InvalidArgumentError,
   type Job,
   type JobProgress,
@@ -33,14 +36,17 @@ import {
   QueueStore,
   type Session,
   SessionClosedError,
+  type Span,
   validatePrefix,
   validateQueueName,
 } from '@zkq/core';
 import { Attempt } from './attempt.js';
 import { Finisher } from './finisher.js';
 import { Housekeeper } from './housekeeper.js';
+import { setWorkerStore } from './internals.js';
 import { JobSource } from './job-source.js';
 import { LeaseRenewer } from './lease-renewer.js';
+import { MetricsCollector } from './metrics-collector.js';
 import {
   DEFAULT_DRAIN_DELAY_S,
   DEFAULT_LOCK_DURATION_MS,
@@ -53,6 +59,7 @@ import {
 } from './options.js';
 import { ThreadPool } from './sandbox/pool.js';
 import type { ThreadMessage } from './sandbox/protocol.js';
+import { WorkerTracing } from './tracing.js';
 import { Trimmer } from './trimmer.js';
 
 /** Typed events of a Worker (BullMQ's WorkerListener, plus `lost`). */
@@ -95,6 +102,8 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private renewer: LeaseRenewer | undefined;
   private housekeeper: Housekeeper | undefined;
   private barrier: Barrier | undefined;
+  private collector: MetricsCollector | undefined;
+  private readonly tracing: WorkerTracing;
   /** Settles when start-up is done (connected, registered) or has failed. */
   private readonly started = deferred();
   /** Fires on close: ends waits that would otherwise outlive the worker (the barrier). */
@@ -125,6 +134,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       lockDuration: opts.lockDuration ?? DEFAULT_LOCK_DURATION_MS,
       maxStalledCount: opts.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
     };
+    this.tracing = new WorkerTracing(opts.telemetry, name, { id: this.id, name: opts.name });
     if (typeof processor === 'function') this.processorFn = processor;
     else this.pool = new ThreadPool(processor, opts.threads, (m) => this.onThreadMessage(m));
     if (opts.autorun !== false) {
@@ -180,7 +190,12 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       store.containers.prepare(store.layout.failedDir),
     ]);
     this.store = store;
+    setWorkerStore(this, store);
     this.finisher = new Finisher(store);
+    if (this.opts.metrics) {
+      const max = this.opts.metrics.maxDataPoints ?? DEFAULT_METRICS_DATA_POINTS;
+      this.collector = new MetricsCollector(store, max, (err) => this.emitError(err));
+    }
     this.trimmer = new Trimmer(store, (err) => this.emitError(err));
     this.source = new JobSource(store, () => this.attempts.keys(), {
       workerId: this.id,
@@ -359,21 +374,32 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   }
 
   private process(claimed: ClaimedJob): void {
+    let span: Span | undefined;
     const attempt = new Attempt(this, claimed, this.store as QueueStore, this.opts, {
       run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal),
-      finish: (f) => (this.finisher as Finisher).finish(f),
+      finish: (f) => this.writeOutcome(f, span),
       forced: () => this.forced,
       released: () => this.nudge(),
       trim: (kind, keep) => this.trimmer?.request(kind, keep),
     });
     this.attempts.set(claimed.record.id, attempt);
-    attempt
-      .run()
+    this.tracing
+      .process(attempt.job, (s) => {
+        span = s;
+        return attempt.run();
+      })
       .catch((err) => this.emitError(err))
       .finally(() => {
         this.attempts.delete(claimed.record.id);
         this.nudge();
       });
+  }
+
+  /** Writes an attempt's outcome (batched by the Finisher), traced, and counted in the queue's metrics. */
+  private async writeOutcome(f: Finish, span: Span | undefined): Promise<FinishResult> {
+    const result = await this.tracing.finish(f, span, () => (this.finisher as Finisher).finish(f));
+    if (result.ok && f.outcome.kind !== 'retry') this.collector?.record(f.outcome.kind);
+    return result;
   }
 
   private async execute(job: Job<DataType, ResultType, NameType>, signal: AbortSignal): Promise<ResultType> {
@@ -432,6 +458,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       await this.running?.catch(() => undefined);
       this.source?.leaveLine();
       await Promise.all([...this.attempts.values()].map((a) => a.done));
+      await this.collector?.close();
       await this.renewer?.stop();
       this.trimmer?.stop();
       await this.housekeeper?.close().catch(() => undefined);

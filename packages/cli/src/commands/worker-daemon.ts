@@ -1,7 +1,6 @@
 /** The worker daemon behind `zkq worker` (see commands/worker.ts for its options and signals). */
 import { access } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { Queue } from '@zkq/producer';
 import { Worker, type WorkerOptions } from '@zkq/worker';
 import { checkNodeName, connectionOf, integer, positive, prefixOf } from '../context.js';
 import { EXIT, UsageError } from '../errors.js';
@@ -61,11 +60,8 @@ export async function runWorker(argv: WorkerArgs): Promise<void> {
   logEvents(worker, log);
 
   let metrics: WorkerMetrics | undefined;
-  let depthQueue: Queue | undefined;
   if (argv.metricsPort !== undefined) {
-    depthQueue = new Queue(argv.queue, { connection, prefix: prefixOf(argv) });
-    depthQueue.on('error', () => undefined);
-    metrics = new WorkerMetrics(worker, depthQueue);
+    metrics = new WorkerMetrics(worker);
     const port = await metrics.listen(argv.metricsPort, argv.metricsHost);
     log.info({ port, host: argv.metricsHost }, 'metrics server listening');
   }
@@ -92,7 +88,6 @@ export async function runWorker(argv: WorkerArgs): Promise<void> {
     if (!shutdown) {
       await worker.close(true).catch(() => undefined);
       await metrics?.close();
-      await depthQueue?.close();
       throw err;
     }
   } finally {
@@ -101,7 +96,6 @@ export async function runWorker(argv: WorkerArgs): Promise<void> {
     process.off('SIGINT', onSignal);
   }
   await metrics?.close();
-  await depthQueue?.close();
   log.info({ forced }, 'worker stopped');
   process.exitCode = forced ? EXIT.FORCED : EXIT.OK;
 }

@@ -22,9 +22,12 @@ export {
   validateQueueName,
 } from './layout.js';
 export { getJobCounts, type JobCounts, listJobIds } from './listing.js';
+export { getMetrics, recordMetrics, TRIM_BATCH } from './metrics.js';
+export * from './metrics-series.js';
 export { MAX_DELAY_MS, validateJobId, validateJobName, validateJobOptions } from './options.js';
 export * from './protocol/index.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy } from './retention.js';
 export { type EnqueueEntry, QueueStore, type StoredJob } from './store.js';
+export * from './telemetry.js';
 export type * from './types.js';

@@ -38,6 +38,12 @@
  *   events/log/e-<seq>                event batches (JSON arrays), written only while
  *                                     someone listens, inside the transaction that
  *                                     caused them; trimmed to the last EVENTS_KEEP
+ *   metrics/<completed|failed>        per-minute counts of finished jobs (workers with the
+ *                                     `metrics` option), created on first use: the series
+ *                                     head {"count","prevTS","prevCount","first","max","oldest"};
+ *                                     its data version fences every write of the series
+ *   metrics/<kind>/h-<hour>           the counts of one hour (JSON array of 60), only for
+ *                                     hours with jobs, none older than the head's `max` minutes
  * ```
  *
  * Every container of pointers (a lane, an hour of delayed jobs, a finished set)
@@ -168,6 +174,7 @@ export class QueueLayout {
   readonly eventsDir: string;
   readonly eventListeners: string;
   readonly eventLog: string;
+  readonly metricsDir: string;
 
   constructor(readonly queue: string) {
     validateQueueName(queue);
@@ -189,6 +196,7 @@ export class QueueLayout {
     this.eventsDir = `${this.root}/events`;
     this.eventListeners = `${this.eventsDir}/listeners`;
     this.eventLog = `${this.eventsDir}/log`;
+    this.metricsDir = `${this.root}/metrics`;
   }
 
   /** Directories created once per queue (shards included). */
@@ -280,5 +288,15 @@ export class QueueLayout {
 
   worker(id: string): string {
     return `${this.workersDir}/${id}`;
+  }
+
+  /** Head of the per-minute series of finished jobs of one kind (its chunks are its children). */
+  metricsSeries(kind: 'completed' | 'failed'): string {
+    return `${this.metricsDir}/${kind}`;
+  }
+
+  /** The chunk of a series holding the counts of hour `hour` (minutes since the epoch / 60). */
+  metricsChunk(kind: 'completed' | 'failed', hour: number): string {
+    return `${this.metricsSeries(kind)}/h-${pad10(hour)}`;
   }
 }

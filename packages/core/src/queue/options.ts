@@ -67,6 +67,15 @@ export function validateJobOptions(opts: unknown): asserts opts is JobsOptions {
   backoff(o.backoff);
   keep(o.removeOnComplete, 'opts.removeOnComplete');
   keep(o.removeOnFail, 'opts.removeOnFail');
+  if (o.telemetry !== undefined) {
+    const tm = o.telemetry;
+    if (typeof tm !== 'object' || tm === null)
+      fail('opts.telemetry must be { metadata, omitContext }', 'opts.telemetry');
+    if (tm.metadata !== undefined && typeof tm.metadata !== 'string')
+      fail('opts.telemetry.metadata must be a string', 'opts.telemetry.metadata');
+    if (tm.omitContext !== undefined && typeof tm.omitContext !== 'boolean')
+      fail('opts.telemetry.omitContext must be a boolean', 'opts.telemetry.omitContext');
+  }
   for (const k of ['keepLogs', 'stackTraceLimit', 'sizeLimit'] as const) {
     const v = o[k];
     if (v !== undefined && (!Number.isInteger(v) || v < 0)) fail(`opts.${k} must be an integer >= 0`, `opts.${k}`);

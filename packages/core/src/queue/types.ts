@@ -4,6 +4,7 @@
  */
 import type { RetryOptions } from '../zk/retry.js';
 import type { AclEntry } from '../zk/types.js';
+import type { Telemetry } from './telemetry.js';
 
 /** Where and how to reach ZooKeeper (zkq's stand-in for BullMQ's Redis connection). */
 export interface ConnectionOptions {
@@ -74,7 +75,17 @@ export interface BaseJobOptions extends DefaultJobOptions {
   repeatJobKey?: string;
 }
 
-export type JobsOptions = BaseJobOptions;
+/** Options stored with a job besides the base ones (BullMQ's CompressableJobOptions, zkq's subset). */
+export interface CompressableJobOptions {
+  /**
+   * Trace context (BullMQ's): `metadata` is set by a Queue with the
+   * `telemetry` option, the producer's span serialized, and continued by the
+   * worker's `process` span. `omitContext: true` keeps the job out of the trace.
+   */
+  telemetry?: { metadata?: string; omitContext?: boolean };
+}
+
+export type JobsOptions = BaseJobOptions & CompressableJobOptions;
 
 export type JobState = 'completed' | 'failed' | 'active' | 'delayed' | 'prioritized' | 'waiting' | 'waiting-children';
 export type FinishedStatus = 'completed' | 'failed';
@@ -94,6 +105,8 @@ export interface QueueBaseOptions {
 
 export interface QueueOptions extends QueueBaseOptions {
   defaultJobOptions?: DefaultJobOptions;
+  /** BullMQ's Telemetry (e.g. bullmq-otel): spans for add and queue operations. */
+  telemetry?: Telemetry;
 }
 
 /** What a job looks like serialized (BullMQ's JobJson, simplified). */
