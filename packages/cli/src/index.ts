@@ -1,2 +1,9 @@
 export { buildParser, main } from './cli.js';
-export { CliError, describeError, EXIT, NotSupportedError, UsageError } from './errors.js';
+export {
+  CliError,
+  describeError,
+  EXIT,
+  EXIT_MEANINGS,
+  NotSupportedError,
+  UsageError,
+} from './errors.js';

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { type BulkJob, Queue } from '@zkq/producer';
 import type { Argv } from 'yargs';
-import { type GlobalArgs, integer } from '../context.js';
+import { type GlobalArgs, integer, namespaceOption } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
 import { printJson, println } from '../output.js';
 import { progressBar } from '../progress.js';
@@ -90,7 +90,7 @@ export function registerDemoCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
     'demo',
     'Start ZooKeeper and workers, run jobs through them, print the throughput',
     (b) =>
-      b
+      namespaceOption(b)
         .option('jobs', { alias: 'n', type: 'number', default: 3000, describe: 'Jobs to run' })
         .option('workers', { alias: 'w', type: 'number', default: 2, describe: 'Worker daemons' })
         .option('concurrency', { type: 'number', default: 16, describe: 'Jobs at once per worker' })

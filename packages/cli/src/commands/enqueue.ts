@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { type BulkJob, type Job, type JobsOptions, type Queue, QueueEvents } from '@zkq/producer';
 import type { Argv } from 'yargs';
-import { connectionOf, type GlobalArgs, integer, positive, prefixOf, withQueue } from '../context.js';
+import { connectionOf, type GlobalArgs, integer, positive, prefixOf, withQueue, zooKeeperOptions } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
 import { printJson, println } from '../output.js';
 import { progressBar } from '../progress.js';
@@ -25,9 +25,11 @@ export function registerEnqueueCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'add <queue> <name>',
       'Add one job and print its id',
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
-          .positional('name', { type: 'string', demandOption: true, describe: 'Job name' })
+        zooKeeperOptions(
+          b
+            .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+            .positional('name', { type: 'string', demandOption: true, describe: 'Job name' }),
+        )
           .option('data', { type: 'string', describe: 'Job data as JSON (default {})' })
           .option('delay', { type: 'number', describe: 'Run no earlier than this many ms from now' })
           .option('priority', { type: 'number', describe: '1 (highest) .. 2097152; 0 = none, before all prioritized' })
@@ -70,8 +72,7 @@ export function registerEnqueueCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'add-bulk <queue>',
       'Add jobs from NDJSON lines {"name","data","opts"} (a file or stdin)',
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+        zooKeeperOptions(b.positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' }))
           .option('file', { alias: 'f', type: 'string', describe: 'NDJSON file (default: stdin)' })
           .option('batch', {
             type: 'number',

@@ -1,7 +1,7 @@
 /** `zkq events`: follow a queue's events (QueueEvents) until Ctrl-C. */
 import { QueueEvents } from '@zkq/producer';
 import type { Argv } from 'yargs';
-import { connectionOf, type GlobalArgs, prefixOf } from '../context.js';
+import { connectionOf, type GlobalArgs, prefixOf, zooKeeperOptions } from '../context.js';
 import { createLogger } from '../logger.js';
 import { brief, println } from '../output.js';
 import { nextSignal } from './dev-server.js';
@@ -27,8 +27,7 @@ export function registerEventsCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
     'events <queue>',
     "Print the queue's events as they happen, until Ctrl-C",
     (b) =>
-      b
-        .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+      zooKeeperOptions(b.positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' }))
         .option('from-start', { type: 'boolean', default: false, describe: 'Begin with the events still in the log' })
         .option('json', { type: 'boolean', default: false, describe: 'One JSON object a line' })
         .example('$0 events emails', 'Watch jobs of emails come and go')

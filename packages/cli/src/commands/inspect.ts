@@ -1,7 +1,7 @@
 /** `zkq stats`, `zkq jobs`, `zkq job`: look at a queue. */
 import { type Job, type JobType, LeaderElection, NoNodeError, QueueLayout, type Session } from '@zkq/core';
 import type { Argv } from 'yargs';
-import { type GlobalArgs, integer, withQueue } from '../context.js';
+import { type GlobalArgs, integer, withQueue, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { brief, duration, printJson, println, printPairs, printTable, time } from '../output.js';
 
@@ -66,8 +66,7 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'stats <queue>',
       'Counts per state, live workers, the leader, and whether the queue is paused',
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+        zooKeeperOptions(b.positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' }))
           .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
           .example('$0 stats emails', 'Show the queue')
           .example('$0 stats emails --json | jq .counts.waiting', 'Waiting jobs, for a script'),
@@ -114,8 +113,7 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'jobs <queue>',
       'List jobs in one state',
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+        zooKeeperOptions(b.positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' }))
           .option('state', { choices: JOB_STATES, default: 'waiting' as const, describe: 'Which jobs' })
           .option('start', { type: 'number', default: 0, describe: 'First position (0-based)' })
           .option('end', {
@@ -150,9 +148,11 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'job <queue> <id>',
       'Show one job',
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
-          .positional('id', { type: 'string', demandOption: true, describe: 'Job id' })
+        zooKeeperOptions(
+          b
+            .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+            .positional('id', { type: 'string', demandOption: true, describe: 'Job id' }),
+        )
           .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
           .example('$0 job emails 42', 'Show job 42')
           .example('$0 job emails 42 --json | jq .returnvalue', 'Its result, for a script'),
