@@ -5,12 +5,13 @@ import { cliEnv, within, ZkqProcess, zkq } from './cli.js';
 
 test('events prints every event of a job; add --wait prints its result', async (t) => {
   const env = await cliEnv(t);
-  const events = new ZkqProcess(['events', 'ev', '--json', ...env.global]);
-  t.after(() => events.dispose());
-  await events.waitForLine(/following events/, 60_000);
+  // The worker makes the queue; events only reads one that exists.
   const worker = new ZkqProcess(['worker', 'ev', '--processor', 'examples/processors/demo.js', ...env.global]);
   t.after(() => worker.dispose());
   await worker.waitForLine(/worker ready/);
+  const events = new ZkqProcess(['events', 'ev', '--json', ...env.global]);
+  t.after(() => events.dispose());
+  await events.waitForLine(/following events/, 60_000);
 
   const r = await zkq(['add', 'ev', 'sq', '--data', '{"n":7,"rounds":1}', '--wait', '--json', ...env.global]);
   assert.equal(r.code, 0, r.stderr);

@@ -5,5 +5,6 @@ export {
   EXIT,
   EXIT_MEANINGS,
   NotSupportedError,
+  QueueNotFoundError,
   UsageError,
 } from './errors.js';

@@ -13,18 +13,11 @@ import { spawn } from 'node:child_process';
 import { constants, hostname } from 'node:os';
 import { Barrier, Lock } from '@zkq/core';
 import type { Argv } from 'yargs';
-import {
-  checkNodeName,
-  type GlobalArgs,
-  integer,
-  positive,
-  withQueue,
-  withSession,
-  zooKeeperOptions,
-} from '../context.js';
+import { checkNodeName, type GlobalArgs, integer, positive, withSession, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { printJson, println } from '../output.js';
+import { withReader } from '../reader.js';
 import { currentLeader } from './inspect.js';
 
 export const BARRIERS_DIR = '/_barriers';
@@ -111,8 +104,8 @@ export function registerCoordinationCommands(y: Argv<GlobalArgs>): Argv<GlobalAr
           .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
           .example('$0 leader emails', 'Which worker does the housekeeping of emails'),
       async (argv) => {
-        await withQueue(argv, argv.queue, async (queue) => {
-          const leader = await currentLeader(await queue.waitUntilReady(), argv.queue);
+        await withReader(argv, argv.queue, async (reader) => {
+          const leader = await currentLeader(reader.session, argv.queue);
           if (argv.json) printJson({ queue: argv.queue, leader: leader ?? null });
           else println(leader ?? 'none');
         });

@@ -4,6 +4,7 @@ import type { Argv } from 'yargs';
 import { connectionOf, type GlobalArgs, prefixOf, zooKeeperOptions } from '../context.js';
 import { createLogger } from '../logger.js';
 import { brief, println } from '../output.js';
+import { assertQueueExists } from '../reader.js';
 import { nextSignal } from './dev-server.js';
 
 export const QUEUE_EVENT_NAMES = [
@@ -33,6 +34,8 @@ export function registerEventsCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
         .example('$0 events emails', 'Watch jobs of emails come and go')
         .example('$0 events emails --json | jq -c \'select(.event == "failed")\'', 'Failures, for a script'),
     async (argv) => {
+      // QueueEvents would create a queue it does not find: check first (exit 8).
+      await assertQueueExists(argv, argv.queue);
       const events = new QueueEvents(argv.queue, {
         connection: connectionOf(argv),
         prefix: prefixOf(argv),

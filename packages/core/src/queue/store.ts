@@ -95,6 +95,22 @@ export class QueueStore {
     });
   }
 
+  /**
+   * Opens an existing queue for reading only, creating nothing: resolves
+   * false when the queue does not exist (no `meta`). Once attached, `init()`
+   * creates nothing either (and this store writes no events).
+   */
+  async attach(): Promise<boolean> {
+    const meta = await this.session.getData(this.layout.meta).catch((err) => {
+      if (err instanceof NoNodeError) return undefined;
+      throw err;
+    });
+    if (!meta) return false;
+    this.checkLayout(meta.data);
+    this.initialized = Promise.resolve();
+    return true;
+  }
+
   private checkLayout(data: Buffer): void {
     let layout: unknown;
     try {
