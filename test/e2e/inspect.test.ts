@@ -1,7 +1,7 @@
 /**
  * Looking at queues through the built binary: read-only commands create
  * nothing, `zkq queues`, `--state wait`, due times, live progress, the
- * paused state, and job ids that count 1, 2, 3.
+ * paused state, an existing jobId, and job ids that count 1, 2, 3.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -152,6 +152,30 @@ test('job shows the live progress of an active job', async (t) => {
   await worker.waitForLine(/"msg":"job completed"/, 60_000);
   worker.kill('SIGTERM');
   assert.equal((await within(worker.exited, 60_000, 'worker exit')).code, 0);
+});
+
+test('adding an existing jobId says so on stderr and exits 0', async (t) => {
+  const env = await cliEnv(t);
+  const first = await zkq(['add', 'dup', 'x', '--job-id', 'once', ...env.global]);
+  assert.equal(first.code, 0, first.stderr);
+  assert.equal(first.stderr, '');
+  const again = await zkq(['add', 'dup', 'x', '--job-id', 'once', ...env.global]);
+  assert.equal(again.code, 0);
+  assert.equal(again.stdout, 'once\n');
+  assert.equal(again.stderr, 'zkq: job once already exists in queue dup; it was not added again\n');
+  const json = await zkq(['add', 'dup', 'x', '--job-id', 'once', '--json', ...env.global]);
+  assert.equal(JSON.parse(json.stdout).existed, true);
+  assert.equal((await zkqJson(['add', 'dup', 'x', '--job-id', 'other', ...env.global])).existed, false);
+
+  const lines = ['{"name":"a","opts":{"jobId":"once"}}', '{"name":"b","opts":{"jobId":"fresh"}}'].join('\n');
+  const bulk = await zkq(['add-bulk', 'dup', '--json', ...env.global], { input: lines });
+  assert.equal(bulk.code, 0, bulk.stderr);
+  assert.equal(JSON.parse(bulk.stdout).added, 1);
+  assert.equal(JSON.parse(bulk.stdout).existed, 1);
+  assert.equal(
+    bulk.stderr,
+    'zkq: 1 of the jobs already existed in queue dup (same jobId); they were not added again\n',
+  );
 });
 
 test('job ids count up from 1 across processes, without gaps', async (t) => {

@@ -51,6 +51,8 @@ import {
 export interface QueueListener<JobBase extends Job = Job> {
   error: [error: Error];
   waiting: [job: JobBase];
+  /** `add`/`addBulk` found a job with this custom id already and returned it instead (nothing was added). */
+  duplicated: [jobId: string];
   paused: [];
   resumed: [];
   cleaned: [jobs: string[], type: string];
@@ -152,6 +154,7 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
           if (e.record.state === 'waiting') this.emit('waiting', job);
           return job;
         }
+        this.emit('duplicated', e.record.id);
         const stored = await store.getJob(e.record.id);
         return new Job<DataType, ResultType, NameType>(store, stored?.record ?? e.record);
       }),
