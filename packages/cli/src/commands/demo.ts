@@ -38,6 +38,7 @@ interface DemoArgs extends GlobalArgs {
   processor: string;
   rounds: number;
   failEvery: number;
+  install: boolean;
   json: boolean;
 }
 
@@ -97,6 +98,11 @@ export function registerDemoCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
         .option('processor', { type: 'string', default: DEMO_PROCESSOR, describe: 'Processor file' })
         .option('rounds', { type: 'number', default: 200, describe: 'SHA-256 rounds per job (the demo processor)' })
         .option('fail-every', { type: 'number', default: 0, describe: 'Make every Nth job fail (0: none)' })
+        .option('install', {
+          type: 'boolean',
+          default: true,
+          describe: 'Install ZooKeeper when it is missing (as root: apt-get); --no-install: fail instead',
+        })
         .option('json', { type: 'boolean', default: false, describe: 'Print the summary as JSON' })
         .example('$0 demo', '3000 jobs on 2 workers')
         .example('$0 demo --jobs 20000 --workers 4', 'A bigger run'),
@@ -116,7 +122,7 @@ async function runDemo(argv: DemoArgs): Promise<void> {
   };
 
   say('starting ZooKeeper...');
-  const server = await startDevServer({ port: 0 });
+  const server = await startDevServer({ port: 0, install: argv.install });
   const zk = server.connectionString;
   say(`ZooKeeper is serving at ${zk}`);
   const workers: DemoWorker[] = [];
