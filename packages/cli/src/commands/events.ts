@@ -1,4 +1,5 @@
 /** `zkq events`: follow a queue's events (QueueEvents) until Ctrl-C. */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { QueueEvents } from '@zkq/producer';
 import type { Argv } from 'yargs';
 import { connectionOf, type GlobalArgs, prefixOf, zooKeeperOptions } from '../context.js';
@@ -6,6 +7,14 @@ import { createLogger } from '../logger.js';
 import { brief, println } from '../output.js';
 import { assertQueueExists } from '../reader.js';
 import { nextSignal } from './dev-server.js';
+
+/**
+ * How long a stop waits for the session to close. Connected, a close takes
+ * milliseconds and removes the listener node at once; cut off from
+ * ZooKeeper it would wait seconds for a reply that cannot come (the node
+ * then goes when the session expires).
+ */
+export const EVENTS_CLOSE_WAIT_MS = 500;
 
 export const QUEUE_EVENT_NAMES = [
   'added',
@@ -58,10 +67,11 @@ export function registerEventsCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       }
       try {
         await events.waitUntilReady();
+        const stopped = nextSignal(); // before saying so: a signal from then on stops it cleanly
         createLogger(argv, 'stderr').info({ queue: argv.queue }, 'following events');
-        await Promise.race([nextSignal(), failed]);
+        await Promise.race([stopped, failed]);
       } finally {
-        await events.close();
+        await Promise.race([events.close(), sleep(EVENTS_CLOSE_WAIT_MS, undefined, { ref: false })]);
       }
       if (failure) throw failure;
     },
