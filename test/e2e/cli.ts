@@ -86,7 +86,11 @@ export class ZkqProcess {
         this.lines.push(line);
         for (const w of this.waiters) w();
       });
-      return new Promise<void>((resolve) => rl.once('close', resolve));
+      // A stream the test destroyed on purpose closes without ending.
+      return new Promise<void>((resolve) => {
+        rl.once('close', resolve);
+        stream.once('close', resolve);
+      });
     };
     const streams = Promise.all([collect(this.child.stdout, 'stdout'), collect(this.child.stderr, 'stderr')]);
     this.exited = new Promise<RunResult>((resolve) => {

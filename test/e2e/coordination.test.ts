@@ -88,6 +88,8 @@ test('lock: two commands under the same lock never overlap, and each exit code i
 
 test("leader prints the id of the queue's elected leader, or none", async (t) => {
   const env = await cliEnv(t);
+  assert.equal((await zkq(['leader', 'elect', ...env.global])).code, 8, 'no such queue yet');
+  assert.equal((await zkq(['add', 'elect', 'x', ...env.global])).code, 0);
   assert.equal((await zkq(['leader', 'elect', ...env.global])).stdout, 'none\n');
   const zk = await session(t, env);
   const first = new LeaderElection(zk, '/elect/leader', { id: 'worker-a' });

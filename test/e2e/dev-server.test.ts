@@ -1,5 +1,8 @@
 /** zkq dev-server and zkq demo: the local ZooKeeper and the one-command demo. */
 import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { within, ZkqProcess, zkq, zkqJson } from './cli.js';
 
@@ -17,6 +20,23 @@ test('dev-server prints its address and export line, serves, and stops cleanly o
   assert.equal(r.code, 0, r.stderr);
   const after = await zkq(['stats', 'dev', `--zk=${zk}`, '--connect-timeout=1000']);
   assert.equal(after.code, 3, 'the server is gone');
+});
+
+test('dev-server says what it is about to install first, and installs nothing with --no-install', async () => {
+  // An empty ZOOKEEPER_HOME: ZooKeeper is "missing", and the install script only reports (no apt-get).
+  const env = { ZOOKEEPER_HOME: mkdtempSync(join(tmpdir(), 'zkq-no-zookeeper-')) };
+  const said = (stderr: string) => stderr.split('\n').filter((l) => l && !l.startsWith('{')); // without log lines
+  const refused = await zkq(['dev-server', '--port', '0', '--no-install'], { env });
+  assert.equal(refused.code, 1, refused.stderr);
+  const [line, ...more] = said(refused.stderr);
+  assert.match(line ?? '', /^zkq: ZooKeeper is not installed \(and --no-install was given\): install /);
+  assert.deepEqual(more, [], 'one line: the install script did not run');
+
+  const tried = await zkq(['dev-server', '--port', '0'], { env });
+  assert.equal(tried.code, 1, tried.stderr);
+  const [first, ...rest] = said(tried.stderr);
+  assert.match(first ?? '', /^zkq: ZooKeeper is not installed; running bash \S+install-zookeeper\.sh, which as root /);
+  assert.match(rest.join('\n'), /ZOOKEEPER_HOME=\S+ holds no zookeeper-\*\.jar/, 'then the script ran');
 });
 
 test('demo --jobs 500 runs every job through two workers and exits 0', async () => {

@@ -1,6 +1,7 @@
 /** Bad usage and an unreachable ZooKeeper: one clear line on stderr, a non-zero exit, no stack trace. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { EXIT, EXIT_MEANINGS } from '@zkq/cli';
 import { cliEnv, zkq } from './cli.js';
 
 const UNREACHABLE = ['--zk=127.0.0.1:1', '--connect-timeout=1000'];
@@ -37,7 +38,6 @@ test('--verbose adds the stack trace', async () => {
 test('bad usage and bad input: one line naming the problem, exit 2', async (t) => {
   const env = await cliEnv(t);
   const cases: [string[], RegExp][] = [
-    [[], /^zkq: name a command \(zkq --help lists them\)/],
     [['frobnicate'], /^zkq: unknown command 'frobnicate' \(zkq --help lists them\)$/],
     [['stat', 'q'], /^zkq: unknown command 'stat'; did you mean stats\? \(zkq --help lists them\)$/],
     [['add'], /^zkq: Not enough non-option arguments: got 0, need at least 2 \(see zkq add --help\)$/],
@@ -72,4 +72,43 @@ test('every command has --help with examples', async () => {
     assert.equal(r.code, 0, `${commands[i]}: ${r.stderr}`);
     assert.match(r.stdout, /^Examples:$/m, `zkq ${commands[i]} --help shows examples`);
   });
+});
+
+test('zkq alone prints the help once, on stderr, and exits 2', async () => {
+  const r = await zkq([]);
+  assert.equal(r.code, 2);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr.match(/^Commands:$/gm)?.length, 1, r.stderr);
+  assert.match(r.stderr, /^ {2}zkq stats <queue>/m);
+  assert.equal(r.stderr.match(/zkq --help/g), null, 'no hint pointing to the help just printed');
+});
+
+test('the help lists every exit code, and points to nothing that does not ship', async () => {
+  const r = await zkq(['--help']);
+  assert.equal(r.code, 0);
+  const epilogue = r.stdout.slice(r.stdout.indexOf('Exit codes:')).replace(/\s+/g, ' ');
+  const codes = [...epilogue.matchAll(/(\d+) [^,.]+/g)].map((m) => Number(m[1]));
+  assert.deepEqual(
+    codes,
+    [...new Set(Object.values(EXIT))].sort((a, b) => a - b),
+  );
+  for (const [code, meaning] of Object.entries(EXIT_MEANINGS)) assert.ok(epilogue.includes(`${code} ${meaning}`));
+  assert.doesNotMatch(r.stdout, /docs\/|\.md\b/);
+});
+
+test('ZooKeeper options are listed and accepted only by commands that connect', async () => {
+  const zkOptions = ['--zk', '--namespace', '--auth', '--acl', '--connect-timeout', '--session-timeout'];
+  const [dev, demo, stats] = await Promise.all([
+    zkq(['dev-server', '--help']),
+    zkq(['demo', '--help']),
+    zkq(['stats', '--help']),
+  ]);
+  for (const option of zkOptions) {
+    assert.ok(!dev.stdout.includes(option), `dev-server --help lists ${option}`);
+    assert.ok(stats.stdout.includes(option), `stats --help lacks ${option}`);
+    assert.equal(demo.stdout.includes(option), option === '--namespace', `demo --help and ${option}`);
+  }
+  const refused = await zkq(['dev-server', '--zk', '127.0.0.1:1']);
+  assert.equal(refused.code, 2);
+  assert.equal(refused.stderr, 'zkq: Unknown argument: zk (see zkq dev-server --help)\n');
 });

@@ -11,27 +11,39 @@ import { registerEnqueueCommands } from './commands/enqueue.js';
 import { registerEventsCommand } from './commands/events.js';
 import { registerInspectCommands } from './commands/inspect.js';
 import { registerWorkerCommand } from './commands/worker.js';
-import { type GlobalArgs, globalOptions } from './context.js';
-import { reportError, UsageError } from './errors.js';
+import { type GlobalArgs, globalOptions, zooKeeperOptions } from './context.js';
+import { EXIT, EXIT_MEANINGS, reportError, UsageError } from './errors.js';
 
-const EPILOGUE =
-  'Docs: docs/cli.md. Exit codes: 0 ok, 1 failed, 2 bad usage, 3 ZooKeeper unreachable, 4 not authorized.';
+/** Shown under `zkq --help`: every exit code (from errors.ts) and where more help is. */
+const EPILOGUE = [
+  `Exit codes: ${Object.entries(EXIT_MEANINGS)
+    .map(([code, meaning]) => `${code} ${meaning}`)
+    .join(', ')}.`,
+  "'zkq <command> --help' shows a command's options and examples.",
+].join('\n');
 
 /** Command names, to point usage errors at the right --help. */
 const COMMANDS = new Set(
-  'worker add add-bulk stats jobs job events pause resume retry promote remove clean drain obliterate barrier lock leader dev-server demo'.split(
+  'worker add add-bulk stats jobs job queues events pause resume retry promote remove clean drain obliterate barrier lock leader dev-server demo'.split(
     ' ',
   ),
 );
 
+const NO_COMMAND = 'no command given';
+
+/** `zkq` alone: the help is shown instead of an error line (exit 2). */
+class NoCommandError extends UsageError {}
+
 /** Builds the parser for `argv` (without the node and script paths). */
 export function buildParser(argv: string[]): Argv<GlobalArgs> {
-  let y = globalOptions(yargs(argv))
+  // The ZooKeeper options are declared here for the top-level help only; each
+  // command that connects declares them again (dev-server does not).
+  let y = zooKeeperOptions(globalOptions(yargs(argv)))
     .scriptName('zkq')
     .usage('$0 <command> [options]\n\nWorker daemons, jobs and coordination on Apache ZooKeeper.')
     .parserConfiguration({ 'populate--': true })
     .strict()
-    .demandCommand(1, 'name a command (zkq --help lists them)')
+    .demandCommand(1, NO_COMMAND)
     .recommendCommands()
     .help()
     .alias('h', 'help')
@@ -39,6 +51,7 @@ export function buildParser(argv: string[]): Argv<GlobalArgs> {
     .epilogue(EPILOGUE)
     .wrap(Math.min(120, process.stdout.columns || 100))
     .fail((msg, err) => {
+      if (!err && msg === NO_COMMAND) throw new NoCommandError(msg);
       throw err ?? new UsageError(usageMessage(msg, argv));
     });
   y = registerWorkerCommand(y);
@@ -66,10 +79,15 @@ function usageMessage(raw: string, argv: string[]): string {
 
 /** Runs the command line; resolves with the exit code (commands that keep running resolve when done). */
 export async function main(argv: string[]): Promise<number> {
+  const parser = buildParser(argv);
   try {
-    await buildParser(argv).parseAsync();
+    await parser.parseAsync();
     return process.exitCode === undefined ? 0 : Number(process.exitCode);
   } catch (err) {
+    if (err instanceof NoCommandError) {
+      process.stderr.write(`${await parser.getHelp()}\n`);
+      return EXIT.USAGE;
+    }
     return reportError(err, argv.includes('--verbose') || argv.includes('-v'));
   }
 }

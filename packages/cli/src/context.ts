@@ -26,45 +26,9 @@ export interface GlobalArgs {
   verbose: boolean;
 }
 
-/** Declares the global options on the root parser. */
+/** Options of every command: logging. */
 export function globalOptions(y: Argv): Argv<GlobalArgs> {
   return y
-    .option('zk', {
-      type: 'string',
-      default: process.env.ZKQ_ZK || DEFAULT_ZK,
-      defaultDescription: `$ZKQ_ZK or ${DEFAULT_ZK}`,
-      describe: 'ZooKeeper connection string, host:port[,host:port...]',
-      global: true,
-    })
-    .option('namespace', {
-      type: 'string',
-      default: DEFAULT_NAMESPACE,
-      describe: 'Root node every queue lives under (the queue prefix)',
-      global: true,
-    })
-    .option('auth', {
-      type: 'string',
-      default: process.env.ZKQ_AUTH || undefined,
-      defaultDescription: '$ZKQ_AUTH',
-      describe: 'Digest credentials user:password (nodes are then created creator-only)',
-      global: true,
-    })
-    .option('acl', {
-      choices: ['open', 'creator'] as const,
-      describe: 'ACL of created nodes (default: creator with --auth, open without)',
-      global: true,
-    })
-    .option('connect-timeout', {
-      type: 'number',
-      default: DEFAULT_CONNECT_TIMEOUT_MS,
-      describe: 'Give up connecting to ZooKeeper after this many ms',
-      global: true,
-    })
-    .option('session-timeout', {
-      type: 'number',
-      describe: 'Requested ZooKeeper session timeout, ms (default 30000)',
-      global: true,
-    })
     .option('log-level', {
       choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
       describe: 'Log level (default info; debug with --verbose)',
@@ -82,6 +46,62 @@ export function globalOptions(y: Argv): Argv<GlobalArgs> {
       describe: 'Debug logs, and stack traces with errors',
       global: true,
     }) as unknown as Argv<GlobalArgs>;
+}
+
+const ZOOKEEPER_GROUP = 'ZooKeeper options:';
+
+const NAMESPACE_OPTION = {
+  type: 'string',
+  default: DEFAULT_NAMESPACE,
+  describe: 'Root node every queue lives under (the queue prefix)',
+  global: false,
+} as const;
+
+/** The namespace option alone, for commands that start their own server (`demo`). */
+export function namespaceOption<T>(y: Argv<T>): Argv<T> {
+  return y.option('namespace', NAMESPACE_OPTION).group(['namespace'], ZOOKEEPER_GROUP);
+}
+
+/**
+ * The options of commands that talk to a ZooKeeper (all but `dev-server`).
+ * Not global: a command that does not use them refuses them. Called after
+ * the positionals, so that help lists the command's own options first.
+ */
+export function zooKeeperOptions<T>(y: Argv<T>): Argv<T> {
+  return y
+    .group([], 'Options:')
+    .option('zk', {
+      type: 'string',
+      default: process.env.ZKQ_ZK || DEFAULT_ZK,
+      defaultDescription: `$ZKQ_ZK or ${DEFAULT_ZK}`,
+      describe: 'ZooKeeper connection string, host:port[,host:port...]',
+      global: false,
+    })
+    .option('namespace', NAMESPACE_OPTION)
+    .option('auth', {
+      type: 'string',
+      default: process.env.ZKQ_AUTH || undefined,
+      defaultDescription: '$ZKQ_AUTH',
+      describe: 'Digest credentials user:password (nodes are then created creator-only)',
+      global: false,
+    })
+    .option('acl', {
+      choices: ['open', 'creator'] as const,
+      describe: 'ACL of created nodes (default: creator with --auth, open without)',
+      global: false,
+    })
+    .option('connect-timeout', {
+      type: 'number',
+      default: DEFAULT_CONNECT_TIMEOUT_MS,
+      describe: 'Give up connecting to ZooKeeper after this many ms',
+      global: false,
+    })
+    .option('session-timeout', {
+      type: 'number',
+      describe: 'Requested ZooKeeper session timeout, ms (default 30000)',
+      global: false,
+    })
+    .group(['zk', 'namespace', 'auth', 'acl', 'connect-timeout', 'session-timeout'], ZOOKEEPER_GROUP);
 }
 
 /** Connection options from the global options. */

@@ -19,11 +19,27 @@ export const EXIT = {
   NOT_FOUND: 5,
   /** The installed library does not support the command yet. */
   NOT_SUPPORTED: 6,
-  /** A wait (barrier, lock) ran past its --timeout. */
+  /** A wait (barrier, lock, add --wait) ran past its --timeout. */
   TIMEOUT: 7,
+  /** The queue does not exist (commands that only read a queue create nothing). */
+  QUEUE_NOT_FOUND: 8,
   /** The worker was stopped by a second signal before its jobs finished. */
   FORCED: 130,
 } as const;
+
+/** What each exit code means, for `zkq --help` (docs/cli.md says the same). */
+export const EXIT_MEANINGS: Record<number, string> = {
+  [EXIT.OK]: 'ok',
+  [EXIT.FAILURE]: 'failed',
+  [EXIT.USAGE]: 'bad usage',
+  [EXIT.UNREACHABLE]: 'ZooKeeper unreachable',
+  [EXIT.NOT_AUTHORIZED]: 'not authorized',
+  [EXIT.NOT_FOUND]: 'job not found',
+  [EXIT.NOT_SUPPORTED]: 'not supported by the library',
+  [EXIT.TIMEOUT]: 'timed out',
+  [EXIT.QUEUE_NOT_FOUND]: 'queue not found',
+  [EXIT.FORCED]: 'worker stopped by a second signal',
+};
 
 /** A failure the CLI itself detected; its message is shown as is. */
 export class CliError extends Error {
@@ -49,6 +65,18 @@ export class NotSupportedError extends CliError {
   constructor(command: string, api: string) {
     super(`'zkq ${command}' is not supported by this version of zkq (${api} is missing)`, EXIT.NOT_SUPPORTED);
     this.name = 'NotSupportedError';
+  }
+}
+
+/** The queue does not exist (exit 8). */
+export class QueueNotFoundError extends CliError {
+  readonly code = 'ZKQ_QUEUE_NOT_FOUND';
+  constructor(
+    readonly queue: string,
+    namespace: string,
+  ) {
+    super(`queue ${queue} does not exist under /${namespace} (zkq queues lists its queues)`, EXIT.QUEUE_NOT_FOUND);
+    this.name = 'QueueNotFoundError';
   }
 }
 

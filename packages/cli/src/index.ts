@@ -1,2 +1,10 @@
 export { buildParser, main } from './cli.js';
-export { CliError, describeError, EXIT, NotSupportedError, UsageError } from './errors.js';
+export {
+  CliError,
+  describeError,
+  EXIT,
+  EXIT_MEANINGS,
+  NotSupportedError,
+  QueueNotFoundError,
+  UsageError,
+} from './errors.js';

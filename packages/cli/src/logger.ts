@@ -6,6 +6,7 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { PinoPretty } from 'pino-pretty';
 import type { GlobalArgs } from './context.js';
+import { endOnBrokenPipe } from './output.js';
 
 export type { Logger } from 'pino';
 
@@ -26,6 +27,16 @@ export function createLogger(args: Pick<GlobalArgs, 'logLevel' | 'logFormat' | '
           translateTime: 'SYS:HH:MM:ss.l',
           ignore: 'pid,hostname',
         })
-      : pino.destination({ dest: fd, sync: true });
+      : jsonDestination(fd);
   return pino({ level, base: { pid: process.pid } }, stream);
+}
+
+/** JSON lines to `fd`; a closed stdout ends the process quietly, a closed stderr just mutes the logs. */
+function jsonDestination(fd: 1 | 2): DestinationStream {
+  const destination = pino.destination({ dest: fd, sync: true });
+  destination.on('error', (err: NodeJS.ErrnoException) => {
+    if (fd === 1) endOnBrokenPipe(err);
+    else if (err.code !== 'EPIPE') throw err;
+  });
+  return destination;
 }

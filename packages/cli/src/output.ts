@@ -1,5 +1,20 @@
 /** Printing results: aligned tables for people, JSON for scripts. */
 
+/**
+ * When the reader of stdout goes away (`zkq jobs q | head -3`), there is
+ * nobody left to tell anything: end quietly with exit 0, as soon as a write
+ * fails with EPIPE (a daemon's log write included, see logger.ts).
+ */
+export function endOnBrokenPipe(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(0);
+}
+
+/** Installs endOnBrokenPipe on stdout, once, before anything is written. */
+export function watchStdout(): void {
+  process.stdout.on('error', endOnBrokenPipe);
+}
+
 /** Prints `value` as one JSON document. */
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);

@@ -61,6 +61,8 @@ import { prometheusText } from './prometheus.js';
 export interface QueueListener<JobBase extends Job = Job> {
   error: [error: Error];
   waiting: [job: JobBase];
+  /** `add`/`addBulk` found a job with this custom id already and returned it instead (nothing was added). */
+  duplicated: [jobId: string];
   paused: [];
   resumed: [];
   cleaned: [jobs: string[], type: string];
@@ -202,6 +204,7 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
             added.set(e.record.id, job);
             return;
           }
+          this.emit('duplicated', e.record.id);
           const stored = await store.getJob(e.record.id);
           if (stored) added.set(e.record.id, new Job<DataType, ResultType, NameType>(store, stored.record));
           else if (attempt < ADD_EXISTING_ATTEMPTS) vanished.push(e);

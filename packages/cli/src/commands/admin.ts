@@ -6,7 +6,7 @@
 import { createInterface } from 'node:readline/promises';
 import type { Job, JobType, Queue } from '@zkq/producer';
 import type { Argv } from 'yargs';
-import { type GlobalArgs, integer, withQueue } from '../context.js';
+import { type GlobalArgs, integer, withQueue, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, NotSupportedError, UsageError } from '../errors.js';
 import { printJson, println } from '../output.js';
 
@@ -62,7 +62,10 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
     .command(
       'pause <queue>',
       'Stop every worker of the queue from claiming jobs (running jobs finish)',
-      (b) => b.positional('queue', queueArg).option('json', jsonOpt).example('$0 pause emails', 'Pause emails'),
+      (b) =>
+        zooKeeperOptions(
+          b.positional('queue', queueArg).option('json', jsonOpt).example('$0 pause emails', 'Pause emails'),
+        ),
       async (argv) => {
         await withQueue(argv, argv.queue, async (queue) => {
           await queue.pause();
@@ -73,7 +76,10 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
     .command(
       'resume <queue>',
       'Let workers claim jobs of the queue again',
-      (b) => b.positional('queue', queueArg).option('json', jsonOpt).example('$0 resume emails', 'Resume emails'),
+      (b) =>
+        zooKeeperOptions(
+          b.positional('queue', queueArg).option('json', jsonOpt).example('$0 resume emails', 'Resume emails'),
+        ),
       async (argv) => {
         await withQueue(argv, argv.queue, async (queue) => {
           await queue.resume();
@@ -85,8 +91,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'retry <queue>',
       'Move failed (or completed) jobs back to waiting; one job with --job',
       (b) =>
-        b
-          .positional('queue', queueArg)
+        zooKeeperOptions(b.positional('queue', queueArg))
           .option('state', { choices: ['failed', 'completed'] as const, default: 'failed' as const })
           .option('job', { type: 'string', describe: 'Retry only this job id' })
           .option('json', jsonOpt)
@@ -116,8 +121,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'promote <queue>',
       'Make delayed jobs waiting now; one job with --job',
       (b) =>
-        b
-          .positional('queue', queueArg)
+        zooKeeperOptions(b.positional('queue', queueArg))
           .option('job', { type: 'string', describe: 'Promote only this job id' })
           .option('json', jsonOpt)
           .example('$0 promote emails', 'Run every delayed job now'),
@@ -141,9 +145,9 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'remove <queue> <id>',
       'Remove one job (not while it is active)',
       (b) =>
-        b
-          .positional('queue', queueArg)
-          .positional('id', { type: 'string', demandOption: true, describe: 'Job id' })
+        zooKeeperOptions(
+          b.positional('queue', queueArg).positional('id', { type: 'string', demandOption: true, describe: 'Job id' }),
+        )
           .option('json', jsonOpt)
           .example('$0 remove emails 42', 'Remove job 42'),
       async (argv) => {
@@ -158,8 +162,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'clean <queue>',
       'Remove finished jobs older than --grace ms, at most --limit',
       (b) =>
-        b
-          .positional('queue', queueArg)
+        zooKeeperOptions(b.positional('queue', queueArg))
           .option('grace', { type: 'number', demandOption: true, describe: 'Keep jobs younger than this, ms' })
           .option('limit', { type: 'number', default: 1000, describe: 'Most jobs removed' })
           .option('state', {
@@ -186,8 +189,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'drain <queue>',
       'Remove every waiting job (and delayed ones with --delayed); active jobs go on',
       (b) =>
-        b
-          .positional('queue', queueArg)
+        zooKeeperOptions(b.positional('queue', queueArg))
           .option('delayed', { type: 'boolean', default: false, describe: 'Remove delayed jobs too' })
           .option('json', jsonOpt)
           .example('$0 drain emails --delayed', 'Empty the backlog'),
@@ -206,8 +208,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'obliterate <queue>',
       'Delete the queue and all its jobs',
       (b) =>
-        b
-          .positional('queue', queueArg)
+        zooKeeperOptions(b.positional('queue', queueArg))
           .option('force', { type: 'boolean', default: false, describe: 'Even while jobs are active' })
           .option('yes', { alias: 'y', type: 'boolean', default: false, describe: 'Do not ask for confirmation' })
           .option('json', jsonOpt)

@@ -13,10 +13,11 @@ import { spawn } from 'node:child_process';
 import { constants, hostname } from 'node:os';
 import { Barrier, Lock } from '@zkq/core';
 import type { Argv } from 'yargs';
-import { checkNodeName, type GlobalArgs, integer, positive, withQueue, withSession } from '../context.js';
+import { checkNodeName, type GlobalArgs, integer, positive, withSession, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { printJson, println } from '../output.js';
+import { withReader } from '../reader.js';
 import { currentLeader } from './inspect.js';
 
 export const BARRIERS_DIR = '/_barriers';
@@ -32,8 +33,7 @@ export function registerCoordinationCommands(y: Argv<GlobalArgs>): Argv<GlobalAr
       'barrier <name>',
       'Join a barrier and exit 0 once --members processes have joined',
       (b) =>
-        b
-          .positional('name', { type: 'string', demandOption: true, describe: 'Barrier name' })
+        zooKeeperOptions(b.positional('name', { type: 'string', demandOption: true, describe: 'Barrier name' }))
           .option('members', { type: 'number', describe: 'How many must join before anyone passes' })
           .option('timeout', { type: 'number', describe: 'Give up after this many ms (exit 7)' })
           .option('reset', {
@@ -68,9 +68,11 @@ export function registerCoordinationCommands(y: Argv<GlobalArgs>): Argv<GlobalAr
       'lock <name> [command..]',
       'Run a command while holding an exclusive lock; exit with its exit code',
       (b) =>
-        b
-          .positional('name', { type: 'string', demandOption: true, describe: 'Lock name' })
-          .positional('command', { type: 'string', array: true, describe: 'The command, after --' })
+        zooKeeperOptions(
+          b
+            .positional('name', { type: 'string', demandOption: true, describe: 'Lock name' })
+            .positional('command', { type: 'string', array: true, describe: 'The command, after --' }),
+        )
           .option('timeout', { type: 'number', describe: 'Give up waiting for the lock after this many ms (exit 7)' })
           .example('$0 lock nightly-report -- ./make-report.sh --full', 'One report at a time, cluster-wide'),
       async (argv) => {
@@ -98,13 +100,12 @@ export function registerCoordinationCommands(y: Argv<GlobalArgs>): Argv<GlobalAr
       'leader <queue>',
       "Print the id of the queue's current leader (or none)",
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+        zooKeeperOptions(b.positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' }))
           .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
           .example('$0 leader emails', 'Which worker does the housekeeping of emails'),
       async (argv) => {
-        await withQueue(argv, argv.queue, async (queue) => {
-          const leader = await currentLeader(await queue.waitUntilReady(), argv.queue);
+        await withReader(argv, argv.queue, async (reader) => {
+          const leader = await currentLeader(reader.session, argv.queue);
           if (argv.json) printJson({ queue: argv.queue, leader: leader ?? null });
           else println(leader ?? 'none');
         });

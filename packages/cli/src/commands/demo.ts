@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { type BulkJob, Queue } from '@zkq/producer';
 import type { Argv } from 'yargs';
-import { type GlobalArgs, integer } from '../context.js';
+import { type GlobalArgs, integer, namespaceOption } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
 import { printJson, println } from '../output.js';
 import { progressBar } from '../progress.js';
@@ -38,6 +38,7 @@ interface DemoArgs extends GlobalArgs {
   processor: string;
   rounds: number;
   failEvery: number;
+  install: boolean;
   json: boolean;
 }
 
@@ -90,13 +91,18 @@ export function registerDemoCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
     'demo',
     'Start ZooKeeper and workers, run jobs through them, print the throughput',
     (b) =>
-      b
+      namespaceOption(b)
         .option('jobs', { alias: 'n', type: 'number', default: 3000, describe: 'Jobs to run' })
         .option('workers', { alias: 'w', type: 'number', default: 2, describe: 'Worker daemons' })
         .option('concurrency', { type: 'number', default: 16, describe: 'Jobs at once per worker' })
         .option('processor', { type: 'string', default: DEMO_PROCESSOR, describe: 'Processor file' })
         .option('rounds', { type: 'number', default: 200, describe: 'SHA-256 rounds per job (the demo processor)' })
         .option('fail-every', { type: 'number', default: 0, describe: 'Make every Nth job fail (0: none)' })
+        .option('install', {
+          type: 'boolean',
+          default: true,
+          describe: 'Install ZooKeeper when it is missing (as root: apt-get); --no-install: fail instead',
+        })
         .option('json', { type: 'boolean', default: false, describe: 'Print the summary as JSON' })
         .example('$0 demo', '3000 jobs on 2 workers')
         .example('$0 demo --jobs 20000 --workers 4', 'A bigger run'),
@@ -116,7 +122,7 @@ async function runDemo(argv: DemoArgs): Promise<void> {
   };
 
   say('starting ZooKeeper...');
-  const server = await startDevServer({ port: 0 });
+  const server = await startDevServer({ port: 0, install: argv.install });
   const zk = server.connectionString;
   say(`ZooKeeper is serving at ${zk}`);
   const workers: DemoWorker[] = [];

@@ -1,9 +1,11 @@
 /**
  * `zkq dev-server`: a local ZooKeeper for development (standalone, or a
- * 3-server ensemble on loopback), installed first when missing. Runs until
- * SIGINT/SIGTERM, then stops the server(s).
+ * 3-server ensemble on loopback). When ZooKeeper is missing it says so and
+ * runs the install script (as root: Debian's package through apt-get),
+ * unless `--no-install`. Runs until SIGINT/SIGTERM, then stops the server(s).
  */
 import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
 import type { GlobalArgs } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
@@ -52,14 +54,38 @@ async function loadTesting(): Promise<typeof import('@zkq/testing')> {
   return import('@zkq/testing');
 }
 
-/** Starts a standalone server (`port` 0: any free port) or a 3-server ensemble. */
+/** The script that installs ZooKeeper (shipped with @zkq/testing). */
+function installScript(): string {
+  return fileURLToPath(new URL('../bin/install-zookeeper.sh', import.meta.resolve('@zkq/testing')));
+}
+
+/**
+ * Starts a standalone server (`port` 0: any free port) or a 3-server
+ * ensemble. When ZooKeeper is missing: with `install` false, fails saying
+ * what to install; otherwise writes to stderr what it is about to run first.
+ */
 export async function startDevServer(opts: {
   ensemble?: boolean;
   port?: number;
   dataDir?: string;
+  install?: boolean;
 }): Promise<DevServer> {
-  const { startEnsemble, startZooKeeper } = await loadTesting();
-  const common = { heapMb: DEV_SERVER_HEAP_MB, install: true, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}) };
+  const { findZooKeeperClasspath, startEnsemble, startZooKeeper } = await loadTesting();
+  const install = opts.install !== false;
+  if (!findZooKeeperClasspath()) {
+    const script = installScript();
+    if (!install) {
+      throw new CliError(
+        `ZooKeeper is not installed (and --no-install was given): install Debian's zookeeper package ` +
+          `(sudo apt-get install zookeeper), run bash ${script}, or set ZOOKEEPER_HOME to an unpacked Apache ZooKeeper release`,
+      );
+    }
+    process.stderr.write(
+      `zkq: ZooKeeper is not installed; running bash ${script}, which as root installs Debian's ` +
+        `zookeeper package with apt-get (run with --no-install to stop here instead)\n`,
+    );
+  }
+  const common = { heapMb: DEV_SERVER_HEAP_MB, install, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}) };
   if (opts.ensemble) return startEnsemble(common);
   if (opts.port) await checkPortFree(opts.port);
   return startZooKeeper({ ...common, ...(opts.port ? { clientPort: opts.port } : {}) });
@@ -94,9 +120,15 @@ export function registerDevServerCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> 
           type: 'string',
           describe: 'Keep data here (default: a temporary folder, removed on stop)',
         })
+        .option('install', {
+          type: 'boolean',
+          default: true,
+          describe: 'Install ZooKeeper when it is missing (as root: apt-get); --no-install: fail instead',
+        })
         .option('json', { type: 'boolean', default: false, describe: 'Print the connection string as JSON' })
         .example('$0 dev-server', 'ZooKeeper on 127.0.0.1:2181')
-        .example('$0 dev-server --ensemble', 'A 3-server ensemble'),
+        .example('$0 dev-server --ensemble', 'A 3-server ensemble')
+        .example('$0 dev-server --port 0 --no-install', 'Any free port; never install anything'),
     async (argv) => {
       if (!Number.isInteger(argv.port) || argv.port < 0 || argv.port > 65535) {
         throw new UsageError('--port must be a port number (0: any free port)');
@@ -107,6 +139,7 @@ export function registerDevServerCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> 
       const server = await startDevServer({
         ensemble: argv.ensemble,
         port: argv.port,
+        install: argv.install,
         ...(argv.dataDir ? { dataDir: argv.dataDir } : {}),
       });
       const cs = server.connectionString;

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { type BulkJob, type Job, type JobsOptions, type Queue, QueueEvents } from '@zkq/producer';
 import type { Argv } from 'yargs';
-import { connectionOf, type GlobalArgs, integer, positive, prefixOf, withQueue } from '../context.js';
+import { connectionOf, type GlobalArgs, integer, positive, prefixOf, withQueue, zooKeeperOptions } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
 import { printJson, println } from '../output.js';
 import { progressBar } from '../progress.js';
@@ -25,16 +25,21 @@ export function registerEnqueueCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'add <queue> <name>',
       'Add one job and print its id',
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
-          .positional('name', { type: 'string', demandOption: true, describe: 'Job name' })
+        zooKeeperOptions(
+          b
+            .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+            .positional('name', { type: 'string', demandOption: true, describe: 'Job name' }),
+        )
           .option('data', { type: 'string', describe: 'Job data as JSON (default {})' })
           .option('delay', { type: 'number', describe: 'Run no earlier than this many ms from now' })
           .option('priority', { type: 'number', describe: '1 (highest) .. 2097152; 0 = none, before all prioritized' })
           .option('attempts', { type: 'number', describe: 'Total attempts, the first included (default 1)' })
           .option('backoff', { type: 'number', describe: 'Wait between attempts, ms (fixed)' })
           .option('lifo', { type: 'boolean', describe: 'Run before every other waiting job' })
-          .option('job-id', { type: 'string', describe: 'Custom job id; an existing one returns that job' })
+          .option('job-id', {
+            type: 'string',
+            describe: 'Custom job id; if it exists, nothing is added (a note on stderr, exit 0)',
+          })
           .option('wait', {
             type: 'boolean',
             default: false,
@@ -56,12 +61,14 @@ export function registerEnqueueCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
         const data = parseData(argv.data);
         if (argv.timeout !== undefined) positive(argv.timeout, '--timeout');
         await withQueue(argv, argv.queue, async (queue) => {
+          const existed = duplicates(queue);
           if (argv.wait) {
-            await addAndWait(queue, argv, argv.name, data, opts);
+            await addAndWait(queue, argv, argv.name, data, opts, existed);
             return;
           }
           const job = await queue.add(argv.name, data, opts);
-          if (argv.json) printJson({ queue: argv.queue, ...job.toJSON() });
+          if (existed.has(job.id)) warnExisting(job.id, argv.queue);
+          if (argv.json) printJson({ queue: argv.queue, existed: existed.has(job.id), ...job.toJSON() });
           else println(job.id);
         });
       },
@@ -70,8 +77,7 @@ export function registerEnqueueCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'add-bulk <queue>',
       'Add jobs from NDJSON lines {"name","data","opts"} (a file or stdin)',
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+        zooKeeperOptions(b.positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' }))
           .option('file', { alias: 'f', type: 'string', describe: 'NDJSON file (default: stdin)' })
           .option('batch', {
             type: 'number',
@@ -88,13 +94,32 @@ export function registerEnqueueCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
         }
         const jobs = await readJobs(argv.file);
         await withQueue(argv, argv.queue, async (queue) => {
+          const existed = duplicates(queue);
           const { seconds } = await addInBatches(queue, jobs, argv.batch);
-          const rate = seconds > 0 ? Math.round(jobs.length / seconds) : jobs.length;
-          if (argv.json) printJson({ queue: argv.queue, added: jobs.length, seconds, rate });
-          else println(`added ${jobs.length} jobs to ${argv.queue} in ${seconds.toFixed(2)} s (${rate} jobs/s)`);
+          const added = jobs.length - existed.size;
+          const rate = seconds > 0 ? Math.round(added / seconds) : added;
+          if (existed.size > 0) {
+            process.stderr.write(
+              `zkq: ${existed.size} of the jobs already existed in queue ${argv.queue} (same jobId); they were not added again\n`,
+            );
+          }
+          if (argv.json) printJson({ queue: argv.queue, added, existed: existed.size, seconds, rate });
+          else println(`added ${added} jobs to ${argv.queue} in ${seconds.toFixed(2)} s (${rate} jobs/s)`);
         });
       },
     );
+}
+
+/** Ids the queue reports as already there when added (custom jobIds): they were not added again. */
+function duplicates(queue: Queue): Set<string> {
+  const ids = new Set<string>();
+  queue.on('duplicated', (id) => ids.add(id));
+  return ids;
+}
+
+/** Adding an existing jobId is not an error (exit 0), but it says so. */
+function warnExisting(id: string, queue: string): void {
+  process.stderr.write(`zkq: job ${id} already exists in queue ${queue}; it was not added again\n`);
 }
 
 /** Reads and checks every line before anything is enqueued, so a bad line adds nothing. */
@@ -163,12 +188,14 @@ async function addAndWait(
   name: string,
   data: unknown,
   opts: JobsOptions,
+  existed: Set<string>,
 ): Promise<void> {
   // Listening before adding: the worker may finish the job at once.
   const events = new QueueEvents(argv.queue, { connection: connectionOf(argv), prefix: prefixOf(argv) });
   try {
     await events.waitUntilReady();
     const job: Job = await queue.add(name, data, opts);
+    if (existed.has(job.id)) warnExisting(job.id, argv.queue);
     let result: unknown;
     try {
       result = await job.waitUntilFinished(events, argv.timeout);

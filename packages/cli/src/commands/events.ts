@@ -1,10 +1,20 @@
 /** `zkq events`: follow a queue's events (QueueEvents) until Ctrl-C. */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { QueueEvents } from '@zkq/producer';
 import type { Argv } from 'yargs';
-import { connectionOf, type GlobalArgs, prefixOf } from '../context.js';
+import { connectionOf, type GlobalArgs, prefixOf, zooKeeperOptions } from '../context.js';
 import { createLogger } from '../logger.js';
 import { brief, println } from '../output.js';
+import { assertQueueExists } from '../reader.js';
 import { nextSignal } from './dev-server.js';
+
+/**
+ * How long a stop waits for the session to close. Connected, a close takes
+ * milliseconds and removes the listener node at once; cut off from
+ * ZooKeeper it would wait seconds for a reply that cannot come (the node
+ * then goes when the session expires).
+ */
+export const EVENTS_CLOSE_WAIT_MS = 500;
 
 export const QUEUE_EVENT_NAMES = [
   'added',
@@ -27,13 +37,14 @@ export function registerEventsCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
     'events <queue>',
     "Print the queue's events as they happen, until Ctrl-C",
     (b) =>
-      b
-        .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+      zooKeeperOptions(b.positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' }))
         .option('from-start', { type: 'boolean', default: false, describe: 'Begin with the events still in the log' })
         .option('json', { type: 'boolean', default: false, describe: 'One JSON object a line' })
         .example('$0 events emails', 'Watch jobs of emails come and go')
         .example('$0 events emails --json | jq -c \'select(.event == "failed")\'', 'Failures, for a script'),
     async (argv) => {
+      // QueueEvents would create a queue it does not find: check first (exit 8).
+      await assertQueueExists(argv, argv.queue);
       const events = new QueueEvents(argv.queue, {
         connection: connectionOf(argv),
         prefix: prefixOf(argv),
@@ -56,10 +67,11 @@ export function registerEventsCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       }
       try {
         await events.waitUntilReady();
+        const stopped = nextSignal(); // before saying so: a signal from then on stops it cleanly
         createLogger(argv, 'stderr').info({ queue: argv.queue }, 'following events');
-        await Promise.race([nextSignal(), failed]);
+        await Promise.race([stopped, failed]);
       } finally {
-        await events.close();
+        await Promise.race([events.close(), sleep(EVENTS_CLOSE_WAIT_MS, undefined, { ref: false })]);
       }
       if (failure) throw failure;
     },

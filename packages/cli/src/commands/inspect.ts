@@ -1,12 +1,20 @@
-/** `zkq stats`, `zkq jobs`, `zkq job`: look at a queue. */
-import { type Job, type JobType, LeaderElection, NoNodeError, QueueLayout, type Session } from '@zkq/core';
+/**
+ * `zkq stats`, `zkq jobs`, `zkq job`, `zkq queues`: look at queues. They
+ * read through reader.ts and create nothing; a queue that does not exist
+ * ends them with exit 8.
+ */
+import { LeaderElection, NoNodeError, QueueLayout, type Session } from '@zkq/core';
 import type { Argv } from 'yargs';
-import { type GlobalArgs, integer, withQueue } from '../context.js';
+import { type GlobalArgs, integer, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { brief, duration, printJson, println, printPairs, printTable, time } from '../output.js';
+import { type JobView, LIST_STATES, type ListState, withEveryQueue, withReader } from '../reader.js';
 
-export const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed', 'paused'] as const;
+/** `--state` values: the listed states, and `wait`, BullMQ's name for `waiting`. */
+export const JOB_STATES = [...LIST_STATES, 'wait'] as const;
 export const DEFAULT_PAGE = 20;
+/** Columns of `zkq queues`, in order; a paused queue's waiting jobs show under WAITING. */
+const QUEUE_COLUMNS = ['waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed'] as const;
 
 /** A live worker as registered under `workers/<id>`. */
 export interface WorkerInfo {
@@ -49,15 +57,23 @@ export function currentLeader(session: Session, queue: string): Promise<string |
   return new LeaderElection(session, new QueueLayout(queue).leaderDir, { id: 'zkq-cli-observer' }).leader();
 }
 
-function jobRow(job: Job, state: string): string[] {
+function jobRow({ job, state, due }: JobView, showDue: boolean): string[] {
+  const last =
+    state === 'failed' ? (job.failedReason ?? '-') : brief(state === 'completed' ? job.returnvalue : job.data, 50);
   return [
     job.id,
     job.name,
     state,
     `${job.attemptsMade}/${job.opts.attempts ?? 1}`,
     time(job.timestamp),
-    state === 'failed' ? (job.failedReason ?? '-') : brief(state === 'completed' ? job.returnvalue : job.data, 50),
+    ...(showDue ? [time(due)] : []),
+    last,
   ];
+}
+
+/** A job as JSON: the job, its state now, live progress, and `due` for a delayed job. */
+function jobJson({ job, state, progress, due }: JobView): Record<string, unknown> {
+  return { ...job.toJSON(), progress, state, ...(due !== undefined ? { due } : {}) };
 }
 
 export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
@@ -66,19 +82,17 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'stats <queue>',
       'Counts per state, live workers, the leader, and whether the queue is paused',
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+        zooKeeperOptions(b.positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' }))
           .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
           .example('$0 stats emails', 'Show the queue')
           .example('$0 stats emails --json | jq .counts.waiting', 'Waiting jobs, for a script'),
       async (argv) => {
-        await withQueue(argv, argv.queue, async (queue) => {
-          const session = await queue.waitUntilReady();
+        await withReader(argv, argv.queue, async (reader) => {
           const [counts, paused, workers, leader] = await Promise.all([
-            queue.getJobCounts(),
-            queue.isPaused(),
-            liveWorkers(session, argv.queue),
-            currentLeader(session, argv.queue),
+            reader.counts(),
+            reader.isPaused(),
+            liveWorkers(reader.session, argv.queue),
+            currentLeader(reader.session, argv.queue),
           ]);
           if (argv.json) {
             printJson({ queue: argv.queue, paused, counts, workers, leader: leader ?? null });
@@ -114,8 +128,7 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'jobs <queue>',
       'List jobs in one state',
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+        zooKeeperOptions(b.positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' }))
           .option('state', { choices: JOB_STATES, default: 'waiting' as const, describe: 'Which jobs' })
           .option('start', { type: 'number', default: 0, describe: 'First position (0-based)' })
           .option('end', {
@@ -125,23 +138,23 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           })
           .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
           .example('$0 jobs emails --state failed', 'The 20 most recent failures')
+          .example('$0 jobs emails --state delayed', 'Delayed jobs, with when each is due')
           .example('$0 jobs emails --state waiting --start 0 --end -1 --json', 'Every waiting job, as JSON'),
       async (argv) => {
         integer(argv.start, '--start', 0);
         integer(argv.end, '--end', -1);
-        const state = argv.state as JobType;
-        // Finished jobs newest first, the others in the order they will run.
-        const asc = state !== 'completed' && state !== 'failed';
-        await withQueue(argv, argv.queue, async (queue) => {
-          const jobs = await queue.getJobs([state], argv.start, argv.end, asc);
+        const state: ListState = argv.state === 'wait' ? 'waiting' : argv.state;
+        await withReader(argv, argv.queue, async (reader) => {
+          const jobs = await reader.list(state, argv.start, argv.end);
           if (argv.json) {
-            printJson(jobs.map((j) => ({ ...j.toJSON(), state })));
+            printJson(jobs.map(jobJson));
             return;
           }
           const last = state === 'failed' ? 'REASON' : state === 'completed' ? 'RESULT' : 'DATA';
+          const showDue = state === 'delayed';
           printTable(
-            ['ID', 'NAME', 'STATE', 'ATTEMPTS', 'CREATED', last],
-            jobs.map((j) => jobRow(j, state)),
+            ['ID', 'NAME', 'STATE', 'ATTEMPTS', 'CREATED', ...(showDue ? ['DUE'] : []), last],
+            jobs.map((j) => jobRow(j, showDue)),
           );
         });
       },
@@ -150,19 +163,22 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'job <queue> <id>',
       'Show one job',
       (b) =>
-        b
-          .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
-          .positional('id', { type: 'string', demandOption: true, describe: 'Job id' })
+        zooKeeperOptions(
+          b
+            .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+            .positional('id', { type: 'string', demandOption: true, describe: 'Job id' }),
+        )
           .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
           .example('$0 job emails 42', 'Show job 42')
           .example('$0 job emails 42 --json | jq .returnvalue', 'Its result, for a script'),
       async (argv) => {
-        await withQueue(argv, argv.queue, async (queue) => {
-          const job = await queue.getJob(String(argv.id));
-          if (!job) throw new CliError(`job ${argv.id} not found in queue ${argv.queue}`, EXIT.NOT_FOUND);
-          const [state, logs] = await Promise.all([job.getState(), job.getLogs()]);
+        await withReader(argv, argv.queue, async (reader) => {
+          const view = await reader.job(String(argv.id));
+          if (!view) throw new CliError(`job ${argv.id} not found in queue ${argv.queue}`, EXIT.NOT_FOUND);
+          const { job, state, progress, due } = view;
+          const logs = await job.getLogs();
           if (argv.json) {
-            printJson({ ...job.toJSON(), state, logs });
+            printJson({ ...jobJson(view), logs });
             return;
           }
           printPairs([
@@ -170,12 +186,13 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
             ['name', job.name],
             ['queue', argv.queue],
             ['state', state],
+            ...(due !== undefined ? [['due', time(due)] as [string, string]] : []),
             ['attempts', `${job.attemptsMade} made, ${job.attemptsStarted} started, ${job.opts.attempts ?? 1} allowed`],
             ['created', time(job.timestamp)],
             ['processed', time(job.processedOn)],
             ['finished', time(job.finishedOn)],
             ['worker', job.processedBy ?? '-'],
-            ['progress', brief(job.progress, 200)],
+            ['progress', brief(progress, 200)],
             ['data', JSON.stringify(job.data)],
             ['options', JSON.stringify(job.opts)],
             ...(job.returnvalue !== undefined ? [['result', JSON.stringify(job.returnvalue)] as [string, string]] : []),
@@ -183,6 +200,33 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           ]);
           for (const line of logs) println(`log  ${line}`);
         });
+      },
+    )
+    .command(
+      'queues',
+      'List the queues under the namespace with their job counts',
+      (b) =>
+        zooKeeperOptions(b)
+          .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
+          .example('$0 queues', 'Every queue with its counts')
+          .example('$0 queues --namespace staging --json', 'The queues of another namespace, as JSON'),
+      async (argv) => {
+        const queues = await withEveryQueue(argv, async (reader) => {
+          const [counts, paused] = await Promise.all([reader.counts(), reader.isPaused()]);
+          return { queue: reader.name, paused, counts };
+        });
+        if (argv.json) {
+          printJson(queues);
+          return;
+        }
+        printTable(
+          ['QUEUE', 'PAUSED', ...QUEUE_COLUMNS.map((c) => c.toUpperCase())],
+          queues.map(({ queue, paused, counts }) => [
+            queue,
+            paused ? 'yes' : 'no',
+            ...QUEUE_COLUMNS.map((c) => String((counts[c] ?? 0) + (c === 'waiting' ? (counts.paused ?? 0) : 0))),
+          ]),
+        );
       },
     );
 }

@@ -9,7 +9,7 @@
  * exits 130.
  */
 import type { Argv } from 'yargs';
-import type { GlobalArgs } from '../context.js';
+import { type GlobalArgs, zooKeeperOptions } from '../context.js';
 
 export interface WorkerArgs extends GlobalArgs {
   queue: string;
@@ -32,8 +32,7 @@ export function registerWorkerCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
     'worker <queue>',
     'Run a worker daemon: claim jobs of <queue> and run them with --processor',
     (b) =>
-      b
-        .positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' })
+      zooKeeperOptions(b.positional('queue', { type: 'string', demandOption: true, describe: 'Queue name' }))
         .option('processor', {
           alias: 'p',
           type: 'string',

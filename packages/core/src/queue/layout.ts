@@ -9,7 +9,8 @@
  *                                     (2 hex digits of a hash of the id) keep every
  *                                     listing small; a custom jobId that exists already
  *                                     makes the create fail atomically (de-duplication).
- *   ids                               counter node: each setData hands out a block of ids
+ *   ids                               counter node: the next free id; each compare-and-set
+ *                                     hands out a block of ids sized to demand
  *   head                              the wake-up node: rewritten inside every transaction
  *                                     that makes a job claimable (enqueue, promotion, retry,
  *                                     revocation); the first idle worker watches its data
@@ -67,7 +68,7 @@ export const DELAY_WINDOW_MS = 3_600_000;
 export const DELAY_DAY_MS = 86_400_000;
 /** Format of the znode layout (meta's `layout`); a queue of another format is refused. */
 export const LAYOUT_VERSION = 2;
-/** Ids handed out per block (one write of the `ids` counter per block). */
+/** Largest block of ids one write of the `ids` counter hands out (blocks grow with demand up to it). */
 export const ID_BLOCK_SIZE = 1000;
 /** Lane of jobs added with `lifo: true`. */
 export const LIFO_LANE = 'l';

@@ -6,7 +6,7 @@
  * through the protocol module (protocol/): its builders make the ops, its
  * executor sends them.
  */
-import { NodeExistsError, NoNodeError } from '../zk/errors.js';
+import { BadVersionError, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import type { Watcher } from '../zk/types.js';
 import { LayoutVersionError } from './errors.js';
@@ -17,6 +17,9 @@ import { type Destination, enqueueOps } from './protocol/builders.js';
 import { Containers } from './protocol/containers.js';
 import { TxExecutor, type TxUnit } from './protocol/executor.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
+
+/** The first job id of a queue. */
+export const FIRST_ID = 1;
 
 /** Enqueue transactions one call keeps in flight (when no custom id can make one fail). */
 export const ENQUEUE_IN_FLIGHT = 8;
@@ -45,6 +48,10 @@ export class QueueStore {
   readonly executor: TxExecutor;
   private initialized: Promise<void> | undefined;
   private idBlock = { next: 0, end: 0 };
+  /** Size of the last id block taken (the next one is at least twice as large, up to ID_BLOCK_SIZE). */
+  private idBlockSize = 0;
+  /** Ids wanted by the callers waiting for a refill. */
+  private idDemand = 0;
   private idRefill: Promise<void> | undefined;
 
   constructor(
@@ -88,6 +95,22 @@ export class QueueStore {
     });
   }
 
+  /**
+   * Opens an existing queue for reading only, creating nothing: resolves
+   * false when the queue does not exist (no `meta`). Once attached, `init()`
+   * creates nothing either (and this store writes no events).
+   */
+  async attach(): Promise<boolean> {
+    const meta = await this.session.getData(this.layout.meta).catch((err) => {
+      if (err instanceof NoNodeError) return undefined;
+      throw err;
+    });
+    if (!meta) return false;
+    this.checkLayout(meta.data);
+    this.initialized = Promise.resolve();
+    return true;
+  }
+
   private checkLayout(data: Buffer): void {
     let layout: unknown;
     try {
@@ -99,35 +122,66 @@ export class QueueStore {
   }
 
   /**
-   * `n` fresh numeric job ids. Each block of ID_BLOCK_SIZE costs one write of
-   * the `ids` counter (its new version numbers the block); concurrent callers
-   * share one refill.
+   * `n` fresh numeric job ids, from blocks taken off the `ids` counter (its
+   * data: the next free id). Blocks are sized to demand: what the callers
+   * waiting for a refill need, and at least twice the previous block, up to
+   * ID_BLOCK_SIZE. So a process that adds a few jobs takes a few ids (ids run
+   * 1, 2, 3 across `zkq add` calls), a busy one refills rarely; ids a process
+   * never used are skipped, never reused. Concurrent callers share one refill.
    */
   async nextIds(n: number): Promise<string[]> {
     const ids: string[] = [];
     while (ids.length < n) {
-      if (this.idBlock.next >= this.idBlock.end) {
+      if (this.idBlock.next < this.idBlock.end) {
+        ids.push(String(this.idBlock.next++));
+        continue;
+      }
+      const want = n - ids.length;
+      this.idDemand += want;
+      try {
         this.idRefill ??= this.refillIds().finally(() => {
           this.idRefill = undefined;
         });
         await this.idRefill;
-        continue;
+      } finally {
+        this.idDemand -= want;
       }
-      ids.push(String(this.idBlock.next++));
     }
     return ids;
   }
 
   private async refillIds(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve)); // callers of this turn share the refill
+    const size = Math.max(this.idDemand, Math.min(ID_BLOCK_SIZE, this.idBlockSize * 2), 1);
     // Retried: a write whose reply was lost costs one skipped block of ids, nothing else.
-    const stat = await this.session.retry(() =>
-      this.session.setData(this.layout.ids, Buffer.alloc(0)).catch(async (err) => {
-        if (!(err instanceof NoNodeError)) throw err;
-        await this.session.create(this.layout.ids).catch(() => undefined);
-        return this.session.setData(this.layout.ids, Buffer.alloc(0));
-      }),
-    );
-    this.idBlock = { next: stat.version * ID_BLOCK_SIZE, end: (stat.version + 1) * ID_BLOCK_SIZE };
+    const first = await this.session.retry(() => this.takeIds(size));
+    this.idBlockSize = size;
+    this.idBlock = { next: first, end: first + size };
+  }
+
+  /** Moves the counter on by `size` (compare-and-set on its version); resolves with the first id taken. */
+  private async takeIds(size: number): Promise<number> {
+    const { session, layout } = this;
+    for (;;) {
+      const current = await session.getData(layout.ids).catch((err) => {
+        if (err instanceof NoNodeError) return undefined;
+        throw err;
+      });
+      try {
+        if (!current) {
+          await session.create(layout.ids, Buffer.from(String(FIRST_ID + size)));
+          return FIRST_ID;
+        }
+        const { data, stat } = current;
+        // An empty counter was written by the fixed-block allocator of earlier versions:
+        // its last block ended at (version + 1) * ID_BLOCK_SIZE.
+        const next = data.length > 0 ? Number(data.toString()) : (stat.version + 1) * ID_BLOCK_SIZE;
+        await session.setData(layout.ids, Buffer.from(String(next + size)), stat.version);
+        return next;
+      } catch (err) {
+        if (!(err instanceof NodeExistsError || err instanceof BadVersionError)) throw err;
+      }
+    }
   }
 
   // ---- enqueue and places ---------------------------------------------------
