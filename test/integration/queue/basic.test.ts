@@ -55,6 +55,8 @@ test('several workers competing for the head: every job runs and completes exact
     timeoutMs: 60_000,
     what: 'all completed',
   });
+  // A worker emits `completed` once the write is acknowledged, a moment after the store shows it.
+  await waitFor(() => completedBy.size === jobs.length, { what: 'every completed event' });
   for (const j of jobs) assert.equal(runs.get(j.id), 1, `job ${j.id} ran once`);
   assert.equal(completedBy.size, jobs.length);
   const shares = workers.map((w) => [...completedBy.values()].filter((n) => n === w.id).length);
