@@ -84,8 +84,18 @@ export class Attempt {
     this.abort();
   }
 
+  /**
+   * Fires the processor's signal. On a forced close the attempt is over at
+   * once, whether or not the processor honours the signal: its result would
+   * be dropped anyway, and the worker must not wait for it to end its session
+   * (which frees the claim for other workers).
+   */
   abort(): void {
     this.controller.abort(new Error(`job ${this.job.id} aborted`));
+    if (this.driver.forced()) {
+      this.release();
+      this.resolveDone();
+    }
   }
 
   /** Takes the final progress and the log lines a thread reported with its result. */
