@@ -177,15 +177,12 @@ export async function renewLeases(store: QueueStore, leases: Lease[], o: ClaimOp
   const units = leases.map((l) => leaseUnit(store, l, o, false));
   const results = await store.executor.run(units, {
     receipt: false,
-    onConflict: (unit, err, op) =>
-      op.role === 'claim' && err instanceof NoNodeError && !unit.reclaim
-        ? leaseUnit(store, unit.lease, o, true)
-        : undefined,
+    onConflict: reclaimVanished(store, o),
   });
   return leases.filter((_, i) => !results[i]?.ok).map((l) => l.id);
 }
 
-type LeaseUnit = TxUnit & { lease: Lease; reclaim: boolean };
+type LeaseUnit = TxUnit & { lease: Lease; reclaim: boolean; events: QueueEventRecord[] | undefined };
 
 function leaseUnit(
   store: QueueStore,
@@ -202,7 +199,15 @@ function leaseUnit(
   });
   const r = { id: lease.id, token: lease.token, claim };
   const ops = reclaim ? reclaimOps(store.layout, r) : renewOps(store.layout, r);
-  return { lease, reclaim, build: () => (events ? { ops, events } : { ops }) };
+  return { lease, reclaim, events, build: () => (events ? { ops, events } : { ops }) };
+}
+
+/** A renewal whose claim vanished with an expired session is sent again as a re-claim (once). */
+function reclaimVanished(store: QueueStore, o: ClaimOptions) {
+  return (unit: LeaseUnit, err: unknown, op: ProtocolOp): LeaseUnit | undefined =>
+    op.role === 'claim' && err instanceof NoNodeError && !unit.reclaim
+      ? leaseUnit(store, unit.lease, o, true, unit.events)
+      : undefined;
 }
 
 /**
@@ -216,10 +221,7 @@ export async function reportProgress(store: QueueStore, lease: Lease, o: ClaimOp
   const events = [{ event: 'progress', jobId: lease.id, data: eventValue(lease.progress), ts: Date.now() }];
   const [result] = await store.executor.run([leaseUnit(store, lease, o, false, events)], {
     receipt: false,
-    onConflict: (unit, err, op) =>
-      op.role === 'claim' && err instanceof NoNodeError && !unit.reclaim
-        ? leaseUnit(store, lease, o, true, events)
-        : undefined,
+    onConflict: reclaimVanished(store, o),
   });
   return result?.ok === true;
 }
