@@ -28,9 +28,11 @@ import {
   DoubleBarrier,
   type Finish,
   type FinishResult,
+  Housekeeper,
   InvalidArgumentError,
   type Job,
   type JobProgress,
+  JobSource,
   NodeExistsError,
   openSession,
   QueueStore,
@@ -42,9 +44,7 @@ import {
 } from '@zkq/core';
 import { Attempt } from './attempt.js';
 import { Finisher } from './finisher.js';
-import { Housekeeper } from './housekeeper.js';
 import { setWorkerStore } from './internals.js';
-import { JobSource } from './job-source.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import { MetricsCollector } from './metrics-collector.js';
 import {

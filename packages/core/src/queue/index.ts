@@ -28,6 +28,9 @@ export { MAX_DELAY_MS, validateJobId, validateJobName, validateJobOptions } from
 export * from './protocol/index.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy } from './retention.js';
+export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';
+export { IdleLine } from './runtime/idle-line.js';
+export { JobSource, type JobSourceOptions } from './runtime/job-source.js';
 export { type EnqueueEntry, QueueStore, type StoredJob } from './store.js';
 export * from './telemetry.js';
 export type * from './types.js';

@@ -12,17 +12,11 @@
  * spread instead of racing for the single smallest node; a lone worker
  * always takes the head in order.
  */
-import {
-  type Candidate,
-  type ClaimedJob,
-  claimJobs,
-  MalformedJobError,
-  NodeExistsError,
-  NoNodeError,
-  type QueueStore,
-  quarantineMalformed,
-  scanHead,
-} from '@zkq/core';
+import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
+import { MalformedJobError } from '../errors.js';
+import { type Candidate, type ClaimedJob, claimJobs, quarantineMalformed } from '../protocol/attempts.js';
+import { scanHead } from '../protocol/moves.js';
+import type { QueueStore } from '../store.js';
 import { IdleLine } from './idle-line.js';
 
 export interface JobSourceOptions {

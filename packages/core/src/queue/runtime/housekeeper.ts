@@ -17,16 +17,16 @@
  */
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { LeaderElection } from '../../recipes/leader-election.js';
 import {
   FencedError,
-  LeaderElection,
   LeaseObserver,
   type ProtocolOp,
   promoteDue,
-  type QueueStore,
   revokeClaims,
   sweepReceipts,
-} from '@zkq/core';
+} from '../protocol/index.js';
+import type { QueueStore } from '../store.js';
 
 /** Longest sleep of the promoter while delayed jobs may exist, ms. */
 const PROMOTE_POLL_MS = 1000;

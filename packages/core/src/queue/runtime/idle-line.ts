@@ -13,14 +13,10 @@
  * found and removed instead of holding up the line.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  NoNodeError,
-  type QueueStore,
-  SessionClosedError,
-  SessionExpiredError,
-  sortBySequence,
-  type Watcher,
-} from '@zkq/core';
+import { NoNodeError, SessionClosedError, SessionExpiredError } from '../../zk/errors.js';
+import { sortBySequence } from '../../zk/sequence.js';
+import type { Watcher } from '../../zk/types.js';
+import type { QueueStore } from '../store.js';
 
 /** Pause between tries to delete a node of ours whose delete failed, ms. */
 const REMOVE_RETRY_MS = 500;
