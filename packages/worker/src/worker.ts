@@ -39,6 +39,7 @@ import {
   type Session,
   SessionClosedError,
   type Span,
+  Trimmer,
   validatePrefix,
   validateQueueName,
 } from '@zkq/core';
@@ -60,7 +61,6 @@ import {
 import { ThreadPool } from './sandbox/pool.js';
 import type { ThreadMessage } from './sandbox/protocol.js';
 import { WorkerTracing } from './tracing.js';
-import { Trimmer } from './trimmer.js';
 
 /** Typed events of a Worker (BullMQ's WorkerListener, plus `lost`). */
 export interface WorkerListener<T = any, R = any, N extends string = string> {

@@ -31,6 +31,7 @@ export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy } from './reten
 export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';
 export { IdleLine } from './runtime/idle-line.js';
 export { JobSource, type JobSourceOptions } from './runtime/job-source.js';
+export { Trimmer } from './runtime/trimmer.js';
 export { type EnqueueEntry, QueueStore, type StoredJob } from './store.js';
 export * from './telemetry.js';
 export type * from './types.js';

@@ -232,7 +232,14 @@ export async function reportProgress(store: QueueStore, lease: Lease, o: ClaimOp
 export type Outcome =
   | { kind: 'completed'; returnvalue: unknown; remove: boolean }
   | { kind: 'failed'; reason: string; stacktrace: string[]; remove: boolean }
-  | { kind: 'retry'; reason: string; stacktrace: string[]; due: number };
+  | {
+      kind: 'retry';
+      reason: string;
+      stacktrace: string[];
+      due: number;
+      /** Not a failed attempt (a job the processor moved back itself): attemptsMade stays. */
+      skipAttempt?: boolean;
+    };
 
 /** One attempt's result, ready to be written. */
 export interface Finish {
@@ -326,7 +333,7 @@ export function planFinish(f: Finish): {
   if (f.logs?.length) base.logs = [...(record.logs ?? []), ...f.logs].slice(-(record.opts.keepLogs ?? 1000));
   if (f.progress !== undefined) base.progress = f.progress as JobRecord['progress'];
   const o = f.outcome;
-  const attemptsMade = record.attemptsMade + 1;
+  const attemptsMade = record.attemptsMade + (o.kind === 'retry' && o.skipAttempt ? 0 : 1);
   if (o.kind === 'completed') {
     const event = { event: 'completed', jobId: id, returnvalue: eventValue(o.returnvalue), prev: 'active', ts: now };
     if (o.remove) return { record: undefined, to: undefined, event };

@@ -77,16 +77,24 @@ export class JobSource {
    * so the caller can re-check pause and close.
    */
   async claim(max: number, onIdle: () => void): Promise<ClaimedJob[]> {
+    const taken = await this.take(max);
+    if (taken !== 'idle') return taken;
+    onIdle();
+    await this.waitForWork();
+    return [];
+  }
+
+  /**
+   * Claims up to `max` jobs without waiting: 'idle' when nothing is
+   * claimable, [] when every candidate was taken by someone else first.
+   */
+  async take(max: number): Promise<ClaimedJob[] | 'idle'> {
     const fresh = Date.now() - this.viewAt <= VIEW_MAX_AGE_MS;
     // A fresh scan that saw the whole head, all of it taken since: scanning again would find nothing
     // that the first idle worker, who watches the head, does not see too.
     const drained = this.view.length === 0 && this.sawWholeHead && fresh;
     if ((this.view.length === 0 || !fresh) && !drained) await this.rescan(max);
-    if (this.view.length === 0) {
-      onIdle();
-      await this.idleWait();
-      return [];
-    }
+    if (this.view.length === 0) return 'idle';
     const picked = this.pick(max);
     const result = await claimJobs(this.store, picked, {
       workerId: this.o.workerId,
@@ -131,11 +139,12 @@ export class JobSource {
 
   /**
    * Waits for a change at the head or in the claims (first in line), a poke,
-   * or the idle poll. Further back in line, it waits for the predecessor to
-   * leave, and looks again, without returning: a waiting worker reads nothing.
+   * or the idle poll (`pollMs`, default `idlePollMs`). Further back in line,
+   * it waits for the predecessor to leave, and looks again, without
+   * returning: a waiting worker reads nothing.
    */
-  private async idleWait(): Promise<void> {
-    while ((await this.waitOnce()) === 'line') {
+  async waitForWork(pollMs = this.o.idlePollMs): Promise<void> {
+    while ((await this.waitOnce(pollMs)) === 'line') {
       // moved up the line: look where we stand now
     }
     this.viewAt = 0;
@@ -153,7 +162,7 @@ export class JobSource {
     }
   }
 
-  private waitOnce(): Promise<'wake' | 'line'> {
+  private waitOnce(pollMs: number): Promise<'wake' | 'line'> {
     if (this.poked) {
       this.poked = false;
       return Promise.resolve('wake');
@@ -176,7 +185,7 @@ export class JobSource {
         .position(this.onLineMoved)
         .then(async (where) => {
           if (where === 'waiting' || !this.wake) return;
-          later(this.o.idlePollMs);
+          later(pollMs);
           // Watch the wake-up node, then look once more: what arrived before the watch is seen now.
           // Only new work rewrites it; claims and finishes (and a dead worker's claim vanishing,
           // which the idle poll finds) do not wake the first in line.

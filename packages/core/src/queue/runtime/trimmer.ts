@@ -6,7 +6,9 @@
  * never overlap: two trims deleting the same oldest jobs would collide and
  * fall back to one transaction per job.
  */
-import { type KeepJobs, type QueueStore, trimFinished } from '@zkq/core';
+import { trimFinished } from '../protocol/moves.js';
+import type { QueueStore } from '../store.js';
+import type { KeepJobs } from '../types.js';
 
 const TRIM_EVERY_MS = 1000;
 type Kind = 'completed' | 'failed';

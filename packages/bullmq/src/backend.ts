@@ -1,0 +1,559 @@
+/**
+ * ZooKeeperQueueBackend: BullMQ's IQueueBackend over the zkq protocol. The
+ * class holds the connection lifecycle and identity; each operation lives
+ * in the module of its kind (attempts, reads, control, meta, events), which
+ * works on the same znode layout as zkq's own Queue and Worker.
+ */
+import { EventEmitter } from 'node:events';
+import type { Trimmer as TrimmerType } from '@zkq/core';
+import { Trimmer } from '@zkq/core';
+import type {
+  DependenciesOpts,
+  FinishedStatus,
+  IQueueBackend,
+  JobJson,
+  JobProgress,
+  JobState,
+  JobsOptions,
+  JobType,
+  KeepJobs,
+  KeysMap,
+  MinimalJob,
+  MoveToDelayedOpts,
+  MoveToWaitingChildrenOpts,
+  ParentKeyOpts,
+  RepeatableOptions,
+  RetryJobOpts,
+  RetryOptions,
+  StreamReadRaw,
+} from 'bullmq';
+import * as attempts from './attempts.js';
+import type { BackendContext } from './context.js';
+import * as control from './control.js';
+import { NotSupportedError } from './errors.js';
+import * as events from './events.js';
+import * as meta from './meta.js';
+import * as reads from './reads.js';
+
+type Finished = FinishedStatus;
+type Keep = boolean | number | KeepJobs;
+
+export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend {
+  /** Seconds: the smallest wait BullMQ's Worker asks for (watches have no rounding). */
+  readonly minimumBlockTimeout = 0.001;
+  /** Seconds: a wait ends by a watch, so an idle worker may wait long between polls. */
+  readonly maximumBlockTimeout = 60;
+  private closingPromise: Promise<void> | undefined;
+  private readonly claimer: attempts.Claimer;
+  private trimmerPromise: Promise<TrimmerType> | undefined;
+  private readonly ready: Promise<void>;
+
+  constructor(
+    readonly ctx: BackendContext,
+    /** Whether this backend owns the session (false for `forQueue` siblings). */
+    private readonly ownsSession: boolean,
+    private readonly role: { worker: boolean; listener: boolean },
+  ) {
+    super();
+    this.claimer = new attempts.Claimer(ctx);
+    this.ready = this.start();
+    this.ready.catch((err) => this.emit('error', err));
+  }
+
+  private async start(): Promise<void> {
+    await this.ctx.store();
+    if (this.role.worker) await this.ctx.startHousekeeping();
+    if (this.role.listener) await events.listen(this.ctx);
+    this.emit('ready');
+  }
+
+  // ---- lifecycle ------------------------------------------------------------
+
+  waitUntilReady(): Promise<void> {
+    return this.ready;
+  }
+
+  get closing(): Promise<void> | undefined {
+    return this.closingPromise;
+  }
+
+  close(_force?: boolean): Promise<void> {
+    this.closingPromise ??= (async () => {
+      await this.ready.catch(() => undefined);
+      (await this.trimmerPromise?.catch(() => undefined))?.stop();
+      await events.unlisten(this.ctx);
+      await this.ctx.close();
+      if (this.ownsSession) await this.ctx.shared.close();
+      this.emit('close');
+    })();
+    return this.closingPromise;
+  }
+
+  disconnect(): Promise<void> {
+    return this.close(true);
+  }
+
+  async setName(_name: string): Promise<void> {
+    // ZooKeeper sessions carry no client name; workers are listed from their membership nodes.
+  }
+
+  forQueue(queueName: string, _prefix?: string): IQueueBackend {
+    const { BackendContext: Ctx } = this.ctxModule;
+    return new ZooKeeperQueueBackend(new Ctx(queueName, this.ctx.opts, this.ctx.shared, this.ctx.onError), false, {
+      worker: false,
+      listener: false,
+    });
+  }
+
+  /** The context class, read from the instance so forQueue needs no import cycle. */
+  private get ctxModule(): { BackendContext: typeof BackendContext } {
+    return { BackendContext: this.ctx.constructor as typeof BackendContext };
+  }
+
+  get qualifiedName(): string {
+    return `${this.ctx.prefix}:${this.ctx.name}`;
+  }
+
+  readonly keys: KeysMap = {};
+
+  toKey(type: string): string {
+    return `${this.qualifiedName}:${type}`;
+  }
+
+  parseNodeKey(key: string): { prefix: string; queueName: string; id: string } {
+    const parts = key.split(':');
+    const id = parts.pop() ?? '';
+    const queueName = parts.pop() ?? '';
+    return { prefix: parts.join(':'), queueName, id };
+  }
+
+  clientName(suffix = ''): string {
+    return `${this.qualifiedName}${suffix}`;
+  }
+
+  // ---- adding ---------------------------------------------------------------
+
+  async addJob(job: JobJson, jobId: string, parentKeyOpts?: ParentKeyOpts): Promise<string> {
+    const [id] = await attempts.addJobs(this.ctx, [{ job, jobId, ...(parentKeyOpts ? { parentKeyOpts } : {}) }]);
+    return id as string;
+  }
+
+  addJobs(entries: { job: JobJson; jobId: string; parentKeyOpts?: ParentKeyOpts }[]): Promise<string[]> {
+    return attempts.addJobs(this.ctx, entries);
+  }
+
+  async addFlow(): Promise<[Error | null, string | number][]> {
+    throw new NotSupportedError('flows (FlowProducer)');
+  }
+
+  async addJobScheduler(
+    _id: string,
+    _nextMillis: number,
+    _templateData: string,
+    _templateOpts: JobsOptions,
+    _opts: RepeatableOptions,
+    _delayedJobOpts: JobsOptions,
+    _producerId?: string,
+  ): Promise<[string, number]> {
+    throw new NotSupportedError('job schedulers');
+  }
+
+  // ---- running --------------------------------------------------------------
+
+  moveToActive(token: string, _name?: string): Promise<attempts.NextJob> {
+    return this.claimer.next(token);
+  }
+
+  async moveToCompleted<T = unknown, R = unknown, N extends string = string>(
+    job: MinimalJob<T, R, N>,
+    returnValue: R,
+    removeOnComplete: Keep,
+    token: string,
+    fetchNext: boolean,
+  ): Promise<{ result: void | attempts.NextJob; finishedOn: number }> {
+    const held = attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
+    const remove = attempts.retention(
+      this.ctx,
+      () => this.trimmer(),
+      'completed',
+      removeOnComplete ?? this.ctx.opts.removeOnComplete,
+    );
+    const finishedOn = await attempts.finish(
+      this.ctx,
+      held,
+      { kind: 'completed', returnvalue: returnValue ?? null, remove },
+      'moveToFinished',
+      held.progress,
+    );
+    return { result: fetchNext && !this.closing ? await this.moveToActive(token) : undefined, finishedOn };
+  }
+
+  async moveToFailed<T = unknown, R = unknown, N extends string = string>(
+    job: MinimalJob<T, R, N>,
+    failedReason: string,
+    removeOnFail: Keep,
+    token: string,
+    fetchNext: boolean,
+    fieldsToUpdate?: Record<string, unknown>,
+  ): Promise<{ result: void | attempts.NextJob; finishedOn: number }> {
+    const held = attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
+    const remove = attempts.retention(
+      this.ctx,
+      () => this.trimmer(),
+      'failed',
+      removeOnFail ?? this.ctx.opts.removeOnFail,
+    );
+    const stacktrace = attempts.stacktraceOf(fieldsToUpdate);
+    const finishedOn = await attempts.finish(
+      this.ctx,
+      attempts.withTrace(held),
+      { kind: 'failed', reason: failedReason, stacktrace, remove },
+      'moveToFinished',
+      held.progress,
+    );
+    return { result: fetchNext && !this.closing ? await this.moveToActive(token) : undefined, finishedOn };
+  }
+
+  async moveToDelayed(
+    jobId: string,
+    timestamp: number,
+    delay: number,
+    token?: string,
+    opts?: MoveToDelayedOpts,
+  ): Promise<void | attempts.NextJob> {
+    const held = attempts.heldBy(this.ctx, jobId, token, 'moveToDelayed');
+    const fields = opts?.fieldsToUpdate as Record<string, unknown> | undefined;
+    await attempts.finish(
+      this.ctx,
+      attempts.withTrace(held),
+      {
+        kind: 'retry',
+        reason: typeof fields?.failedReason === 'string' ? fields.failedReason : '',
+        stacktrace: attempts.stacktraceOf(fields),
+        due: timestamp + Math.max(delay, 0),
+        skipAttempt: opts?.skipAttempt === true,
+      },
+      'moveToDelayed',
+      held.progress,
+    );
+    if (opts?.fetchNext && token && !this.closing) {
+      const next = await this.moveToActive(token);
+      if (next[0]) return next;
+    }
+  }
+
+  async moveToWaitingChildren(_jobId: string, _token: string, _opts?: MoveToWaitingChildrenOpts): Promise<boolean> {
+    throw new NotSupportedError('flows (waiting-children)');
+  }
+
+  async moveJobFromActiveToWait(jobId: string, token?: string): Promise<number> {
+    const held = attempts.heldBy(this.ctx, jobId, token, 'moveJobFromActiveToWait');
+    await attempts.finish(
+      this.ctx,
+      held,
+      { kind: 'retry', reason: '', stacktrace: [], due: 0, skipAttempt: true },
+      'moveJobFromActiveToWait',
+    );
+    return meta.rateLimitTtl(this.ctx);
+  }
+
+  async retryJob(jobId: string, _lifo: boolean, token?: string, opts?: RetryJobOpts): Promise<void> {
+    const held = attempts.heldBy(this.ctx, jobId, token, 'retryJob');
+    const fields = opts?.fieldsToUpdate as Record<string, unknown> | undefined;
+    await attempts.finish(
+      this.ctx,
+      attempts.withTrace(held),
+      {
+        kind: 'retry',
+        reason: typeof fields?.failedReason === 'string' ? fields.failedReason : '',
+        stacktrace: attempts.stacktraceOf(fields),
+        due: 0,
+      },
+      'retryJob',
+      held.progress,
+    );
+  }
+
+  async moveStalledJobsToWait(): Promise<string[]> {
+    return this.ctx.stalled.splice(0);
+  }
+
+  extendLock(jobId: string, token: string, duration: number): Promise<number> {
+    return attempts.extendLocks(this.ctx, [jobId], [token], duration).then((lost) => (lost.length ? 0 : 1));
+  }
+
+  extendLocks(jobIds: string[], tokens: string[], duration: number): Promise<string[]> {
+    return attempts.extendLocks(this.ctx, jobIds, tokens, duration);
+  }
+
+  updateProgress(jobId: string, progress: JobProgress): Promise<void> {
+    return attempts.updateProgress(this.ctx, jobId, progress);
+  }
+
+  async waitForJob(blockTimeout: number): Promise<{ member: string; score: number } | null> {
+    if (this.closing) return null;
+    const source = await this.ctx.source();
+    await source.waitForWork(Math.max(blockTimeout, this.minimumBlockTimeout) * 1000);
+    return null;
+  }
+
+  async disconnectBlocking(_wait?: boolean): Promise<void> {
+    this.ctx.existingSource()?.poke();
+  }
+
+  async reconnectBlocking(): Promise<void> {
+    // the wait runs on the session, which reconnects by itself
+  }
+
+  // ---- reads (reads.ts) ------------------------------------------------------
+
+  getState(jobId: string): Promise<JobState | 'unknown'> {
+    return reads.getState(this.ctx, jobId);
+  }
+
+  isFinished(jobId: string, returnValue?: boolean): Promise<number | [number, string]> {
+    return reads.isFinished(this.ctx, jobId, returnValue);
+  }
+
+  isJobInState(state: string, jobId: string): Promise<boolean> {
+    return reads.isJobInState(this.ctx, state, jobId);
+  }
+
+  getJobData(jobId: string): Promise<JobJson | undefined> {
+    return reads.getJobData(this.ctx, jobId);
+  }
+
+  getCounts(types: JobType[], delayedTimestamp?: number): Promise<number[]> {
+    return reads.getCounts(this.ctx, types, delayedTimestamp);
+  }
+
+  getCountsPerPriority(priorities: number[]): Promise<number[]> {
+    return reads.getCountsPerPriority(this.ctx, priorities);
+  }
+
+  getRanges(types: JobType[], start?: number, end?: number, asc?: boolean): Promise<[string][]> {
+    return reads.getRanges(this.ctx, types, start, end, asc);
+  }
+
+  getJobLogs(jobId: string, start: number, end: number, asc: boolean): Promise<{ logs: string[]; count: number }> {
+    return reads.getJobLogs(this.ctx, jobId, start, end, asc);
+  }
+
+  paginate(
+    key: string,
+    opts: { start: number; end: number; fetchJobs?: boolean },
+  ): Promise<{
+    cursor: string;
+    items: { id: string; v?: unknown; err?: string }[];
+    total: number;
+    jobs?: JobJson[];
+  }> {
+    return reads.paginate(this.ctx, key, opts);
+  }
+
+  getMetrics(type: 'completed' | 'failed', start?: number, end?: number): Promise<[string[], string[], number]> {
+    return reads.getMetrics(this.ctx, type, start, end);
+  }
+
+  getClientList(): Promise<string[]> {
+    return reads.getClientList(this.ctx);
+  }
+
+  isMaxed(): Promise<boolean> {
+    return reads.isMaxed(this.ctx);
+  }
+
+  getDependencyCounts(jobId: string, types: string[]): Promise<number[]> {
+    return reads.getDependencyCounts(this.ctx, jobId, types);
+  }
+
+  getDependencies(jobId: string, opts: DependenciesOpts): ReturnType<IQueueBackend['getDependencies']> {
+    return reads.getDependencies(this.ctx, jobId, opts);
+  }
+
+  getProcessedChildrenValues(jobId: string): Promise<Record<string, string>> {
+    return reads.getProcessedChildrenValues(this.ctx, jobId);
+  }
+
+  getIgnoredChildrenFailures(jobId: string): Promise<Record<string, string>> {
+    return reads.getIgnoredChildrenFailures(this.ctx, jobId);
+  }
+
+  getDeduplicationJobId(deduplicationId: string): Promise<string | null> {
+    return reads.getDeduplicationJobId(this.ctx, deduplicationId);
+  }
+
+  // ---- control (control.ts) --------------------------------------------------
+
+  pause(pause: boolean): Promise<void> {
+    return control.pause(this.ctx, pause);
+  }
+
+  drain(delayed: boolean): Promise<void> {
+    return control.drain(this.ctx, delayed);
+  }
+
+  cleanJobsByState(state: string, timestamp: number, limit?: number): Promise<string[]> {
+    return control.cleanJobsByState(this.ctx, state, timestamp, limit);
+  }
+
+  obliterate(opts: { force: boolean; count: number }): Promise<number> {
+    return control.obliterate(this.ctx, opts);
+  }
+
+  removeOrphanedJobs(count?: number, limit?: number): Promise<number> {
+    return control.removeOrphanedJobs(this.ctx, count, limit);
+  }
+
+  promote(jobId: string): Promise<void> {
+    return control.promote(this.ctx, jobId);
+  }
+
+  promoteJobs(count?: number): Promise<number> {
+    return control.promoteJobs(this.ctx, count);
+  }
+
+  remove(jobId: string, removeChildren: boolean): Promise<number> {
+    return control.remove(this.ctx, jobId, removeChildren);
+  }
+
+  removeUnprocessedChildren(jobId: string): Promise<void> {
+    return control.removeUnprocessedChildren(this.ctx, jobId);
+  }
+
+  removeChildDependency(jobId: string, parentKey: string): Promise<boolean> {
+    return control.removeChildDependency(this.ctx, jobId, parentKey);
+  }
+
+  retryFinishedJob<T = unknown, R = unknown, N extends string = string>(
+    job: MinimalJob<T, R, N>,
+    state: 'failed' | 'completed',
+    opts?: RetryOptions,
+  ): Promise<void> {
+    return control.retryFinishedJob(this.ctx, job as attempts.AnyJob, state, opts);
+  }
+
+  retryFinishedJobs(state?: Finished, count?: number, timestamp?: number): Promise<number> {
+    return control.retryFinishedJobs(this.ctx, state, count, timestamp);
+  }
+
+  changeDelay(jobId: string, delay: number): Promise<void> {
+    return control.changeDelay(this.ctx, jobId, delay);
+  }
+
+  changePriority(jobId: string, priority?: number, lifo?: boolean): Promise<void> {
+    return control.changePriority(this.ctx, jobId, priority, lifo);
+  }
+
+  updateData<T = unknown, R = unknown, N extends string = string>(job: MinimalJob<T, R, N>, data: T): Promise<void> {
+    return control.updateData(this.ctx, job as attempts.AnyJob, data);
+  }
+
+  addLog(jobId: string, logRow: string, keepLogs?: number): Promise<number> {
+    return control.addLog(this.ctx, jobId, logRow, keepLogs);
+  }
+
+  clearLogs(jobId: string, keepLogs?: number): Promise<void> {
+    return control.clearLogs(this.ctx, jobId, keepLogs);
+  }
+
+  // ---- queue meta and rate limits (meta.ts) ----------------------------------
+
+  setQueueMeta(values: Record<string, string | number>): Promise<number> {
+    return meta.setQueueMeta(this.ctx, values);
+  }
+
+  getQueueMetaField(field: string): Promise<string | null> {
+    return meta.getQueueMetaField(this.ctx, field);
+  }
+
+  getQueueMetaFields(fields: string[]): Promise<(string | null)[]> {
+    return meta.getQueueMetaFields(this.ctx, fields);
+  }
+
+  getQueueMeta(): Promise<Record<string, string>> {
+    return meta.getQueueMeta(this.ctx);
+  }
+
+  removeQueueMetaFields(fields: string[]): Promise<number> {
+    return meta.removeQueueMetaFields(this.ctx, fields);
+  }
+
+  hasQueueMetaField(field: string): Promise<boolean> {
+    return meta.hasQueueMetaField(this.ctx, field);
+  }
+
+  setRateLimit(expireTimeMs: number): Promise<void> {
+    return meta.setRateLimit(this.ctx, expireTimeMs);
+  }
+
+  removeRateLimitKey(): Promise<number> {
+    return meta.removeRateLimitKey(this.ctx);
+  }
+
+  async removeDeprecatedPriorityKey(): Promise<number> {
+    return 0; // BullMQ's old Redis priority counter: nothing like it exists here
+  }
+
+  getRateLimitTtl(maxJobs?: number): Promise<number> {
+    return meta.getRateLimitTtl(this.ctx, maxJobs);
+  }
+
+  // ---- events (events.ts) ----------------------------------------------------
+
+  trimEvents(maxLength: number): Promise<number> {
+    return events.trimEvents(this.ctx, maxLength);
+  }
+
+  publishEvent(fields: Record<string, string | number>, maxEvents: number): Promise<string> {
+    return events.publishEvent(this.ctx, fields, maxEvents);
+  }
+
+  readEvents(id: string, blockTimeout: number): Promise<StreamReadRaw> {
+    return events.readEvents(this.ctx, id, blockTimeout);
+  }
+
+  // ---- job schedulers and deduplication keys: not offered yet ------------------
+  // The reads answer truthfully (this backend never creates a scheduler or a key).
+
+  async updateJobSchedulerNextMillis(): Promise<string | null> {
+    throw new NotSupportedError('job schedulers');
+  }
+
+  async removeJobScheduler(): Promise<number> {
+    return 0;
+  }
+
+  async getJobScheduler(): Promise<[unknown, string | null]> {
+    return [null, null];
+  }
+
+  async isJobScheduler(): Promise<boolean> {
+    return false;
+  }
+
+  async getJobSchedulerData(): Promise<Record<string, string>> {
+    return {};
+  }
+
+  async getJobSchedulersRange(): Promise<string[]> {
+    return [];
+  }
+
+  async getJobSchedulersCount(): Promise<number> {
+    return 0;
+  }
+
+  async removeDeduplicationKey(): Promise<number> {
+    return 0;
+  }
+
+  async deleteDeduplicationKey(): Promise<number> {
+    return 0;
+  }
+
+  private trimmer(): Promise<TrimmerType> {
+    this.trimmerPromise ??= this.ctx.store().then((store) => new Trimmer(store, this.ctx.onError));
+    return this.trimmerPromise;
+  }
+}

@@ -1,0 +1,187 @@
+/**
+ * What every operation of one backend shares: the session, the queue's store,
+ * the attempts this instance holds and the worker-side machinery (job source,
+ * housekeeper), created on first use.
+ */
+import {
+  type ClaimedJob,
+  type ConnectionOptions,
+  DEFAULT_PREFIX,
+  Housekeeper,
+  JobSource,
+  openSession,
+  QueueStore,
+  type Session,
+  validateQueueName,
+} from '@zkq/core';
+import type { KeepJobs, QueueBaseOptions } from 'bullmq';
+
+/** zkq's connection options: where ZooKeeper is, how long a session lives, credentials, and the namespace. */
+export interface ZooKeeperConnectionOptions extends ConnectionOptions {
+  /**
+   * The node queues live under, zkq's `prefix` (default `zkq`, so zkq's own
+   * Queue, Worker and CLI see the same queues). BullMQ's `prefix` option is
+   * for Redis keys and is ignored here, as BullMQ's PostgreSQL backend does.
+   */
+  namespace?: string;
+}
+
+/** The options a backend reads: BullMQ's base options, plus the worker's when a Worker owns it. */
+export interface BackendOptions extends QueueBaseOptions<ZooKeeperConnectionOptions> {
+  name?: string;
+  lockDuration?: number;
+  stalledInterval?: number;
+  maxStalledCount?: number;
+  removeOnComplete?: boolean | number | KeepJobs;
+  removeOnFail?: boolean | number | KeepJobs;
+  drainDelay?: number;
+}
+
+/** An attempt this backend holds: the protocol's claim and BullMQ's lock token for it. */
+export interface Held {
+  job: ClaimedJob;
+  lock: string;
+  /** The latest progress reported (kept in the claim while the job runs). */
+  progress?: unknown;
+}
+
+/** The default lease of a claim, ms (BullMQ's lockDuration default). */
+export const DEFAULT_LOCK_DURATION_MS = 30_000;
+/** The default stalled-check interval, ms (BullMQ's). */
+export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
+/** The default maxStalledCount (BullMQ's). */
+export const DEFAULT_MAX_STALLED_COUNT = 1;
+
+/** One session, shared by a backend and the siblings `forQueue` makes from it. */
+export class SharedSession {
+  private session: Promise<Session> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly connection: ZooKeeperConnectionOptions,
+    readonly prefix: string,
+  ) {}
+
+  get(): Promise<Session> {
+    if (this.closing) return Promise.reject(new Error('Connection is closed.'));
+    this.session ??= openSession(this.connection, this.prefix);
+    return this.session;
+  }
+
+  /** The session if it was ever opened (for close). */
+  opened(): Promise<Session> | undefined {
+    return this.session;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      const s = await this.session?.catch(() => undefined);
+      await s?.close();
+    })();
+    return this.closing;
+  }
+}
+
+export class BackendContext {
+  private storePromise: Promise<QueueStore> | undefined;
+  /** Attempts this instance claimed and has not finished, by job id. */
+  readonly held = new Map<string, Held>();
+  /** Ids revoked by this process's housekeeper since BullMQ last asked for stalled jobs. */
+  readonly stalled: string[] = [];
+  private jobSource: JobSource | undefined;
+  private housekeeper: Housekeeper | undefined;
+  private pausedFlag: Promise<boolean> | undefined;
+  readonly workerId: string;
+
+  constructor(
+    readonly name: string,
+    readonly opts: BackendOptions,
+    readonly shared: SharedSession,
+    /** Told about background failures (housekeeping, watches). */
+    readonly onError: (err: unknown) => void,
+  ) {
+    validateQueueName(name);
+    this.workerId = `${opts.name ?? 'bullmq'}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  }
+
+  get prefix(): string {
+    return this.shared.prefix;
+  }
+
+  get lockDuration(): number {
+    return this.opts.lockDuration ?? DEFAULT_LOCK_DURATION_MS;
+  }
+
+  get maxStalledCount(): number {
+    return this.opts.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT;
+  }
+
+  /** The queue's store, its directories created on first use. */
+  store(): Promise<QueueStore> {
+    this.storePromise ??= (async () => {
+      const store = new QueueStore(await this.shared.get(), this.name);
+      await store.init();
+      return store;
+    })().catch((err) => {
+      this.storePromise = undefined;
+      throw err;
+    });
+    return this.storePromise;
+  }
+
+  /** Whether the queue is paused: read once, then kept current by a watch. */
+  async paused(): Promise<boolean> {
+    this.pausedFlag ??= this.readPaused();
+    return this.pausedFlag.catch((err) => {
+      this.pausedFlag = undefined;
+      throw err;
+    });
+  }
+
+  private async readPaused(): Promise<boolean> {
+    const store = await this.store();
+    return store.isPaused(() => {
+      // re-read on the next look; a resumed queue wakes the idle wait
+      this.pausedFlag = undefined;
+      this.jobSource?.poke();
+    });
+  }
+
+  /** The job source of a Worker's backend (claims, the idle line). */
+  async source(): Promise<JobSource> {
+    const store = await this.store();
+    this.jobSource ??= new JobSource(store, () => this.held.keys(), {
+      workerId: this.workerId,
+      lockDuration: this.lockDuration,
+      idlePollMs: (this.opts.drainDelay ?? 5) * 1000,
+      onWarning: this.onError,
+    });
+    return this.jobSource;
+  }
+
+  /** The job source when one was made (no session opened to find out). */
+  existingSource(): JobSource | undefined {
+    return this.jobSource;
+  }
+
+  /**
+   * Starts this process's candidacy for the queue's housekeeping (stale
+   * claims, due delayed jobs, receipts): a Worker's backend runs what zkq's
+   * own workers run, so a BullMQ-only deployment needs nothing else.
+   */
+  async startHousekeeping(): Promise<void> {
+    if (this.housekeeper) return;
+    const store = await this.store();
+    const hk = new Housekeeper(store, this.workerId, this.opts.stalledInterval ?? DEFAULT_STALLED_INTERVAL_MS);
+    this.housekeeper = hk;
+    hk.on('stalled', (id) => this.stalled.push(id));
+    hk.on('error', this.onError);
+    await hk.start();
+  }
+
+  async close(): Promise<void> {
+    this.jobSource?.leaveLine();
+    this.jobSource?.poke();
+    await this.housekeeper?.close();
+  }
+}
