@@ -39,7 +39,7 @@ test('a BullMQ Worker runs jobs a BullMQ Queue added: results, retries with back
   const b = await queue.add('flaky', { n: 1, fail: 'once' }, { attempts: 2, backoff: 100 });
   const c = await queue.add('bad', { n: 2, fail: 'always' }, { attempts: 2 });
   await waitFor(async () => (await c.getState()) === 'failed' && (await b.getState()) === 'completed', {
-    timeout: 20_000,
+    timeoutMs: 20_000,
   });
   const doneA = await queue.getJob(a.id as string);
   assert.deepEqual(doneA?.returnvalue, { doubled: 42 });
@@ -59,7 +59,7 @@ test('one store, two front-ends: zkq runs what BullMQ added, BullMQ runs what zk
   const fromBull = await bullQueue.add('from-bullmq', { v: 1 });
   const zkqWorker = new ZkqWorker('shared', async (job) => `zkq saw ${job.data.v}`, { ...env });
   await waitFor(async () => (await zkqQueue.getJob(fromBull.id as string))?.returnvalue === 'zkq saw 1', {
-    timeout: 15_000,
+    timeoutMs: 15_000,
   });
   await zkqWorker.close();
 
@@ -67,6 +67,6 @@ test('one store, two front-ends: zkq runs what BullMQ added, BullMQ runs what zk
   const bullWorker = new Worker('shared', async (job) => `bullmq saw ${job.data.v}`, { connection });
   t.after(() => bullWorker.close());
   await waitFor(async () => (await bullQueue.getJob(fromZkq.id))?.returnvalue === 'bullmq saw 2', {
-    timeout: 15_000,
+    timeoutMs: 15_000,
   });
 });
