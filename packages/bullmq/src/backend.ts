@@ -61,6 +61,11 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   private async start(): Promise<void> {
+    if (this.ctx.name === '') {
+      await this.ctx.shared.get(); // a FlowProducer's: connected, bound to no queue
+      this.emit('ready');
+      return;
+    }
     await this.ctx.store();
     if (this.role.worker) await this.ctx.startHousekeeping();
     if (this.role.listener) await events.listen(this.ctx);

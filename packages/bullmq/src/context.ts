@@ -100,7 +100,8 @@ export class BackendContext {
     /** Told about background failures (housekeeping, watches). */
     readonly onError: (err: unknown) => void,
   ) {
-    validateQueueName(name);
+    // a FlowProducer's backend is bound to no queue (its siblings from forQueue are)
+    if (name !== '') validateQueueName(name);
     this.workerId = `${opts.name ?? 'bullmq'}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   }
 
@@ -118,6 +119,7 @@ export class BackendContext {
 
   /** The queue's store, its directories created on first use. */
   store(): Promise<QueueStore> {
+    if (this.name === '') return Promise.reject(new Error('this backend is bound to no queue; use forQueue(name)'));
     this.storePromise ??= (async () => {
       const store = new QueueStore(await this.shared.get(), this.name);
       await store.init();
