@@ -277,7 +277,7 @@ function record(over: Partial<JobRecord> = {}): JobRecord {
 
 function finish(outcome: Finish['outcome'], over: Partial<JobRecord> = {}, extra: Partial<Finish> = {}): Finish {
   return {
-    job: { record: record(over), token: 3, pointer: `${READY_BUCKET}/qn-j-0000000000`, claimedAt: 0 },
+    job: { record: record(over), token: 3, pointer: `${READY_BUCKET}/qn-j-0000000000`, claimedAt: 0, stalled: false },
     outcome,
     ...extra,
   };

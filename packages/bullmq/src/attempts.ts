@@ -131,6 +131,8 @@ export class Claimer {
       const taken = await source.take(max - out.length);
       if (taken === 'idle') break;
       for (const job of taken) {
+        // the previous attempt's worker died: BullMQ's Worker reports it as stalled
+        if (job.stalled) this.ctx.stalled.push(job.record.id);
         if (job.record.stalledCounter > this.ctx.maxStalledCount) await this.failStalled(job);
         else out.push(job);
       }
@@ -141,7 +143,6 @@ export class Claimer {
   /** A job whose workers kept dying fails instead of running again (BullMQ's maxStalledCount). */
   private async failStalled(job: ClaimedJob): Promise<void> {
     const store = await this.ctx.store();
-    this.ctx.stalled.push(job.record.id);
     const remove = keepPolicy(job.record.opts.removeOnFail ?? this.ctx.opts.removeOnFail, DEFAULT_KEEP_FAILED);
     await finishJobs(store, [
       {

@@ -46,6 +46,8 @@ export interface ClaimedJob {
    * claim that is still ours.
    */
   claimedAt: number;
+  /** The job was active when claimed: its previous attempt's worker died (a stall, counted in the record). */
+  stalled: boolean;
 }
 
 export interface ClaimOptions {
@@ -82,7 +84,7 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
   const result: ClaimResult = { claimed: [], skipped: [] };
   const reads = await readRecords(store, candidates, result);
   const now = Date.now();
-  const claims: { candidate: Candidate; updated: JobRecord; token: number; unit: TxUnit }[] = [];
+  const claims: { candidate: Candidate; updated: JobRecord; token: number; stalled: boolean; unit: TxUnit }[] = [];
   for (const r of reads) {
     if (!r) continue;
     // Only a waiting job (or a dead worker's active one) can be claimed; a stale view may list others.
@@ -110,14 +112,22 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
       claim,
     });
     const events = [{ event: 'active', jobId: id, prev: 'waiting', ts: now }];
-    claims.push({ candidate: r.candidate, updated, token, unit: { build: () => ({ ops, events }) } });
+    const stalled = r.record.state === 'active';
+    claims.push({ candidate: r.candidate, updated, token, stalled, unit: { build: () => ({ ops, events }) } });
   }
   const claimedAt = performance.now();
   const written = await store.executor.run(claims.map((c) => c.unit));
   written.forEach((w, i) => {
     const c = claims[i] as (typeof claims)[number];
-    if (w.ok) result.claimed.push({ record: c.updated, token: c.token, pointer: c.candidate.pointer, claimedAt });
-    else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
+    if (w.ok) {
+      result.claimed.push({
+        record: c.updated,
+        token: c.token,
+        pointer: c.candidate.pointer,
+        claimedAt,
+        stalled: c.stalled,
+      });
+    } else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
   });
   return result;
 }
