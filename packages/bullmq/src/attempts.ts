@@ -132,7 +132,7 @@ export class Claimer {
       if (taken === 'idle') break;
       for (const job of taken) {
         // the previous attempt's worker died: BullMQ's Worker reports it as stalled
-        if (job.stalled) this.ctx.stalled.push(job.record.id);
+        if (job.stalled) this.ctx.noteStalled(job.record.id);
         if (job.record.stalledCounter > this.ctx.maxStalledCount) await this.failStalled(job);
         else out.push(job);
       }

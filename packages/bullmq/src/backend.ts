@@ -280,7 +280,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   async moveStalledJobsToWait(): Promise<string[]> {
-    return this.ctx.stalled.splice(0);
+    return this.ctx.takeStalled();
   }
 
   extendLock(jobId: string, token: string, duration: number): Promise<number> {

@@ -52,6 +52,9 @@ export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
 /** The default maxStalledCount (BullMQ's). */
 export const DEFAULT_MAX_STALLED_COUNT = 1;
 
+/** Stalled job ids kept for a Worker that has not asked for them. */
+const STALLED_KEPT = 1000;
+
 /** One session, shared by a backend and the siblings `forQueue` makes from it. */
 export class SharedSession {
   private session: Promise<Session> | undefined;
@@ -86,8 +89,8 @@ export class BackendContext {
   private storePromise: Promise<QueueStore> | undefined;
   /** Attempts this instance claimed and has not finished, by job id. */
   readonly held = new Map<string, Held>();
-  /** Ids revoked by this process's housekeeper since BullMQ last asked for stalled jobs. */
-  readonly stalled: string[] = [];
+  /** Ids of stalled jobs (revoked here, or claimed after their worker died) BullMQ has not asked for yet. */
+  private readonly stalledIds: string[] = [];
   private jobSource: JobSource | undefined;
   private housekeeper: Housekeeper | undefined;
   private pausedFlag: Promise<boolean> | undefined;
@@ -115,6 +118,17 @@ export class BackendContext {
 
   get maxStalledCount(): number {
     return this.opts.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT;
+  }
+
+  /** Remembers a stalled job for BullMQ's next stalled check (bounded: a Worker that never checks keeps the newest). */
+  noteStalled(id: string): void {
+    this.stalledIds.push(id);
+    if (this.stalledIds.length > STALLED_KEPT) this.stalledIds.shift();
+  }
+
+  /** The stalled jobs noted since the last call. */
+  takeStalled(): string[] {
+    return this.stalledIds.splice(0);
   }
 
   /** The queue's store, its directories created on first use. */
@@ -176,7 +190,7 @@ export class BackendContext {
     const store = await this.store();
     const hk = new Housekeeper(store, this.workerId, this.opts.stalledInterval ?? DEFAULT_STALLED_INTERVAL_MS);
     this.housekeeper = hk;
-    hk.on('stalled', (id) => this.stalled.push(id));
+    hk.on('stalled', (id) => this.noteStalled(id));
     hk.on('error', this.onError);
     await hk.start();
   }
