@@ -178,13 +178,12 @@ export async function finish(
   command: string,
   progress?: unknown,
 ): Promise<number> {
-  const store = await ctx.store();
   const id = held.job.record.id;
   const f: Finish = { job: held.job, outcome };
   if (progress !== undefined) f.progress = progress;
-  const [result] = await finishJobs(store, [f]);
+  const result = await (await ctx.finisher()).finish(f);
   ctx.held.delete(id);
-  if (result && !result.ok) {
+  if (!result.ok) {
     throw result.error instanceof LostJobError ? finishedError(ErrorCode.JobLockNotExist, id, command) : result.error;
   }
   return Date.now();

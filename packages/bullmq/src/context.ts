@@ -7,6 +7,7 @@ import {
   type ClaimedJob,
   type ConnectionOptions,
   DEFAULT_PREFIX,
+  Finisher,
   Housekeeper,
   JobSource,
   openSession,
@@ -92,6 +93,7 @@ export class BackendContext {
   /** Ids of stalled jobs (revoked here, or claimed after their worker died) BullMQ has not asked for yet. */
   private readonly stalledIds: string[] = [];
   private jobSource: JobSource | undefined;
+  private finisherInstance: Finisher | undefined;
   private housekeeper: Housekeeper | undefined;
   private pausedFlag: Promise<boolean> | undefined;
   readonly workerId: string;
@@ -129,6 +131,13 @@ export class BackendContext {
   /** The stalled jobs noted since the last call. */
   takeStalled(): string[] {
     return this.stalledIds.splice(0);
+  }
+
+  /** Finishes of overlapping calls share transactions (a Worker at concurrency N). */
+  async finisher(): Promise<Finisher> {
+    const store = await this.store();
+    this.finisherInstance ??= new Finisher(store);
+    return this.finisherInstance;
   }
 
   /** The queue's store, its directories created on first use. */

@@ -27,6 +27,7 @@ import {
   DEFAULT_PREFIX,
   DoubleBarrier,
   type Finish,
+  Finisher,
   type FinishResult,
   Housekeeper,
   InvalidArgumentError,
@@ -44,7 +45,7 @@ import {
   validateQueueName,
 } from '@zkq/core';
 import { Attempt } from './attempt.js';
-import { Finisher } from './finisher.js';
+
 import { setWorkerStore } from './internals.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import { MetricsCollector } from './metrics-collector.js';

@@ -28,6 +28,7 @@ export { MAX_DELAY_MS, validateJobId, validateJobName, validateJobOptions } from
 export * from './protocol/index.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy } from './retention.js';
+export { Finisher } from './runtime/finisher.js';
 export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';
 export { IdleLine } from './runtime/idle-line.js';
 export { JobSource, type JobSourceOptions } from './runtime/job-source.js';

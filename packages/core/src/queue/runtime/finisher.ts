@@ -4,7 +4,8 @@
  * fenced transaction; a conflict only costs the job it concerns (see
  * finishJobs). At most MAX_IN_FLIGHT transactions run at once.
  */
-import { type Finish, type FinishResult, finishJobs, type QueueStore } from '@zkq/core';
+import { type Finish, type FinishResult, finishJobs } from '../protocol/attempts.js';
+import type { QueueStore } from '../store.js';
 
 const MAX_BATCH = 100;
 const MAX_IN_FLIGHT = 4;
