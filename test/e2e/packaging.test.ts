@@ -14,7 +14,7 @@ import { after, before, test } from 'node:test';
 import { sharedZooKeeper, uniqueRoot } from '@zkq/testing';
 import { REPO } from './cli.js';
 
-const PACKAGES = ['core', 'producer', 'worker', 'cli', 'testing'];
+const PACKAGES = ['core', 'producer', 'worker', 'cli', 'testing', 'bullmq'];
 const FIXTURES = join(REPO, 'test/fixtures/packaging');
 const TSC = join(REPO, 'node_modules/typescript/bin/tsc');
 const STEP_TIMEOUT_MS = 180_000;
@@ -133,6 +133,14 @@ test('a producer and a worker run from the installed packages', async () => {
   const stats = JSON.parse(await ok(zkq, ['stats', 'packaged', `--zk=${zk}`, `--namespace=${prefix}`, '--json'], app));
   for (const [state, n] of Object.entries(out.counts)) assert.equal(stats.counts[state], n, state);
   assert.equal(stats.counts.completed, 1, 'the removeOnComplete job is gone, the other kept');
+});
+
+test('a BullMQ application runs on ZooKeeper from the installed packages (bullmq comes as a peer)', async () => {
+  const zk = await sharedZooKeeper();
+  const namespace = uniqueRoot('packaging-bullmq').slice(1);
+  copyFileSync(join(FIXTURES, 'bullmq-app.mjs'), join(app, 'bullmq-app.mjs'));
+  const out = JSON.parse(await ok(process.execPath, ['bullmq-app.mjs', zk, namespace], app));
+  assert.deepEqual(out, { returnvalue: { doubled: 42 }, state: 'completed' });
 });
 
 test('a TypeScript consumer type-checks against the installed declarations with skipLibCheck off', async () => {
