@@ -49,6 +49,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private stalledTimer: NodeJS.Timeout | undefined;
   private promoting: Promise<void> | undefined;
   private wakePromoter: (() => void) | undefined;
+  /** A watch on the delayed containers fired since the promoter's pass began. */
+  private delayedChanged = false;
   /** Counts terms of leadership: a loop of an earlier term stops by itself. */
   private term = 0;
   private leading = false;
@@ -62,6 +64,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     private readonly store: QueueStore,
     workerId: string,
     private readonly stalledInterval: number,
+    /** Longest sleep of the promoter, ms (tests stretch it to prove that watches wake it). */
+    private readonly promotePollMs = PROMOTE_POLL_MS,
   ) {
     super();
     this.election = new LeaderElection(store.session, store.layout.leaderDir, { id: workerId });
@@ -140,14 +144,22 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private async promoteLoop(term: number): Promise<void> {
     while (this.leading && this.term === term) {
       let wait: number;
+      this.delayedChanged = false;
       try {
         const { promoted, nextDue } = await promoteDue(this.store, this.fence, this.onDelayedChange);
         if (promoted.length > 0) this.emit('promoted', promoted);
-        wait = Math.max(0, Math.min(PROMOTE_POLL_MS, (nextDue ?? Number.POSITIVE_INFINITY) - Date.now()));
+        // After promoting, look again at once: the promotion's own deletes fired the watches this
+        // pass set, so sleeping now would leave a job delayed meanwhile to the poll.
+        wait =
+          promoted.length > 0
+            ? 0
+            : Math.max(0, Math.min(this.promotePollMs, (nextDue ?? Number.POSITIVE_INFINITY) - Date.now()));
       } catch (err) {
         this.report(err);
         wait = PROMOTE_RETRY_MS;
       }
+      // a change seen while this pass ran (its watch fired before the sleep began): look again
+      if (this.delayedChanged) wait = 0;
       if (wait > 0 && this.leading && this.term === term) await this.sleep(wait);
     }
   }
@@ -163,5 +175,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     });
   }
 
-  private readonly onDelayedChange = (): void => this.wakePromoter?.();
+  private readonly onDelayedChange = (): void => {
+    this.delayedChanged = true;
+    this.wakePromoter?.();
+  };
 }
