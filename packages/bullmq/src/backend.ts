@@ -34,6 +34,7 @@ import { NotSupportedError } from './errors.js';
 import * as events from './events.js';
 import * as meta from './meta.js';
 import * as reads from './reads.js';
+import * as schedulers from './schedulers.js';
 
 type Finished = FinishedStatus;
 type Keep = boolean | number | KeepJobs;
@@ -149,18 +150,6 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
 
   async addFlow(): Promise<[Error | null, string | number][]> {
     throw new NotSupportedError('flows (FlowProducer)');
-  }
-
-  async addJobScheduler(
-    _id: string,
-    _nextMillis: number,
-    _templateData: string,
-    _templateOpts: JobsOptions,
-    _opts: RepeatableOptions,
-    _delayedJobOpts: JobsOptions,
-    _producerId?: string,
-  ): Promise<[string, number]> {
-    throw new NotSupportedError('job schedulers');
   }
 
   // ---- running --------------------------------------------------------------
@@ -518,36 +507,63 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return events.readEvents(this.ctx, id, blockTimeout);
   }
 
-  // ---- job schedulers and deduplication keys: not offered yet ------------------
-  // The reads answer truthfully (this backend never creates a scheduler or a key).
+  // ---- job schedulers (schedulers.ts) ---------------------------------------------
 
-  async updateJobSchedulerNextMillis(): Promise<string | null> {
-    throw new NotSupportedError('job schedulers');
+  addJobScheduler(
+    jobSchedulerId: string,
+    nextMillis: number,
+    templateData: string,
+    templateOpts: JobsOptions,
+    opts: RepeatableOptions,
+    delayedJobOpts: JobsOptions,
+    _producerId?: string,
+  ): Promise<[string, number]> {
+    return schedulers.addJobScheduler(
+      this.ctx,
+      jobSchedulerId,
+      nextMillis,
+      templateData,
+      templateOpts,
+      opts,
+      delayedJobOpts,
+    );
   }
 
-  async removeJobScheduler(): Promise<number> {
-    return 0;
+  updateJobSchedulerNextMillis(
+    jobSchedulerId: string,
+    nextMillis: number,
+    _templateData: string,
+    delayedJobOpts: JobsOptions,
+    producerId?: string,
+  ): Promise<string | null> {
+    return schedulers.updateJobSchedulerNextMillis(this.ctx, jobSchedulerId, nextMillis, delayedJobOpts, producerId);
   }
 
-  async getJobScheduler(): Promise<[unknown, string | null]> {
-    return [null, null];
+  removeJobScheduler(jobSchedulerId: string): Promise<number> {
+    return schedulers.removeJobScheduler(this.ctx, jobSchedulerId);
   }
 
-  async isJobScheduler(): Promise<boolean> {
-    return false;
+  getJobScheduler(id: string): Promise<[string[] | null, string | null]> {
+    return schedulers.getJobScheduler(this.ctx, id);
   }
 
-  async getJobSchedulerData(): Promise<Record<string, string>> {
-    return {};
+  isJobScheduler(id: string): Promise<boolean> {
+    return schedulers.isJobScheduler(this.ctx, id);
   }
 
-  async getJobSchedulersRange(): Promise<string[]> {
-    return [];
+  getJobSchedulerData(key: string): Promise<Record<string, string>> {
+    return schedulers.getJobSchedulerData(this.ctx, key);
   }
 
-  async getJobSchedulersCount(): Promise<number> {
-    return 0;
+  getJobSchedulersRange(start: number, end: number, asc: boolean): Promise<string[]> {
+    return schedulers.getJobSchedulersRange(this.ctx, start, end, asc);
   }
+
+  getJobSchedulersCount(): Promise<number> {
+    return schedulers.getJobSchedulersCount(this.ctx);
+  }
+
+  // ---- deduplication keys: not offered yet; the reads answer truthfully (none exist) --
 
   async removeDeduplicationKey(): Promise<number> {
     return 0;

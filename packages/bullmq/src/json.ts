@@ -27,6 +27,8 @@ export function toJobJson(record: JobRecord, progress?: unknown): JobJson {
   if (record.processedOn) json.processedOn = record.processedOn;
   if (record.finishedOn) json.finishedOn = record.finishedOn;
   if (record.processedBy) json.processedBy = record.processedBy;
+  const repeatJobKey = (record.opts as { repeatJobKey?: string }).repeatJobKey;
+  if (repeatJobKey) json.repeatJobKey = repeatJobKey;
   return json;
 }
 

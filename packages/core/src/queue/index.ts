@@ -33,6 +33,20 @@ export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';
 export { IdleLine } from './runtime/idle-line.js';
 export { JobSource, type JobSourceOptions } from './runtime/job-source.js';
 export { Trimmer } from './runtime/trimmer.js';
+export {
+  advanceScheduler,
+  everyNext,
+  type IterationOpts,
+  iterationId,
+  listSchedulers,
+  readScheduler,
+  removeScheduler,
+  SchedulerCollisionError,
+  type SchedulerRecord,
+  SchedulerSlotsBusyError,
+  type SchedulerSpec,
+  upsertScheduler,
+} from './schedulers.js';
 export { type EnqueueEntry, QueueStore, type StoredJob } from './store.js';
 export * from './telemetry.js';
 export type * from './types.js';

@@ -39,6 +39,9 @@
  *   events/log/e-<seq>                event batches (JSON arrays), written only while
  *                                     someone listens, inside the transaction that
  *                                     caused them; trimmed to the last EVENTS_KEEP
+ *   schedulers/s-<id>                 job schedulers (JSON: repeat options, template, the current
+ *                                     iteration's time `next` and count `ic`), created on first
+ *                                     use; its data version fences every iteration it adds
  *   metrics/<completed|failed>        per-minute counts of finished jobs (workers with the
  *                                     `metrics` option), created on first use: the series
  *                                     head {"count","prevTS","prevCount","first","max","oldest"};
@@ -176,6 +179,7 @@ export class QueueLayout {
   readonly eventListeners: string;
   readonly eventLog: string;
   readonly metricsDir: string;
+  readonly schedulersDir: string;
 
   constructor(readonly queue: string) {
     validateQueueName(queue);
@@ -193,6 +197,7 @@ export class QueueLayout {
     this.idleDir = `${this.root}/idle`;
     this.workersDir = `${this.root}/workers`;
     this.leaderDir = `${this.root}/leader`;
+    this.schedulersDir = `${this.root}/schedulers`;
     this.barriersDir = `${this.root}/barriers`;
     this.eventsDir = `${this.root}/events`;
     this.eventListeners = `${this.eventsDir}/listeners`;
@@ -222,6 +227,11 @@ export class QueueLayout {
       this.eventListeners,
       this.eventLog,
     ];
+  }
+
+  /** A job scheduler's node (its id, URI-encoded: scheduler ids are free-form). */
+  scheduler(id: string): string {
+    return `${this.schedulersDir}/s-${encodeURIComponent(id)}`;
   }
 
   shard(shard: string): string {
