@@ -1,29 +1,66 @@
-/** Reads: job state, data, counts, ranges, logs, metrics. */
-
-import { jobState } from '@zkq/core';
+/**
+ * Reads: job state, data, counts, ranges, logs, metrics, workers.
+ *
+ * States and counts are BullMQ 6's on Redis (census.ts says where each
+ * state lives): a paused queue's waiting jobs stay `waiting`, so
+ * `getCounts(['paused'])` is 0, as on Redis (BullMQ's PostgreSQL backend,
+ * and zkq's own Queue, report them as paused instead).
+ *
+ * Flows, job schedulers and deduplication keys are not offered by this
+ * backend, so no job has children, dependencies or a deduplication key:
+ * their reads answer truthfully empty.
+ */
+import { jobState, NoNodeError, type QueueStore, getMetrics as readMetrics } from '@zkq/core';
 import type { DependenciesOpts, JobJson, JobState, JobType } from 'bullmq';
+import { countPerPriority, countStates } from './census.js';
 import type { BackendContext } from './context.js';
-import { NotSupportedError } from './errors.js';
 import { toJobJson } from './json.js';
+import { getQueueMetaField } from './meta.js';
+import { rangeOfState, redisRange } from './ranges.js';
 
-const todo = (op: string): never => {
-  throw new NotSupportedError(op);
-};
+/** Nodes read at once when listing workers. */
+const WORKER_READS_IN_FLIGHT = 32;
 
 /** The state of a job: a live claim means active, else its record says (BullMQ's `wait` is `waiting`). */
 export async function getState(ctx: BackendContext, jobId: string): Promise<JobState | 'unknown'> {
   return jobState(await ctx.store(), jobId);
 }
-export async function isFinished(
-  _ctx: BackendContext,
-  _jobId: string,
-  _rv?: boolean,
-): Promise<number | [number, string]> {
-  return todo('isFinished');
+
+/**
+ * Whether the job finished: 1 completed, 2 failed, 0 not yet, -1 no such
+ * job; with `rv`, paired with the return value (JSON) or failure reason.
+ */
+export async function isFinished(ctx: BackendContext, jobId: string, rv?: boolean): Promise<number | [number, string]> {
+  const stored = await (await ctx.store()).getJob(jobId);
+  const record = stored?.record;
+  let answer: [number, string] | [number];
+  if (!record) answer = [-1, `Missing key for job ${ctx.prefix}:${ctx.name}:${jobId}. isFinished`];
+  else if (record.state === 'completed') answer = [1, JSON.stringify(record.returnvalue ?? null)];
+  else if (record.state === 'failed') answer = [2, record.failedReason ?? ''];
+  else answer = [0];
+  return rv ? (answer as [number, string]) : answer[0];
 }
-export async function isJobInState(_ctx: BackendContext, _state: string, _jobId: string): Promise<boolean> {
-  return todo('isJobInState');
+
+/** Whether the job is in `state` (BullMQ's names; `waiting` is `wait`, `paused` is never, as on Redis). */
+export async function isJobInState(ctx: BackendContext, state: string, jobId: string): Promise<boolean> {
+  switch (state) {
+    case 'wait':
+    case 'waiting':
+      return (await getState(ctx, jobId)) === 'waiting';
+    case 'active':
+    case 'prioritized':
+    case 'completed':
+    case 'failed':
+    case 'delayed':
+      return (await getState(ctx, jobId)) === state;
+    case 'paused':
+    case 'waiting-children':
+      return false;
+    default:
+      throw new Error(`Unknown job state: ${state}`);
+  }
 }
+
 /** A job as BullMQ's JobJson; an active job's progress is its claim's (the latest reported). */
 export async function getJobData(ctx: BackendContext, jobId: string): Promise<JobJson | undefined> {
   const store = await ctx.store();
@@ -31,58 +68,137 @@ export async function getJobData(ctx: BackendContext, jobId: string): Promise<Jo
   if (!stored) return undefined;
   return toJobJson(stored.record, claim?.progress);
 }
-export async function getCounts(_ctx: BackendContext, _types: JobType[], _delayedTs?: number): Promise<number[]> {
-  return todo('getCounts');
+
+/** Jobs per type, in order; `delayedTs` counts only delayed jobs due before it. */
+export async function getCounts(ctx: BackendContext, types: JobType[], delayedTs?: number): Promise<number[]> {
+  return countStates(await ctx.store(), types, delayedTs);
 }
-export async function getCountsPerPriority(_ctx: BackendContext, _priorities: number[]): Promise<number[]> {
-  return todo('getCountsPerPriority');
+
+/** Waiting jobs per priority (0: jobs without one), paused or not. */
+export async function getCountsPerPriority(ctx: BackendContext, priorities: number[]): Promise<number[]> {
+  return countPerPriority(await ctx.store(), priorities);
 }
+
+/** Job ids per type, `start..end` by Redis's index rules, in the order BullMQ's Redis script gives them. */
 export async function getRanges(
-  _ctx: BackendContext,
-  _types: JobType[],
-  _start?: number,
-  _end?: number,
-  _asc?: boolean,
+  ctx: BackendContext,
+  types: JobType[],
+  start = 0,
+  end = 1,
+  asc = false,
 ): Promise<[string][]> {
-  return todo('getRanges');
+  const store = await ctx.store();
+  const pages = await Promise.all(types.map((type) => rangeOfState(store, type, start, end, asc)));
+  return pages as unknown as [string][]; // BullMQ's type; each entry is a list of ids
 }
+
+/** Log lines `start..end`, oldest first with `asc`, newest first without, and how many there are. */
 export async function getJobLogs(
-  _ctx: BackendContext,
-  _jobId: string,
-  _start: number,
-  _end: number,
-  _asc: boolean,
+  ctx: BackendContext,
+  jobId: string,
+  start: number,
+  end: number,
+  asc: boolean,
 ): Promise<{ logs: string[]; count: number }> {
-  return todo('getJobLogs');
+  const logs = (await (await ctx.store()).getJob(jobId))?.record.logs ?? [];
+  return { logs: redisRange(asc ? logs : [...logs].reverse(), start, end), count: logs.length };
 }
+
+/**
+ * BullMQ pages a parent's children (`<job>:dependencies`, `<job>:processed`)
+ * with this; no job has children here, so every page is empty.
+ */
 export async function paginate(
   _ctx: BackendContext,
   _key: string,
   _opts: { start: number; end: number; fetchJobs?: boolean },
 ): Promise<{ cursor: string; items: { id: string; v?: unknown; err?: string }[]; total: number; jobs?: JobJson[] }> {
-  return todo('paginate');
+  return { cursor: '0', items: [], total: 0, jobs: [] };
 }
+
+/** The per-minute series of finished jobs, as `[[count, prevTS, prevCount], points, length]`. */
 export async function getMetrics(
-  _ctx: BackendContext,
-  _type: 'completed' | 'failed',
-  _start?: number,
-  _end?: number,
+  ctx: BackendContext,
+  type: 'completed' | 'failed',
+  start = 0,
+  end = -1,
 ): Promise<[string[], string[], number]> {
-  return todo('getMetrics');
+  const { meta, data, count } = await readMetrics(await ctx.store(), type, start, end);
+  return [[String(meta.count), String(meta.prevTS), String(meta.prevCount)], data.map(String), count];
 }
-export async function getClientList(_ctx: BackendContext): Promise<string[]> {
-  return todo('getClientList');
+
+/**
+ * BullMQ finds workers and QueueEvents in Redis's CLIENT LIST by connection
+ * name. Here each live worker of the queue has an EPHEMERAL `workers/<id>`
+ * node and each QueueEvents an `events/listeners/<id>` node (both end with
+ * their owner's session); this lists them as CLIENT LIST lines named as
+ * BullMQ's matchers expect: `<prefix>:<queue>:w:<name>` for a worker, its
+ * name being the node's `name` field, else its id (a zkq Worker's id is its
+ * `name` option), and `<prefix>:<queue>:qe` for a QueueEvents.
+ */
+export async function getClientList(ctx: BackendContext): Promise<string[]> {
+  const store = await ctx.store();
+  const { layout } = store;
+  const base = `${ctx.prefix}:${ctx.name}`; // the backend's clientName()
+  const [workers, listeners] = await Promise.all([
+    store.children(layout.workersDir),
+    store.children(layout.eventListeners),
+  ]);
+  const lines: string[] = [];
+  for (let i = 0; i < workers.length; i += WORKER_READS_IN_FLIGHT) {
+    const batch = workers.slice(i, i + WORKER_READS_IN_FLIGHT);
+    const infos = await Promise.all(batch.map((id) => workerInfo(store, id)));
+    batch.forEach((id, j) => {
+      const info = infos[j];
+      if (info === undefined) return; // gone since listed
+      const name = typeof info.name === 'string' && info.name ? info.name : id;
+      lines.push(
+        clientLine({ id, name: `${base}:w:${name}`, addr: info.host, pid: info.pid, concurrency: info.concurrency }),
+      );
+    });
+  }
+  for (const id of listeners) lines.push(clientLine({ id, name: `${base}:qe` }));
+  return [lines.join('\n')];
 }
-export async function isMaxed(_ctx: BackendContext): Promise<boolean> {
-  return todo('isMaxed');
+
+/** What a worker's membership node says (zkq's Worker writes id, host, pid, concurrency, startedAt). */
+async function workerInfo(store: QueueStore, id: string): Promise<Record<string, unknown> | undefined> {
+  try {
+    const { data } = await store.session.getData(store.layout.worker(id));
+    const parsed = JSON.parse(data.toString() || '{}') as unknown;
+    return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
+  } catch (err) {
+    if (err instanceof NoNodeError) return undefined;
+    if (err instanceof SyntaxError) return {};
+    throw err;
+  }
 }
-export async function getDependencyCounts(_ctx: BackendContext, _jobId: string, _types: string[]): Promise<number[]> {
-  return todo('getDependencyCounts');
+
+/** One CLIENT LIST line: `key=value` pairs, values without spaces (BullMQ's parser splits on them). */
+function clientLine(fields: Record<string, unknown>): string {
+  return Object.entries(fields)
+    .filter(([, v]) => v !== undefined && v !== null && v !== '')
+    .map(([k, v]) => `${k}=${String(v).replace(/\s+/g, '_')}`)
+    .join(' ');
 }
+
+/** Whether the queue's global concurrency (meta `concurrency`) is reached by its active jobs. */
+export async function isMaxed(ctx: BackendContext): Promise<boolean> {
+  const concurrency = await getQueueMetaField(ctx, 'concurrency');
+  if (concurrency === null) return false;
+  const [active = 0] = await getCounts(ctx, ['active']);
+  return active >= Number(concurrency);
+}
+
+export async function getDependencyCounts(_ctx: BackendContext, _jobId: string, types: string[]): Promise<number[]> {
+  return types.map(() => 0);
+}
+
+/** A job's children by kind: none (every cursor 0: nothing more to read). */
 export async function getDependencies(
   _ctx: BackendContext,
   _jobId: string,
-  _opts: DependenciesOpts,
+  opts: DependenciesOpts,
 ): Promise<{
   nextFailedCursor?: number;
   failed?: string[];
@@ -93,20 +209,32 @@ export async function getDependencies(
   nextUnprocessedCursor?: number;
   unprocessed?: string[];
 }> {
-  return todo('getDependencies');
+  if (!opts.processed && !opts.unprocessed && !opts.ignored && !opts.failed) {
+    return { processed: {}, unprocessed: [], failed: [], ignored: {} };
+  }
+  return {
+    ...(opts.processed ? { processed: {}, nextProcessedCursor: 0 } : {}),
+    ...(opts.unprocessed ? { unprocessed: [], nextUnprocessedCursor: 0 } : {}),
+    ...(opts.ignored ? { ignored: {}, nextIgnoredCursor: 0 } : {}),
+    ...(opts.failed ? { failed: [], nextFailedCursor: 0 } : {}),
+  };
 }
+
 export async function getProcessedChildrenValues(
   _ctx: BackendContext,
   _jobId: string,
 ): Promise<Record<string, string>> {
-  return todo('getProcessedChildrenValues');
+  return {};
 }
+
 export async function getIgnoredChildrenFailures(
   _ctx: BackendContext,
   _jobId: string,
 ): Promise<Record<string, string>> {
-  return todo('getIgnoredChildrenFailures');
+  return {};
 }
+
+/** No deduplication keys exist here (a custom jobId de-duplicates instead). */
 export async function getDeduplicationJobId(_ctx: BackendContext, _id: string): Promise<string | null> {
-  return todo('getDeduplicationJobId');
+  return null;
 }

@@ -48,6 +48,15 @@
  *                                     its data version fences every write of the series
  *   metrics/<kind>/h-<hour>           the counts of one hour (JSON array of 60), only for
  *                                     hours with jobs, none older than the head's `max` minutes
+ *   settings                          queue settings BullMQ keeps in its meta hash, `paused`
+ *                                     aside (global concurrency, rate limit max/duration,
+ *                                     version...): a JSON object of strings, written by
+ *                                     compare-and-set, created on first write
+ *   limiter                           the global rate-limit window while one is set
+ *                                     {"count","ms"}: it opened at the node's mtime and ends
+ *                                     `ms` later, both times on ZooKeeper's clock (see clock)
+ *   clock                             empty; a write to it tells ZooKeeper's current time (the
+ *                                     write's mtime), so a window is never judged on a client's clock
  * ```
  *
  * Every container of pointers (a lane, an hour of delayed jobs, a finished set)
@@ -180,6 +189,9 @@ export class QueueLayout {
   readonly eventLog: string;
   readonly metricsDir: string;
   readonly schedulersDir: string;
+  readonly settings: string;
+  readonly limiter: string;
+  readonly clock: string;
 
   constructor(readonly queue: string) {
     validateQueueName(queue);
@@ -203,6 +215,9 @@ export class QueueLayout {
     this.eventListeners = `${this.eventsDir}/listeners`;
     this.eventLog = `${this.eventsDir}/log`;
     this.metricsDir = `${this.root}/metrics`;
+    this.settings = `${this.root}/settings`;
+    this.limiter = `${this.root}/limiter`;
+    this.clock = `${this.root}/clock`;
   }
 
   /** Directories created once per queue (shards included). */
