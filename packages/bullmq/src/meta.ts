@@ -156,20 +156,6 @@ interface Window {
   ttl: number;
 }
 
-/** ZooKeeper's time now: the mtime of a write to the `clock` node (created on first use). */
-async function zooKeeperNow(store: QueueStore): Promise<number> {
-  const { session, layout } = store;
-  try {
-    return (await session.setData(layout.clock, Buffer.alloc(0))).mtime;
-  } catch (err) {
-    if (!(err instanceof NoNodeError)) throw err;
-  }
-  await session.create(layout.clock).catch((err) => {
-    if (!(err instanceof NodeExistsError)) throw err;
-  });
-  return (await session.setData(layout.clock, Buffer.alloc(0))).mtime;
-}
-
 /** The live window, if any; an expired one is deleted on the way. */
 async function readWindow(store: QueueStore): Promise<Window | undefined> {
   const { session, layout } = store;
@@ -181,7 +167,7 @@ async function readWindow(store: QueueStore): Promise<Window | undefined> {
     throw err;
   }
   const { count, ms } = parseWindow(read.data);
-  const ttl = read.stat.mtime + ms - (await zooKeeperNow(store));
+  const ttl = read.stat.mtime + ms - (await store.serverNow());
   if (ttl > 0) return { count, ttl };
   await session.delete(layout.limiter, read.stat.version).catch((err) => {
     if (!(err instanceof NoNodeError || err instanceof BadVersionError)) throw err;

@@ -150,6 +150,9 @@ export async function upsertScheduler(
   await store.init();
   await store.ensureDir(store.layout.schedulersDir);
   for (let attempt = 1; ; attempt++) {
+    // ticks are timed on ZooKeeper's clock, as the leader promotes them (a skewed producer's
+    // upsert neither starts the schedule early nor shifts its grid)
+    const now = await store.serverNow().catch(() => u.now);
     const prev = await readScheduler(store, u.id);
     const every = u.spec.every;
     let next = u.next;
@@ -159,7 +162,7 @@ export async function upsertScheduler(
       ({ next, offset } = everyNext(
         everyChanged ? undefined : prev?.record.next,
         every,
-        u.now,
+        now,
         offset,
         u.spec.startDate,
       ));
@@ -173,7 +176,7 @@ export async function upsertScheduler(
       if (old && (old.record.state === 'delayed' || old.record.state === 'waiting')) {
         const pointer = await findPointer(store, old.record);
         ops.push(...removeOps(store.layout, { id: prevId, version: old.version, pointer }));
-        events.push({ event: 'removed', jobId: prevId, prev: old.record.state, ts: u.now });
+        events.push({ event: 'removed', jobId: prevId, prev: old.record.state, ts: now });
         replaced = prevId;
         if (every && !everyChanged) next = prev.record.next;
       }
@@ -197,10 +200,10 @@ export async function upsertScheduler(
       opts: u.opts,
       ...definedOf({ ...u.spec, offset }),
     };
-    const delay = Math.max(next - u.now, 0);
+    const delay = Math.max(next - now, 0);
     const unit = await iterationUnit(store, {
       scheduler: schedulerOp(store, u.id, record, prev?.version),
-      record: iterationRecord(jobId, record, u.iteration(next), delay, u.now),
+      record: iterationRecord(jobId, record, u.iteration(next), delay, now),
       removal: ops,
       events,
     });

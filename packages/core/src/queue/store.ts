@@ -18,6 +18,8 @@ import { Containers } from './protocol/containers.js';
 import { TxExecutor, type TxUnit } from './protocol/executor.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
 
+const EMPTY = Buffer.alloc(0);
+
 /** The first job id of a queue. */
 export const FIRST_ID = 1;
 
@@ -293,6 +295,23 @@ export class QueueStore {
   async setPaused(paused: boolean): Promise<void> {
     await this.init();
     await this.session.setData(this.layout.meta, metaData(paused));
+  }
+
+  /**
+   * ZooKeeper's time now: the mtime of a write to the `clock` node (created
+   * on first use). One clock for every process, whatever their own say.
+   */
+  async serverNow(): Promise<number> {
+    const { session, layout } = this;
+    try {
+      return (await session.setData(layout.clock, EMPTY)).mtime;
+    } catch (err) {
+      if (!(err instanceof NoNodeError)) throw err;
+    }
+    await session.create(layout.clock).catch((err) => {
+      if (!(err instanceof NodeExistsError)) throw err;
+    });
+    return (await session.setData(layout.clock, EMPTY)).mtime;
   }
 
   /** Logs `events` on their own (pause, resume), when someone listens. */

@@ -229,10 +229,11 @@ export async function promoteDue(
   store: QueueStore,
   fence: () => ProtocolOp[],
   watch?: Watcher,
+  /** The time due jobs are judged against (the leader passes ZooKeeper's, see ServerClock). */
+  now = Date.now(),
 ): Promise<{ promoted: string[]; nextDue: number | undefined }> {
   const { layout } = store;
   const promoted: string[] = [];
-  const now = Date.now();
   for (const day of (await store.children(layout.delayedDir, watch)).sort()) {
     const dayStart = numberOf(day) * DELAY_DAY_MS;
     if (dayStart > now) return { promoted, nextDue: dayStart };

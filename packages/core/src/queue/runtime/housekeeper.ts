@@ -7,7 +7,8 @@
  *   renewals) has not moved for its lease duration on the leader's own
  *   monotonic clock, deleted at the version judged (see LeaseObserver in
  *   @zkq/core); the job is claimed again and fails past maxStalledCount;
- * - promotes delayed jobs when they are due: it sleeps until the earliest due
+ * - promotes delayed jobs when they are due, on ZooKeeper's clock (ServerClock,
+ *   so a leader with a skewed clock is neither early nor late): it sleeps until the earliest due
  *   time (at most PROMOTE_POLL_MS), woken early by watches on the delayed
  *   containers. A failed promotion is retried after a pause, for as long as
  *   it leads;
@@ -27,6 +28,7 @@ import {
   sweepReceipts,
 } from '../protocol/index.js';
 import type { QueueStore } from '../store.js';
+import { ServerClock } from './server-clock.js';
 
 /** Longest sleep of the promoter while delayed jobs may exist, ms. */
 const PROMOTE_POLL_MS = 1000;
@@ -46,6 +48,8 @@ export interface HousekeeperEvents {
 export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private readonly election: LeaderElection;
   private readonly observer = new LeaseObserver();
+  /** Due times are judged on ZooKeeper's clock, not this process's. */
+  private readonly clock: ServerClock;
   private stalledTimer: NodeJS.Timeout | undefined;
   private promoting: Promise<void> | undefined;
   private wakePromoter: (() => void) | undefined;
@@ -68,6 +72,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     private readonly promotePollMs = PROMOTE_POLL_MS,
   ) {
     super();
+    this.clock = new ServerClock(store);
     this.election = new LeaderElection(store.session, store.layout.leaderDir, { id: workerId });
     this.election.on('elected', () => this.lead());
     this.election.on('deposed', () => this.stepDown());
@@ -146,14 +151,18 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
       let wait: number;
       this.delayedChanged = false;
       try {
-        const { promoted, nextDue } = await promoteDue(this.store, this.fence, this.onDelayedChange);
+        const now = await this.clock.now();
+        const { promoted, nextDue } = await promoteDue(this.store, this.fence, this.onDelayedChange, now);
         if (promoted.length > 0) this.emit('promoted', promoted);
         // After promoting, look again at once: the promotion's own deletes fired the watches this
         // pass set, so sleeping now would leave a job delayed meanwhile to the poll.
         wait =
           promoted.length > 0
             ? 0
-            : Math.max(0, Math.min(this.promotePollMs, (nextDue ?? Number.POSITIVE_INFINITY) - Date.now()));
+            : Math.max(
+                0,
+                Math.min(this.promotePollMs, this.clock.toLocal(nextDue ?? Number.POSITIVE_INFINITY) - Date.now()),
+              );
       } catch (err) {
         this.report(err);
         wait = PROMOTE_RETRY_MS;

@@ -1,0 +1,49 @@
+/**
+ * ServerClock: this process's estimate of ZooKeeper's time. Due times of
+ * delayed jobs and of scheduler ticks are judged by ONE clock, ZooKeeper's,
+ * so a leader whose own clock runs seconds off neither promotes jobs early
+ * nor late. The offset is measured by a write to the `clock` node (its
+ * mtime, against the midpoint of the round trip) and measured again every
+ * REFRESH_MS; until the first measure, and when a measure fails, the last
+ * known offset (at first 0: the local clock) is used.
+ */
+import type { QueueStore } from '../store.js';
+
+/** How often the offset is measured again, ms. */
+const REFRESH_MS = 30_000;
+
+export class ServerClock {
+  private offset = 0;
+  private measuredAt = Number.NEGATIVE_INFINITY;
+  private measuring: Promise<void> | undefined;
+
+  constructor(private readonly store: QueueStore) {}
+
+  /** ZooKeeper's time now, measured again first when the last measure is old. */
+  async now(): Promise<number> {
+    if (performance.now() - this.measuredAt >= REFRESH_MS) {
+      this.measuring ??= this.measure().finally(() => {
+        this.measuring = undefined;
+      });
+      await this.measuring;
+    }
+    return Date.now() + this.offset;
+  }
+
+  /** The local time at which ZooKeeper's clock reads `serverTime`. */
+  toLocal(serverTime: number): number {
+    return serverTime - this.offset;
+  }
+
+  private async measure(): Promise<void> {
+    const t0 = Date.now();
+    try {
+      const server = await this.store.serverNow();
+      const t1 = Date.now();
+      this.offset = server - (t0 + t1) / 2;
+      this.measuredAt = performance.now();
+    } catch {
+      // keep the last offset; try again at the next look
+    }
+  }
+}
