@@ -144,12 +144,13 @@ export async function promoteJob(store: QueueStore, id: string): Promise<void> {
 
 /**
  * Retries the jobs in `state` (default failed) that finished at or before
- * `timestamp` (default now), `count` (default 1000) at a time, oldest first.
+ * `timestamp` (default now), `count` (default 1000) at a time, oldest first,
+ * resetting their attempt counters unless `opts` keeps them.
  * Resolves with the number retried.
  */
 export async function retryJobs(
   store: QueueStore,
-  opts: { state?: FinishedStatus; count?: number; timestamp?: number } = {},
+  opts: { state?: FinishedStatus; count?: number; timestamp?: number } & Omit<RetryJobOptions, 'state'> = {},
 ): Promise<number> {
   await store.init();
   const state = opts.state ?? 'failed';
@@ -160,7 +161,7 @@ export async function retryJobs(
     for (const j of await readJobs(store, chunk)) {
       if (!j.stored || j.stored.record.state !== state) continue;
       if ((j.stored.record.finishedOn ?? 0) > timestamp) continue;
-      moves.push(retryMove(store, j.stored, j.pointer, {}, [waitingEvent(j.id, state)]));
+      moves.push(retryMove(store, j.stored, j.pointer, opts, [waitingEvent(j.id, state)]));
     }
     moved += (await applyMoves(store, moves)).length;
   }
@@ -396,7 +397,7 @@ function inCleanState(r: JobRecord, type: CleanType): boolean {
 }
 
 /** The path of the job's one pointer, found from what its record says, or undefined. */
-async function findPointer(store: QueueStore, r: JobRecord): Promise<string | undefined> {
+export async function findPointer(store: QueueStore, r: JobRecord): Promise<string | undefined> {
   const { layout } = store;
   const search = async (container: string, order: 'sequence' | 'due') => {
     for await (const chunk of pointersIn(store, container, READ_CHUNK, order)) {
