@@ -11,7 +11,10 @@
  *
  * The log's listing is followed with a children watch (a WatchLoop too:
  * re-armed after any failure, re-read after a reconnect), so a read that
- * finds nothing new waits for a change, not for a poll.
+ * finds nothing new waits for a change, not for a poll. A log deleted and
+ * made again (an obliterated queue in use again) numbers its nodes from 0:
+ * each such new log is a new `generation`, and a position in an older one
+ * means the start of the new one.
  */
 import { randomBytes } from 'node:crypto';
 import { NodeExistsError, NoNodeError, type QueueStore, sequenceOf, type Watcher, WatchLoop } from '@zkq/core';
@@ -29,16 +32,35 @@ export interface Cursor {
   index: number;
 }
 
+/** A listing of the log, and whether the log was seen missing meanwhile. */
+interface Listing {
+  names: string[];
+  gone: boolean;
+}
+
+/** A position, its id, and the log generation it belongs to. */
+export interface Mark {
+  id: string;
+  cursor: Cursor;
+  generation: number;
+}
+
 export class EventLog {
   /** Log nodes known from the latest listing, oldest first. */
   nodes: LogNode[] = [];
   /** Counts listings: a reader that saw version v waits for a later one. */
   version = 0;
+  /** Counts logs: a new one after the log was deleted (its sequence numbers start again). */
+  generation = 0;
   /** Where a read of `$` (only what is new) starts; set once, then moved on by `$` reads. */
-  dollar: Cursor | undefined;
+  dollar: Mark | undefined;
+  /** The last entry a read returned: the id BullMQ passes to the next read. */
+  last: Mark | undefined;
+  /** The newest sequence number listed in this generation. */
+  private highest = -1;
   private closedFlag = false;
   private following: Promise<void> | undefined;
-  private follower: WatchLoop<string[]> | undefined;
+  private follower: WatchLoop<Listing> | undefined;
   private registration: WatchLoop<void> | undefined;
   private readonly waiters = new Set<() => void>();
   private readonly id = randomBytes(6).toString('hex');
@@ -53,7 +75,7 @@ export class EventLog {
   follow(): Promise<void> {
     this.following ??= (async () => {
       const store = await this.ctx.store();
-      const loop = new WatchLoop<string[]>(store.session, {
+      const loop = new WatchLoop<Listing>(store.session, {
         read: (watch) => listLog(store, watch),
         onRead: (names) => this.onListing(names),
         onError: this.ctx.onError,
@@ -70,8 +92,9 @@ export class EventLog {
   }
 
   /** The end of the log as last listed. */
-  tail(): Cursor {
-    return { seq: this.nodes.at(-1)?.seq ?? -1, index: Number.POSITIVE_INFINITY };
+  tail(): Mark {
+    const seq = this.nodes.at(-1)?.seq ?? -1;
+    return { id: `${seq}-0`, cursor: { seq, index: Number.POSITIVE_INFINITY }, generation: this.generation };
   }
 
   /**
@@ -136,25 +159,32 @@ export class EventLog {
     }
   }
 
-  private onListing(names: string[]): void {
+  private onListing({ names, gone }: Listing): void {
     this.nodes = names
       .filter((n) => n.startsWith('e-'))
       .map((name) => ({ name, seq: sequenceOf(name) }))
       .sort((a, b) => a.seq - b.seq);
+    const newest = this.nodes.at(-1)?.seq ?? -1;
+    // Trimming never removes the newest node: numbers that went back mean a new log.
+    if (gone || newest < this.highest) {
+      if (this.highest >= 0) this.generation++;
+      this.highest = -1;
+    }
+    this.highest = Math.max(this.highest, newest);
     this.version++;
     for (const wake of [...this.waiters]) wake();
   }
 }
 
-/** The log's node names, watched; none (with a watch on its creation) while the queue does not exist. */
-async function listLog(store: QueueStore, watch: Watcher): Promise<string[]> {
+/** The log's node names, watched, and whether the log was seen missing (then a watch waits for its creation). */
+async function listLog(store: QueueStore, watch: Watcher): Promise<Listing> {
   const { session, layout } = store;
   try {
-    return await session.getChildren(layout.eventLog, { watch });
+    return { names: await session.getChildren(layout.eventLog, { watch }), gone: false };
   } catch (err) {
     if (!(err instanceof NoNodeError)) throw err;
-    if (await session.exists(layout.eventLog, { watch })) return session.getChildren(layout.eventLog, { watch });
-    return [];
+    if (!(await session.exists(layout.eventLog, { watch }))) return { names: [], gone: true };
+    return { names: await session.getChildren(layout.eventLog, { watch }), gone: true }; // made again meanwhile
   }
 }
 

@@ -23,10 +23,12 @@ import {
 } from '@zkq/core';
 import type { StreamReadRaw } from 'bullmq';
 import type { BackendContext } from './context.js';
-import { type Cursor, type EventLog, eventLogOf, existingEventLog, type LogNode } from './event-log.js';
+import { type Cursor, type EventLog, eventLogOf, existingEventLog, type LogNode, type Mark } from './event-log.js';
 
 /** Log nodes one read returns at most (each holds the events of one transaction). */
 const READ_NODES = 50;
+/** The position before the first node of a log. */
+const START: Cursor = { seq: -1, index: Number.POSITIVE_INFINITY };
 /** Custom events trim the log every this many nodes (or every `maxEvents`, when fewer). */
 const TRIM_EVERY = 100;
 
@@ -57,16 +59,27 @@ export async function readEvents(ctx: BackendContext, id: string, blockTimeout: 
 }
 
 async function read(ctx: BackendContext, log: EventLog, id: string, blockTimeout: number): Promise<StreamReadRaw> {
-  const fromNow = id === '$';
-  let cursor: Cursor | undefined = fromNow ? undefined : parseId(id);
   if (log.closed) return null;
+  const fromNow = id === '$';
+  const parsed = fromNow ? undefined : parseId(id);
   await log.follow();
   const store = await ctx.store();
   log.dollar ??= log.tail();
-  cursor ??= log.dollar;
+  // The id the last read returned (BullMQ passes it back) belongs to the log it was read from.
+  const mark: Mark = fromNow
+    ? log.dollar
+    : id === log.last?.id
+      ? log.last
+      : { id, cursor: parsed as Cursor, generation: log.generation };
+  let { cursor, generation } = mark;
   const deadline = blockTimeout > 0 ? Date.now() + blockTimeout : Number.POSITIVE_INFINITY;
   for (;;) {
     if (log.closed) return null;
+    if (generation !== log.generation) {
+      // the log was deleted and made again: everything in the new one is later
+      cursor = START;
+      generation = log.generation;
+    }
     const version = log.version;
     const at: Cursor = cursor;
     const fresh: LogNode[] = log.nodes.filter((n) => n.seq > at.seq || (n.seq === at.seq && at.index !== Infinity));
@@ -75,7 +88,8 @@ async function read(ctx: BackendContext, log: EventLog, id: string, blockTimeout
       const entries = await readEntries(store, batch, at);
       if (entries.length > 0) {
         const [lastId] = entries[entries.length - 1] as Entry;
-        if (fromNow) log.dollar = parseId(lastId);
+        log.last = { id: lastId, cursor: parseId(lastId), generation };
+        if (fromNow) log.dollar = log.last;
         return [[`${ctx.prefix}:${ctx.name}:events`, entries]];
       }
       cursor = { seq: (batch[batch.length - 1] as LogNode).seq, index: Number.POSITIVE_INFINITY };

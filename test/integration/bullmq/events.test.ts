@@ -7,10 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createZooKeeperBackend } from '@zkq/bullmq';
+import { createZooKeeperBackend, type ZooKeeperQueueBackend } from '@zkq/bullmq';
 import { withBackend } from 'bullmq';
 import { queueEnv } from '../../helpers/queue.js';
-import { waitFor } from '../../helpers/zk.js';
+import { expire, waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker, QueueEvents, QueueEventsProducer } = withBackend(createZooKeeperBackend);
 
@@ -145,6 +145,48 @@ test("'$' means what is logged after the QueueEvents started", async (t) => {
     [fresh.id],
   );
   assert.notEqual(old.id, fresh.id);
+});
+
+test('after obliterate the same Queue adds again, and a QueueEvents left open follows the new log from its start', async (t) => {
+  const { connection } = await bullEnv(t);
+  const events = new QueueEvents('again', { connection });
+  t.after(() => events.close());
+  await events.waitUntilReady();
+  const added = collect(events, ['added']);
+  const queue = new Queue('again', { connection });
+  t.after(() => queue.close());
+  await queue.add('before', {});
+  await queue.add('before', {});
+  await waitFor(() => added.length === 2, { what: 'two added events' });
+  await queue.obliterate();
+  const after = await queue.add('after', {}); // ids start again too, as in a new queue
+  assert.equal(await after.getState(), 'waiting');
+  await waitFor(() => added.length === 3, { what: 'the added event of the new queue' });
+  assert.deepEqual(added[2]?.args, { jobId: after.id, name: 'after' });
+});
+
+test('after its session expires, a QueueEvents registers again and events flow again', async (t) => {
+  const { connection } = await bullEnv(t);
+  const events = new QueueEvents('expiry', { connection });
+  t.after(() => events.close());
+  await events.waitUntilReady();
+  const added = collect(events, ['added']);
+  const queue = new Queue('expiry', { connection });
+  t.after(() => queue.close());
+  await queue.add('before', {});
+  await waitFor(() => added.length === 1, { what: 'the first added event' });
+  const backend = events.getBackend() as unknown as ZooKeeperQueueBackend;
+  await expire(await backend.ctx.shared.get());
+  // events logged while nobody was registered are lost (as documented): add until one is seen
+  const ids: string[] = [];
+  await waitFor(
+    async () => {
+      ids.push((await queue.add('after', {})).id as string);
+      return added.length > 1;
+    },
+    { intervalMs: 100, what: 'events after the expiry' },
+  );
+  assert.ok(ids.includes(added[1]?.args.jobId as string));
 });
 
 test('QueueEventsProducer: custom events are logged even with nobody listening, values as strings', async (t) => {
