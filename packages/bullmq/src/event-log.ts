@@ -77,7 +77,7 @@ export class EventLog {
       const store = await this.ctx.store();
       const loop = new WatchLoop<Listing>(store.session, {
         read: (watch) => listLog(store, watch),
-        onRead: (names) => this.onListing(names),
+        onRead: (listing) => this.onListing(listing),
         onError: this.ctx.onError,
       });
       this.follower = loop;
