@@ -101,7 +101,7 @@ async function read(ctx: BackendContext, log: EventLog, id: string, blockTimeout
   }
 }
 
-/** `<seq>-<n>` or `<seq>` (as `<seq>-0`); Redis-style ids of another store are refused. */
+/** `<seq>-<n>` or `<seq>` (as `<seq>-0`); anything else is refused. A Redis id (`<ms>-<n>`) reads as a position past this log. */
 function parseId(id: string): Cursor {
   const m = /^(\d+)(?:-(\d+))?$/.exec(id);
   if (!m) throw new InvalidArgumentError(`invalid event id '${id}': use '$', '0' or an id QueueEvents emitted`, 'id');
