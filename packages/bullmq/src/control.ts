@@ -1,85 +1,177 @@
-/** Queue and job control: pause, drain, clean, obliterate, promote, remove, retry, edits, logs. */
-import type { FinishedStatus, RetryOptions } from 'bullmq';
+/**
+ * Queue and job control: pause, drain, clean, obliterate, promote, remove,
+ * retry, over zkq's control operations (@zkq/core control.ts), with BullMQ's
+ * return values and errors. Edits of one job (delay, priority, data, logs)
+ * are in edits.ts.
+ *
+ * The cursors BullMQ loops on (obliterate, promoteJobs, retryJobs) are 0 at
+ * once: zkq's operations walk the whole queue in bounded chunks themselves.
+ */
+import {
+  type CleanType,
+  clean,
+  drain as drainQueue,
+  JobNotFoundError,
+  JobStateError,
+  obliterate as obliterateQueue,
+  promoteJobs as promoteAll,
+  promoteJob,
+  QueueNotEmptyError,
+  removeJob,
+  retryJob,
+  retryJobs,
+} from '@zkq/core';
+import { ErrorCode, type FinishedStatus, type RetryOptions } from 'bullmq';
 import type { AnyJob } from './attempts.js';
 import type { BackendContext } from './context.js';
-import { NotSupportedError } from './errors.js';
+import { finishedError } from './json.js';
 
-const todo = (op: string): never => {
-  throw new NotSupportedError(op);
-};
+export { addLog, changeDelay, changePriority, clearLogs, updateData } from './edits.js';
 
-export async function pause(_ctx: BackendContext, _pause: boolean): Promise<void> {
-  return todo('pause');
+/** The states BullMQ's clean names (`waiting` arrives as `wait`). */
+const CLEAN_TYPES = new Set<string>([
+  'completed',
+  'failed',
+  'delayed',
+  'prioritized',
+  'wait',
+  'waiting',
+  'paused',
+  'active',
+]);
+
+/** Sets or clears the pause flag (workers stop claiming, not running) and logs `paused` or `resumed`. */
+export async function pause(ctx: BackendContext, pause: boolean): Promise<void> {
+  const store = await ctx.store();
+  await store.setPaused(pause);
+  await store.publish([{ event: pause ? 'paused' : 'resumed', ts: Date.now() }]);
 }
-export async function drain(_ctx: BackendContext, _delayed: boolean): Promise<void> {
-  return todo('drain');
+
+/** Removes every waiting (and prioritized) job, and with `delayed` every delayed one. */
+export async function drain(ctx: BackendContext, delayed: boolean): Promise<void> {
+  await drainQueue(await ctx.store(), delayed);
 }
+
+/**
+ * Removes up to `limit` (0: all) jobs in `state` older than `timestamp`: by
+ * finishedOn for finished jobs, by creation for the others. `active`
+ * removes nothing: a running job holds a claim, and a job whose worker died
+ * is waiting again (BullMQ removes active jobs whose lock expired).
+ */
 export async function cleanJobsByState(
-  _ctx: BackendContext,
-  _state: string,
-  _ts: number,
-  _limit?: number,
+  ctx: BackendContext,
+  state: string,
+  timestamp: number,
+  limit = 0,
 ): Promise<string[]> {
-  return todo('clean');
+  if (!CLEAN_TYPES.has(state)) return [];
+  const grace = Math.max(0, Date.now() - timestamp);
+  return clean(await ctx.store(), grace, limit, state as CleanType);
 }
-export async function obliterate(_ctx: BackendContext, _opts: { force: boolean; count: number }): Promise<number> {
-  return todo('obliterate');
+
+/**
+ * Deletes the whole queue. With active jobs and no `force`, BullMQ's error
+ * (the queue stays paused, as BullMQ's Queue.obliterate paused it first).
+ */
+export async function obliterate(ctx: BackendContext, opts: { force: boolean; count: number }): Promise<number> {
+  const store = await ctx.store();
+  try {
+    await obliterateQueue(store, { force: opts.force });
+  } catch (err) {
+    if (err instanceof QueueNotEmptyError && err.active > 0) {
+      throw new QueueNotEmptyError(err.queue, err.active, 'Cannot obliterate queue with active jobs');
+    }
+    throw err;
+  }
+  return 0;
 }
+
+/**
+ * Orphans are job records no state references (BullMQ on Redis could leave
+ * them). Every zkq transaction writes or deletes a record together with its
+ * one pointer, so none exist; an obliterate cut short leaves a half-deleted
+ * queue, which the next obliterate removes. Always 0.
+ */
 export async function removeOrphanedJobs(_ctx: BackendContext, _count?: number, _limit?: number): Promise<number> {
-  return todo('removeOrphanedJobs');
+  return 0;
 }
-export async function promote(_ctx: BackendContext, _jobId: string): Promise<void> {
-  return todo('promote');
+
+/** Moves a delayed job to waiting now; BullMQ's JobNotInState error when it is not delayed (or missing). */
+export async function promote(ctx: BackendContext, jobId: string): Promise<void> {
+  try {
+    await promoteJob(await ctx.store(), jobId);
+  } catch (err) {
+    if (err instanceof JobNotFoundError || err instanceof JobStateError) {
+      throw finishedError(ErrorCode.JobNotInState, jobId, 'promote', 'delayed');
+    }
+    throw err;
+  }
 }
-export async function promoteJobs(_ctx: BackendContext, _count?: number): Promise<number> {
-  return todo('promoteJobs');
+
+/** Promotes every delayed job, `count` per transaction batch. */
+export async function promoteJobs(ctx: BackendContext, count?: number): Promise<number> {
+  await promoteAll(await ctx.store(), count === undefined ? {} : { count });
+  return 0;
 }
-export async function remove(_ctx: BackendContext, _jobId: string, _removeChildren: boolean): Promise<number> {
-  return todo('remove');
+
+/** Removes a job that is not running: 1, or 0 while it is active. A missing job counts as removed (BullMQ's 1). */
+export async function remove(ctx: BackendContext, jobId: string, _removeChildren: boolean): Promise<number> {
+  try {
+    await removeJob(await ctx.store(), jobId);
+    return 1;
+  } catch (err) {
+    if (err instanceof JobStateError) return 0;
+    throw err;
+  }
 }
-export async function removeUnprocessedChildren(_ctx: BackendContext, _jobId: string): Promise<void> {
-  return todo('removeUnprocessedChildren');
+
+/** zkq has no flows yet: no job has children. */
+export async function removeUnprocessedChildren(_ctx: BackendContext, _jobId: string): Promise<void> {}
+
+/** zkq has no flows yet: no job has a parent, so there is no dependency to remove (false). */
+export async function removeChildDependency(ctx: BackendContext, jobId: string, _parentKey: string): Promise<boolean> {
+  const store = await ctx.store();
+  if (!(await store.getJob(jobId))) throw finishedError(ErrorCode.JobNotExist, jobId, 'removeChildDependency');
+  return false;
 }
-export async function removeChildDependency(
-  _ctx: BackendContext,
-  _jobId: string,
-  _parentKey: string,
-): Promise<boolean> {
-  return todo('removeChildDependency');
-}
+
+/**
+ * Job.retry(): a completed or failed job back to waiting. Its attempt
+ * counters stay unless `opts` resets them (BullMQ's defaults).
+ */
 export async function retryFinishedJob(
-  _ctx: BackendContext,
-  _job: AnyJob,
-  _state: 'failed' | 'completed',
-  _opts?: RetryOptions,
+  ctx: BackendContext,
+  job: AnyJob,
+  state: 'failed' | 'completed',
+  opts: RetryOptions = {},
 ): Promise<void> {
-  return todo('retryFinishedJob');
+  const id = job.id as string;
+  try {
+    await retryJob(await ctx.store(), id, {
+      state,
+      resetAttemptsMade: opts.resetAttemptsMade === true,
+      resetAttemptsStarted: opts.resetAttemptsStarted === true,
+    });
+  } catch (err) {
+    if (err instanceof JobNotFoundError) throw finishedError(ErrorCode.JobNotExist, id, 'reprocessJob');
+    if (err instanceof JobStateError) throw finishedError(ErrorCode.JobNotInState, id, 'reprocessJob', state);
+    throw err;
+  }
 }
+
+/** Queue.retryJobs(): every job in `state` finished by `timestamp` back to waiting, attempt counters kept. */
 export async function retryFinishedJobs(
-  _ctx: BackendContext,
-  _state?: FinishedStatus,
-  _count?: number,
-  _ts?: number,
+  ctx: BackendContext,
+  state: FinishedStatus = 'failed',
+  count?: number,
+  timestamp?: number,
 ): Promise<number> {
-  return todo('retryJobs');
-}
-export async function changeDelay(_ctx: BackendContext, _jobId: string, _delay: number): Promise<void> {
-  return todo('changeDelay');
-}
-export async function changePriority(
-  _ctx: BackendContext,
-  _jobId: string,
-  _p?: number,
-  _lifo?: boolean,
-): Promise<void> {
-  return todo('changePriority');
-}
-export async function updateData(_ctx: BackendContext, _job: AnyJob, _data: unknown): Promise<void> {
-  return todo('updateData');
-}
-export async function addLog(_ctx: BackendContext, _jobId: string, _row: string, _keep?: number): Promise<number> {
-  return todo('addLog');
-}
-export async function clearLogs(_ctx: BackendContext, _jobId: string, _keep?: number): Promise<void> {
-  return todo('clearLogs');
+  await retryJobs(await ctx.store(), {
+    state,
+    ...(count === undefined ? {} : { count }),
+    ...(timestamp === undefined ? {} : { timestamp }),
+    resetAttemptsMade: false,
+    resetAttemptsStarted: false,
+  });
+  return 0;
 }

@@ -144,12 +144,13 @@ export async function promoteJob(store: QueueStore, id: string): Promise<void> {
 
 /**
  * Retries the jobs in `state` (default failed) that finished at or before
- * `timestamp` (default now), `count` (default 1000) at a time, oldest first.
+ * `timestamp` (default now), `count` (default 1000) at a time, oldest first,
+ * resetting their attempt counters unless `opts` keeps them.
  * Resolves with the number retried.
  */
 export async function retryJobs(
   store: QueueStore,
-  opts: { state?: FinishedStatus; count?: number; timestamp?: number } = {},
+  opts: { state?: FinishedStatus; count?: number; timestamp?: number } & Omit<RetryJobOptions, 'state'> = {},
 ): Promise<number> {
   await store.init();
   const state = opts.state ?? 'failed';
@@ -160,7 +161,7 @@ export async function retryJobs(
     for (const j of await readJobs(store, chunk)) {
       if (!j.stored || j.stored.record.state !== state) continue;
       if ((j.stored.record.finishedOn ?? 0) > timestamp) continue;
-      moves.push(retryMove(store, j.stored, j.pointer, {}, [waitingEvent(j.id, state)]));
+      moves.push(retryMove(store, j.stored, j.pointer, opts, [waitingEvent(j.id, state)]));
     }
     moved += (await applyMoves(store, moves)).length;
   }

@@ -15,6 +15,7 @@ import { NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import type { Op } from '../zk/types.js';
 import type { QueueLayout } from './layout.js';
+import { eventOp } from './protocol/builders.js';
 
 export { EVENTS_KEEP } from './protocol/executor.js';
 
@@ -71,6 +72,9 @@ export class EventSink {
   // The watch re-arms after every change; a failed re-arm is retried until stop().
   private readonly onChange = (): void => {
     if (this.closed) return;
+    // Log at once, before the re-read: a listener that just registered must not miss the
+    // writes this process sends meanwhile (a last listener leaving costs an extra node at most).
+    this.listeners = Math.max(this.listeners, 1);
     this.refresh().catch(() => {
       if (this.closed) return;
       this.retryTimer = setTimeout(this.onChange, REARM_RETRY_MS);
@@ -94,11 +98,6 @@ export class EventSink {
   /** The op that logs `events` inside the caller's transaction, or undefined when nobody listens. */
   op(events: QueueEventRecord[]): Op | undefined {
     if (!this.enabled || events.length === 0) return undefined;
-    return {
-      op: 'create',
-      path: this.layout.eventPrefix(),
-      data: Buffer.from(JSON.stringify(events)),
-      mode: 'persistent_sequential',
-    };
+    return eventOp(this.layout, events);
   }
 }

@@ -153,6 +153,7 @@ export class QueueStore {
   }
 
   private async refillIds(): Promise<void> {
+    await this.init(); // the counter lives in the queue (made again after an obliterate)
     await new Promise((resolve) => setImmediate(resolve)); // callers of this turn share the refill
     const size = Math.max(this.idDemand, Math.min(ID_BLOCK_SIZE, this.idBlockSize * 2), 1);
     // Retried: a write whose reply was lost costs one skipped block of ids, nothing else.
@@ -206,9 +207,10 @@ export class QueueStore {
     return this.containers.ensureDir(path);
   }
 
-  /** Forgets cached directories and tails (after the queue was deleted). */
+  /** Forgets cached directories and tails, and the set-up (after the queue was deleted): the next use makes it again. */
   forgetDirs(): void {
     this.containers.forgetAll();
+    this.initialized = undefined;
   }
 
   /**

@@ -7,6 +7,7 @@
  * one that fences it: the record written at the version that was read (the
  * attempt's token), or a check of it.
  */
+import type { QueueEventRecord } from '../events.js';
 import type { QueueLayout } from '../layout.js';
 import type { ProtocolOp } from './executor.js';
 
@@ -131,6 +132,25 @@ export function moveOps(
   if (m.from) ops.push({ op: 'delete', path: m.from });
   ops.push(pointerOp(layout, m.id, to));
   return ops;
+}
+
+/**
+ * Rewrite the record of a job that is not active where it is (data, logs,
+ * priority of a delayed or finished job): at the version read, so a job
+ * claimed or moved meanwhile is left alone. Its pointer stays.
+ */
+export function rewriteOps(layout: QueueLayout, r: { id: string; version: number; record: Buffer }): ProtocolOp[] {
+  return [{ op: 'setData', path: layout.job(r.id), data: r.record, version: r.version }];
+}
+
+/** The event log node holding `events` (a JSON array), next in sequence. */
+export function eventOp(layout: QueueLayout, events: readonly QueueEventRecord[]): ProtocolOp {
+  return {
+    op: 'create',
+    path: layout.eventPrefix(),
+    data: Buffer.from(JSON.stringify(events)),
+    mode: 'persistent_sequential',
+  };
 }
 
 /** Remove a job that is not active: the record at the version read (when readable), and its pointer. */

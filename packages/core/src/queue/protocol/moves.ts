@@ -22,7 +22,7 @@ import { encodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore, StoredJob } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import { type Candidate, PLAIN_LANE } from './attempts.js';
-import { moveOps, removeOps, trimOps } from './builders.js';
+import { eventOp, moveOps, removeOps, rewriteOps, trimOps } from './builders.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
 
 /** Lanes in the order they are served: lifo first, then by priority. */
@@ -203,6 +203,57 @@ export function toReady(
       wakes: true,
     }),
   };
+}
+
+/** A move of `stored`, a delayed job, to its new due time `record.due`, from `from` (its old pointer). */
+export function toDelayed(
+  store: QueueStore,
+  stored: StoredJob,
+  record: JobRecord & { due: number },
+  from: string | undefined,
+  events: QueueEventRecord[],
+): Move {
+  const id = record.id;
+  const data = encodeRecord(record);
+  return {
+    id,
+    build: async () => ({
+      ops: moveOps(
+        store.layout,
+        { id, version: stored.version, record: data, from },
+        await store.destination({ kind: 'delayed', due: record.due }),
+      ),
+      events,
+    }),
+  };
+}
+
+/** A move that rewrites the record of a job that is not active where it is (at the version read). */
+export function rewrite(
+  store: QueueStore,
+  stored: StoredJob,
+  record: JobRecord,
+  events: QueueEventRecord[] = [],
+): Move {
+  const ops = rewriteOps(store.layout, { id: record.id, version: stored.version, record: encodeRecord(record) });
+  return { id: record.id, build: () => ({ ops, events }) };
+}
+
+/**
+ * Logs `events` in a node of their own, whether anyone listens or not (events
+ * a client publishes, which a reader may ask for later). Resolves with the
+ * node's path, or undefined when a lost reply was settled by the receipt.
+ */
+export async function logEvents(store: QueueStore, events: QueueEventRecord[]): Promise<string | undefined> {
+  const unit = { build: () => ({ ops: [eventOp(store.layout, events)] }) };
+  for (let attempt = 0; ; attempt++) {
+    const [result] = await store.executor.run([unit]);
+    if (result?.ok) return (result.results?.[0] as { path?: string } | undefined)?.path;
+    // the log's directory is gone (an obliterated queue): make it again, once
+    if (attempt > 0 || !(result?.error instanceof NoNodeError)) throw result?.error;
+    store.containers.forget(store.layout.eventLog);
+    await store.ensureDir(store.layout.eventLog);
+  }
 }
 
 /** A move that deletes a job (when its record is readable, at the version read) and its pointer. */

@@ -1,0 +1,202 @@
+/**
+ * Edits of one job: its delay, priority, data and logs.
+ *
+ * A job's record version is the fencing token of its running attempt, so a
+ * write to the record of an active job would revoke that attempt. Hence:
+ * - a job this backend runs (a BullMQ Worker's job editing itself): the edit
+ *   goes into the attempt's record in memory and is written with the
+ *   attempt's fenced finish (completed, failed or retried), as zkq's own
+ *   Worker writes a job's logs; the Job object already shows it;
+ * - a job running elsewhere: refused with JobStateError (code ZKQ_JOB_STATE);
+ * - any other job: its record is rewritten (and its pointer moved, for a
+ *   new delay or priority) at the version read, in one transaction, planned
+ *   again when the job changed meanwhile (a claim moves the version on).
+ */
+import {
+  encodeRecord,
+  findPointer,
+  type JobRecord,
+  JobStateError,
+  laneOf,
+  MAX_DELAY_MS,
+  MAX_PRIORITY,
+  type Move,
+  type QueueStore,
+  rewrite,
+  type StoredJob,
+  toDelayed,
+  toReady,
+} from '@zkq/core';
+import { ErrorCode } from 'bullmq';
+import type { AnyJob } from './attempts.js';
+import type { BackendContext, Held } from './context.js';
+import { finishedError } from './json.js';
+
+/** Log lines kept when neither the call nor the job says (as the protocol's finish keeps them). */
+const DEFAULT_KEEP_LOGS = 1000;
+/** Plans of an edit whose job keeps changing under it. */
+const EDIT_ATTEMPTS = 5;
+
+/** Where a job is, as an edit sees it. */
+type Found =
+  | { kind: 'missing' }
+  | { kind: 'held'; held: Held }
+  | { kind: 'running' }
+  | { kind: 'idle'; store: QueueStore; stored: StoredJob };
+
+/** The record is read before the claim is looked at: a claim taken after the read moves the version on. */
+async function find(ctx: BackendContext, id: string): Promise<Found> {
+  const held = ctx.held.get(id);
+  if (held) return { kind: 'held', held };
+  const store = await ctx.store();
+  const stored = await store.getJob(id);
+  if (!stored) return { kind: 'missing' };
+  if (await store.getClaim(id)) return { kind: 'running' };
+  return { kind: 'idle', store, stored };
+}
+
+/** An edit planned from a fresh look at the job: a move to write, or a result without one. */
+type Plan<T> = { result: T; move?: Move };
+
+async function edit<T>(ctx: BackendContext, plan: () => Promise<Plan<T>>, receipt: boolean): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const planned = await plan();
+    if (!planned.move) return planned.result;
+    const [result] = await (await ctx.store()).executor.run([planned.move], { receipt });
+    if (result?.ok) return planned.result;
+    // an op of the move failed: the job changed between the read and the write
+    if (attempt >= EDIT_ATTEMPTS || (result?.error as { opIndex?: number })?.opIndex === undefined) {
+      throw result?.error;
+    }
+  }
+}
+
+function runningElsewhere(id: string, command: string): JobStateError {
+  return new JobStateError(id, `${command}: it is running in another process, and writing its record would revoke it`);
+}
+
+/** Changes the held attempt's record in memory; `change` may throw (nothing changed then). */
+function editHeld(held: Held, change: (r: JobRecord) => JobRecord): JobRecord {
+  const next = change(held.job.record);
+  encodeRecord(next); // too large: refused now, not at the finish
+  held.job.record = next;
+  return next;
+}
+
+/** Job.changeDelay: a delayed job is due `delay` ms from now. */
+export async function changeDelay(ctx: BackendContext, jobId: string, delay: number): Promise<void> {
+  const notDelayed = () => finishedError(ErrorCode.JobNotInState, jobId, 'changeDelay', 'delayed');
+  await edit(
+    ctx,
+    async () => {
+      const found = await find(ctx, jobId);
+      if (found.kind === 'missing') throw finishedError(ErrorCode.JobNotExist, jobId, 'changeDelay');
+      if (found.kind !== 'idle' || found.stored.record.state !== 'delayed') throw notDelayed();
+      const { store, stored } = found;
+      const now = Date.now();
+      const due = now + Math.min(Math.max(0, delay), MAX_DELAY_MS);
+      const record = { ...stored.record, delay, due };
+      const event = { event: 'delayed', jobId, delay: due, ts: now };
+      return {
+        result: undefined,
+        move: toDelayed(store, stored, record, await findPointer(store, stored.record), [event]),
+      };
+    },
+    false,
+  );
+}
+
+/**
+ * Job.changePriority: a waiting job moves to the lane of its new priority
+ * (lifo: the lane served first); a delayed or finished one keeps it for
+ * when it waits again.
+ */
+export async function changePriority(ctx: BackendContext, jobId: string, priority = 0, lifo = false): Promise<void> {
+  if (!Number.isInteger(priority) || priority < 0 || priority > MAX_PRIORITY) {
+    throw new RangeError(`Priority should be between 0 and ${MAX_PRIORITY}`);
+  }
+  const lane = laneOf(priority, lifo);
+  const change = (r: JobRecord): JobRecord => ({ ...r, priority, lane });
+  await edit(
+    ctx,
+    async () => {
+      const found = await find(ctx, jobId);
+      if (found.kind === 'missing') throw finishedError(ErrorCode.JobNotExist, jobId, 'changePriority');
+      if (found.kind === 'running') throw runningElsewhere(jobId, 'changePriority');
+      if (found.kind === 'held') return { result: void editHeld(found.held, change) };
+      const { store, stored } = found;
+      const r = stored.record;
+      if (r.state !== 'waiting' && r.state !== 'active')
+        return { result: undefined, move: rewrite(store, stored, change(r)) };
+      // waiting (or active in a record whose worker died: waiting to be claimed again)
+      return { result: undefined, move: toReady(store, stored, change(r), await findPointer(store, r), []) };
+    },
+    false,
+  );
+}
+
+/** Job.updateData: the data is replaced (as JSON, as BullMQ stores it). */
+export async function updateData(ctx: BackendContext, job: AnyJob, data: unknown): Promise<void> {
+  const id = job.id as string;
+  const value = data === undefined ? {} : (JSON.parse(JSON.stringify(data)) as unknown);
+  await rewriteRecord(ctx, id, 'updateData', (r) => ({ ...r, data: value }), { missing: 'throw', receipt: false });
+}
+
+/** Job.log: appends a line, keeping the last `keepLogs` (else the job's keepLogs, else 1000); resolves with the count kept. */
+export async function addLog(ctx: BackendContext, jobId: string, row: string, keepLogs?: number): Promise<number> {
+  let count = 0;
+  await rewriteRecord(
+    ctx,
+    jobId,
+    'addLog',
+    (r) => {
+      const keep = keepLogs && keepLogs > 0 ? keepLogs : (r.opts.keepLogs ?? DEFAULT_KEEP_LOGS);
+      const logs = [...(r.logs ?? []), String(row)].slice(-keep);
+      count = logs.length;
+      return { ...r, logs };
+    },
+    { missing: 'throw', receipt: true }, // an append sent twice would log twice: settle lost replies exactly
+  );
+  return count;
+}
+
+/** Job.clearLogs: keeps the last `keepLogs` lines, or none. A missing job has no logs to clear. */
+export async function clearLogs(ctx: BackendContext, jobId: string, keepLogs?: number): Promise<void> {
+  await rewriteRecord(
+    ctx,
+    jobId,
+    'clearLogs',
+    (r) => {
+      const logs = r.logs ?? [];
+      const kept = keepLogs && keepLogs > 0 ? logs.slice(-keepLogs) : [];
+      return kept.length === logs.length ? r : { ...r, logs: kept };
+    },
+    { missing: 'ignore', receipt: false },
+  );
+}
+
+/** Rewrites fields of a record where it is; `change` returning the record itself writes nothing. */
+async function rewriteRecord(
+  ctx: BackendContext,
+  id: string,
+  command: string,
+  change: (r: JobRecord) => JobRecord,
+  o: { missing: 'throw' | 'ignore'; receipt: boolean },
+): Promise<void> {
+  await edit(
+    ctx,
+    async () => {
+      const found = await find(ctx, id);
+      if (found.kind === 'missing') {
+        if (o.missing === 'throw') throw finishedError(ErrorCode.JobNotExist, id, command);
+        return { result: undefined };
+      }
+      if (found.kind === 'running') throw runningElsewhere(id, command);
+      if (found.kind === 'held') return { result: void editHeld(found.held, change) };
+      const next = change(found.stored.record);
+      if (next === found.stored.record) return { result: undefined };
+      return { result: undefined, move: rewrite(found.store, found.stored, next) };
+    },
+    o.receipt,
+  );
+}
