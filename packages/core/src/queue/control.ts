@@ -397,7 +397,6 @@ function inCleanState(r: JobRecord, type: CleanType): boolean {
 }
 
 /** The path of the job's one pointer, found from what its record says, or undefined. */
-/** The pointer of a job, searched where its record says it is. */
 export async function findPointer(store: QueueStore, r: JobRecord): Promise<string | undefined> {
   const { layout } = store;
   const search = async (container: string, order: 'sequence' | 'due') => {
