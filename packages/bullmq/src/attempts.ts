@@ -6,14 +6,13 @@
  * elsewhere cannot complete here.
  */
 import {
-  BadVersionError,
   type ClaimedJob,
   DEFAULT_KEEP_COMPLETED,
   DEFAULT_KEEP_FAILED,
   type EnqueueEntry,
   type Finish,
   finishJobs,
-  JobStateError,
+  type JobRecord,
   type JobsOptions,
   keepPolicy,
   LostJobError,
@@ -22,7 +21,6 @@ import {
   MAX_PRIORITY,
   newRecord,
   type Outcome,
-  type QueueStore,
   renewLeases,
   reportProgress,
   type Trimmer,
@@ -30,6 +28,7 @@ import {
 } from '@zkq/core';
 import { ErrorCode, type JobJson, type MinimalJob, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext, Held } from './context.js';
+import { rewriteRecord } from './edits.js';
 import { NotSupportedError } from './errors.js';
 import { finishedError, toJobJson } from './json.js';
 
@@ -69,6 +68,8 @@ function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string): EnqueueEn
   if (!Number.isInteger(priority) || priority < 0 || priority > MAX_PRIORITY) {
     throw new RangeError(`Priority should be between 0 and ${MAX_PRIORITY}`);
   }
+  // BullMQ: a priority wins over lifo (lifo orders only jobs without one)
+  const lifo = (opts.lifo ?? false) && priority === 0;
   const delay = Math.min(Math.max(opts.delay ?? 0, 0), MAX_DELAY_MS);
   const now = Date.now();
   const timestamp = job.timestamp || now;
@@ -76,7 +77,7 @@ function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string): EnqueueEn
   const record = newRecord(id, job.name, JSON.parse(job.data || '{}'), opts as JobsOptions, state, now);
   record.timestamp = timestamp;
   if (delay > 0) record.due = timestamp + delay;
-  return { record, lane: laneOf(priority, opts.lifo ?? false), custom: Boolean(jobId) };
+  return { record, lane: laneOf(priority, lifo), custom: Boolean(jobId) };
 }
 
 // ---- claiming ---------------------------------------------------------------
@@ -244,8 +245,8 @@ export async function extendLocks(
 
 /**
  * Progress of a job: fenced by the attempt's token when this backend runs
- * it, else written to the record at the version read (a job run elsewhere
- * gets its progress through its own worker).
+ * it (kept in the claim), else written to the record at the version read; a
+ * job running in another process is refused (its worker reports its progress).
  */
 export async function updateProgress(ctx: BackendContext, jobId: string, progress: unknown): Promise<void> {
   const store = await ctx.store();
@@ -256,38 +257,10 @@ export async function updateProgress(ctx: BackendContext, jobId: string, progres
     if (await reportProgress(store, lease, { workerId: ctx.workerId, lockDuration: ctx.lockDuration })) return;
     ctx.held.delete(jobId);
   }
-  await writeRecordField(store, jobId, { progress }, 'updateProgress');
-}
-
-/**
- * Rewrites fields of a job's record at the version read, retrying a lost
- * race a few times. The record's version is the fencing token of a running
- * attempt, so a job running elsewhere is refused (JobStateError) rather than
- * revoked by the write.
- */
-export async function writeRecordField(
-  store: QueueStore,
-  jobId: string,
-  fields: Record<string, unknown>,
-  command: string,
-): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    const stored = await store.getJob(jobId);
-    if (!stored) throw finishedError(ErrorCode.JobNotExist, jobId, command);
-    if (stored.record.state === 'active' && (await store.getClaim(jobId))) {
-      throw new JobStateError(jobId, `${command}: the job is running in another process`);
-    }
-    try {
-      await store.session.setData(
-        store.layout.job(jobId),
-        Buffer.from(JSON.stringify({ ...stored.record, ...fields })),
-        stored.version,
-      );
-      return;
-    } catch (err) {
-      if (attempt >= 5 || !(err instanceof BadVersionError)) throw err;
-    }
-  }
+  await rewriteRecord(ctx, jobId, 'updateProgress', (r) => ({ ...r, progress: progress as JobRecord['progress'] }), {
+    missing: 'throw',
+    receipt: false,
+  });
 }
 
 /** Used by MinimalJob-taking operations. */

@@ -164,7 +164,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     removeOnComplete: Keep,
     token: string,
     fetchNext: boolean,
-  ): Promise<{ result: void | attempts.NextJob; finishedOn: number }> {
+  ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
     const held = attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
     const remove = attempts.retention(
       this.ctx,
@@ -189,7 +189,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     token: string,
     fetchNext: boolean,
     fieldsToUpdate?: Record<string, unknown>,
-  ): Promise<{ result: void | attempts.NextJob; finishedOn: number }> {
+  ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
     const held = attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
     const remove = attempts.retention(
       this.ctx,
@@ -214,7 +214,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     delay: number,
     token?: string,
     opts?: MoveToDelayedOpts,
-  ): Promise<void | attempts.NextJob> {
+  ): Promise<undefined | attempts.NextJob> {
     const held = attempts.heldBy(this.ctx, jobId, token, 'moveToDelayed');
     const fields = opts?.fieldsToUpdate as Record<string, unknown> | undefined;
     await attempts.finish(

@@ -3,10 +3,10 @@
  * the attempts this instance holds and the worker-side machinery (job source,
  * housekeeper), created on first use.
  */
+import { hostname } from 'node:os';
 import {
   type ClaimedJob,
   type ConnectionOptions,
-  DEFAULT_PREFIX,
   Finisher,
   Housekeeper,
   JobSource,
@@ -36,6 +36,7 @@ export interface BackendOptions extends QueueBaseOptions<ZooKeeperConnectionOpti
   removeOnComplete?: boolean | number | KeepJobs;
   removeOnFail?: boolean | number | KeepJobs;
   drainDelay?: number;
+  concurrency?: number;
 }
 
 /** An attempt this backend holds: the protocol's claim and BullMQ's lock token for it. */
@@ -202,6 +203,20 @@ export class BackendContext {
     hk.on('stalled', (id) => this.noteStalled(id));
     hk.on('error', this.onError);
     await hk.start();
+    await this.register(store);
+    store.session.onNewSession(() => this.register(store));
+  }
+
+  /** A Worker's membership (`workers/<id>`): BullMQ's getWorkers lists it by its name. */
+  private register(store: QueueStore): Promise<void> {
+    return store.registerWorker(this.workerId, {
+      id: this.workerId,
+      ...(this.opts.name ? { name: this.opts.name } : {}),
+      host: hostname(),
+      pid: process.pid,
+      concurrency: this.opts.concurrency ?? 1,
+      startedAt: Date.now(),
+    });
   }
 
   async close(): Promise<void> {

@@ -176,7 +176,7 @@ export async function clearLogs(ctx: BackendContext, jobId: string, keepLogs?: n
 }
 
 /** Rewrites fields of a record where it is; `change` returning the record itself writes nothing. */
-async function rewriteRecord(
+export async function rewriteRecord(
   ctx: BackendContext,
   id: string,
   command: string,

@@ -34,7 +34,6 @@ import {
   type Job,
   type JobProgress,
   JobSource,
-  NodeExistsError,
   openSession,
   QueueStore,
   type Session,
@@ -283,14 +282,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       concurrency: this.opts.concurrency,
       startedAt: Date.now(),
     };
-    await store.session.retry(() =>
-      store.session.create(store.layout.worker(this.id), Buffer.from(JSON.stringify(info)), 'ephemeral').then(
-        () => undefined,
-        (err) => {
-          if (!(err instanceof NodeExistsError)) throw err;
-        },
-      ),
-    );
+    await store.registerWorker(this.id, info);
   }
 
   /** Follows the queue's pause flag; a failed re-arm is retried until close (the flag must never go unwatched). */

@@ -300,6 +300,24 @@ export class QueueStore {
   }
 
   /**
+   * Registers a live worker: EPHEMERAL `workers/<id>` holding `info`, so
+   * operators (and BullMQ's getWorkers) see it while its session lives; one
+   * left by the same worker's previous session is fine.
+   */
+  async registerWorker(id: string, info: Record<string, unknown>): Promise<void> {
+    await this.init();
+    const data = Buffer.from(JSON.stringify(info));
+    await this.session.retry(() =>
+      this.session.create(this.layout.worker(id), data, 'ephemeral').then(
+        () => undefined,
+        (err) => {
+          if (!(err instanceof NodeExistsError)) throw err;
+        },
+      ),
+    );
+  }
+
+  /**
    * ZooKeeper's time now: the mtime of a write to the `clock` node (created
    * on first use). One clock for every process, whatever their own say.
    */
