@@ -9,8 +9,7 @@
 import { parseArgs } from 'node:util';
 import { type ReadOp, Session } from '@zkq/core';
 import { startZooKeeper } from '@zkq/testing';
-import { fmt, table, timed } from './lib.js';
-import { cpuMsOf } from './scenarios.js';
+import { cpuMsOf, fmt, table, timed } from './lib.js';
 
 const { values: flags } = parseArgs({
   options: {

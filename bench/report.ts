@@ -246,7 +246,7 @@ function detail(m: Metrics): string {
       'scenario',
       'system',
       'jobs/s',
-      'zkq/BullMQ',
+      '÷ BullMQ',
       'first ms',
       'worker µs/job',
       'worker CPU',
@@ -256,16 +256,22 @@ function detail(m: Metrics): string {
     ],
   ];
   const f = (n: number | undefined, digits = 0) => (n === undefined ? '' : fmt(n, digits));
+  const labels: Record<string, string> = { zkq: 'zkq', bullmq: 'BullMQ', 'bullmq-zk': 'BullMQ on ZooKeeper' };
   for (const [key, label] of SCENARIOS) {
-    for (const sys of ['zkq', 'bullmq']) {
+    for (const sys of ['zkq', 'bullmq', 'bullmq-zk']) {
       const g = (f: string) => m[`${sys}.${key}.${f}`];
       if (g('rate') === undefined) continue;
       // The per-run ratio's median where the runs compared zkq with BullMQ.
       const bull = m[`bullmq.${key}.rate`];
-      const r = sys !== 'zkq' || !bull ? undefined : (m[`ratio.${key}`] ?? (g('rate') as number) / bull);
+      const r =
+        sys === 'bullmq' || !bull
+          ? undefined
+          : sys === 'zkq'
+            ? (m[`ratio.${key}`] ?? (g('rate') as number) / bull)
+            : (g('rate') as number) / bull;
       rows.push([
         label,
-        sys === 'zkq' ? 'zkq' : 'BullMQ',
+        labels[sys] as string,
         fmt(g('rate')),
         r === undefined ? '' : `${fmt(r, 2)}×`,
         f(g('firstMs')),
@@ -273,7 +279,7 @@ function detail(m: Metrics): string {
         g('workerShare') === undefined ? '' : `${Math.round((g('workerShare') as number) * 100)}%`,
         f(g('serverCpuUs')),
         f(g('txPerJob'), 3),
-        sys === 'zkq' ? f(g('reqPerJob'), 2) : g('cmdPerJob') === undefined ? '' : `${fmt(g('cmdPerJob'), 2)} cmd`,
+        sys !== 'bullmq' ? f(g('reqPerJob'), 2) : g('cmdPerJob') === undefined ? '' : `${fmt(g('cmdPerJob'), 2)} cmd`,
       ]);
     }
   }

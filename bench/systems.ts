@@ -6,9 +6,10 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { createZooKeeperBackend } from '@zkq/bullmq';
 import type { JobsOptions } from '@zkq/core';
 import { Queue as ZkqQueue, QueueEvents as ZkqQueueEvents } from '@zkq/producer';
-import { Queue as BullQueue, QueueEvents as BullQueueEvents } from 'bullmq';
+import { Queue as BullQueue, QueueEvents as BullQueueEvents, withBackend } from 'bullmq';
 import { clock, cpuMsOf, redisCounters, type ServerCounters, zkCounters } from './lib.js';
 import type { ChildConfig, ChildReport, SystemName } from './worker-child.js';
 
@@ -82,6 +83,25 @@ export function bullmqSystem(host: string, port: number, serverPid: number | und
     counters: () => redisCounters(port),
     // BullMQ keeps every completed job by default: ask for zkq's default explicitly.
     retention: (r) => (r === 'remove' ? { removeOnComplete: true } : { removeOnComplete: { count: 1000 } }),
+  };
+}
+
+/** BullMQ's own Queue and Worker on the ZooKeeper backend (@zkq/bullmq): same server as zkq. */
+export function bullmqZkSystem(connectionString: string, serverPid: number | undefined, prefix: string): System {
+  const port = Number(connectionString.split(',')[0]?.split(':')[1]);
+  const connection = { connectionString, requestTimeout: 60_000, namespace: prefix };
+  const { Queue, QueueEvents } = withBackend(createZooKeeperBackend);
+  return {
+    name: 'bullmq-zk',
+    label: 'BullMQ on ZooKeeper',
+    server: 'ZooKeeper',
+    serverPid,
+    prefix,
+    connection: { zk: connectionString },
+    queue: (name) => new Queue(name, { connection }) as unknown as BenchQueue,
+    events: (name) => new QueueEvents(name, { connection }) as unknown as BenchEvents,
+    counters: () => zkCounters(port),
+    retention: (r) => (r === 'remove' ? { removeOnComplete: true } : {}),
   };
 }
 

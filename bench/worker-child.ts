@@ -12,7 +12,8 @@ import type { Worker as ZkqWorker } from '@zkq/worker';
 import type { Worker as BullWorker } from 'bullmq';
 import { clock } from './lib.js';
 
-export type SystemName = 'zkq' | 'bullmq';
+/** zkq's own Worker, BullMQ on Redis, and BullMQ's Worker on the ZooKeeper backend (@zkq/bullmq). */
+export type SystemName = 'zkq' | 'bullmq' | 'bullmq-zk';
 
 export interface ChildConfig {
   system: SystemName;
@@ -111,6 +112,14 @@ async function createWorker(): Promise<AnyWorker> {
       prefix: cfg.prefix,
       concurrency: cfg.concurrency,
     }) as BullWorker as unknown as AnyWorker;
+  }
+  if (cfg.system === 'bullmq-zk') {
+    const [{ withBackend }, { createZooKeeperBackend }] = await Promise.all([import('bullmq'), import('@zkq/bullmq')]);
+    const { Worker } = withBackend(createZooKeeperBackend);
+    return new Worker(cfg.queue, inline as never, {
+      connection: { connectionString: cfg.zk as string, requestTimeout: 60_000, namespace: cfg.prefix },
+      concurrency: cfg.concurrency,
+    }) as unknown as AnyWorker;
   }
   const { Worker } = await import('@zkq/worker');
   const processor = cfg.processor === 'threaded' ? new URL('./processors/noop.mjs', import.meta.url) : inline;

@@ -36,7 +36,7 @@ import {
   type RunContext,
   warmUpDrain,
 } from '../bench/scenarios.js';
-import { bullmqSystem, type System, type SystemName, zkqSystem } from '../bench/systems.js';
+import { bullmqSystem, bullmqZkSystem, type System, type SystemName, zkqSystem } from '../bench/systems.js';
 import type { TraceEntry } from '../bench/worker-child.js';
 
 const SECTIONS = [
@@ -59,7 +59,7 @@ const OPT_IN: Section[] = ['options', 'backlog'];
 const { values: flags } = parseArgs({
   options: {
     only: { type: 'string' },
-    systems: { type: 'string', default: 'zkq,bullmq' },
+    systems: { type: 'string', default: 'zkq,bullmq,bullmq-zk' },
     runs: { type: 'string', default: '1' },
     jobs: { type: 'string', default: '20000' },
     concurrency: { type: 'string', default: '50' },
@@ -118,7 +118,7 @@ const only = new Set<Section>(
   flags.only ? listOf('only', flags.only, SECTIONS) : SECTIONS.filter((s) => !OPT_IN.includes(s)),
 );
 if (flags.backlog) only.add('backlog');
-const systems = listOf<SystemName>('systems', flags.systems as string, ['zkq', 'bullmq']);
+const systems = listOf<SystemName>('systems', flags.systems as string, ['zkq', 'bullmq', 'bullmq-zk']);
 const runs = num('runs');
 const jobs = num('jobs');
 const concurrency = num('concurrency');
@@ -140,7 +140,7 @@ try {
   let zkPid = flags['zk-pid'] ? Number(flags['zk-pid']) : undefined;
   // The backlog runs on servers of its own; the other sections share these.
   const shared = [...only].some((s) => s !== 'backlog');
-  if (!zkConnection && shared && (systems.includes('zkq') || only.has('raw'))) {
+  if (!zkConnection && shared && (systems.includes('zkq') || systems.includes('bullmq-zk') || only.has('raw'))) {
     zk = await startZooKeeper({ fsync: true });
     zkConnection = zk.connectionString;
     zkPid = zk.process.pid;
@@ -165,7 +165,9 @@ try {
       const sys: System =
         name === 'zkq'
           ? zkqSystem(zkConnection as string, zkPid, prefix)
-          : bullmqSystem(redisHost, Number(redisPort), redisPid, prefix);
+          : name === 'bullmq-zk'
+            ? bullmqZkSystem(zkConnection as string, zkPid, prefix)
+            : bullmqSystem(redisHost, Number(redisPort), redisPid, prefix);
       return {
         sys,
         jobs,
@@ -216,7 +218,13 @@ try {
     }
     // The drain is the reference of threads, retention and processes: they need it in the same run.
     const needInline = ['drain', 'threads', 'retention', 'procs'].some((s) => only.has(s as Section));
-    if (needInline) await each((ctx) => benchDrain(ctx, { key: 'drain', processes: 1, ...trace, ...threads }));
+    // BullMQ's Worker on the ZooKeeper backend runs the inline drain only, beside the two others
+    if (needInline) {
+      await each(
+        (ctx) => benchDrain(ctx, { key: 'drain', processes: 1, ...trace, ...threads }),
+        ['zkq', 'bullmq', 'bullmq-zk'],
+      );
+    }
     if (only.has('threads')) {
       await each(
         (ctx) => benchDrain(ctx, { key: 'threads', processes: 1, processor: 'threaded', ...threads }),
