@@ -1,0 +1,296 @@
+/**
+ * BullMQ's own shared test suite against zkq's ZooKeeper backend: every
+ * Queue, Worker, QueueEvents and FlowProducer the suite builds runs on
+ * `createZooKeeperBackend`, through the seam BullMQ's PostgreSQL run uses.
+ * Starts a ZooKeeper of its own, runs the test files one at a time (each in
+ * its own namespace, killed at its timeout) and prints a table. Conformance
+ * gaps are data: exits 0 once it ran, 2 when it cannot run.
+ *
+ *   npm run conformance -- --bullmq-dir ../bullmq
+ *   options: --files queue,worker   --json out.json   --timeout 300 (s per file)
+ *            --zookeeper host:port (use a running server)   --causes 25
+ *            --skip-cleanup (triage: BullMQ's per-test cleanupQueue pauses and
+ *            obliterates nothing, so a backend without them is not failed by
+ *            every afterEach; not for the reference numbers)
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startZooKeeper, type ZooKeeperServer } from '@zkq/testing';
+import { type FileResult, fileResult, readEvents, topCauses } from './conformance/results.js';
+import { ENV, GENERATED, writeVitestFiles } from './conformance/vitest-files.js';
+
+/** The BullMQ tag whose suite was measured (the first with the pluggable backend seam we build against). */
+const BULLMQ_TAG = 'v6.2.0';
+/** The shared files: not about Redis or one client library; 691 tests pass on Redis. */
+const SHARED_FILES = [
+  'async_fifo_queue',
+  'bulk',
+  'clean',
+  'concurrency',
+  'connection-closed-error',
+  'deduplication',
+  'delay',
+  'events',
+  'flow',
+  'getters',
+  'job',
+  'job_cancellation',
+  'job_cancellation_advanced',
+  'job_scheduler',
+  'job_scheduler_stress',
+  'lock_manager',
+  'metrics',
+  'obliterate',
+  'pause',
+  'queue',
+  'rate_limiter',
+  'stalled_jobs',
+  'telemetry_interface',
+  'worker',
+];
+const DEFAULT_FILE_TIMEOUT_S = 300;
+/** Long enough that a busy machine does not expire sessions; short enough that a leaked session ends soon. */
+const SESSION_TIMEOUT_MS = 10_000;
+/** After its results are in, vitest may wait on handles a failed test left open: give it this long. */
+const EXIT_GRACE_MS = 15_000;
+
+const { values } = parseArgs({
+  options: {
+    'bullmq-dir': { type: 'string' },
+    files: { type: 'string' },
+    json: { type: 'string' },
+    timeout: { type: 'string', default: String(DEFAULT_FILE_TIMEOUT_S) },
+    zookeeper: { type: 'string' },
+    causes: { type: 'string', default: '25' },
+    'skip-cleanup': { type: 'boolean', default: false },
+  },
+});
+
+function fail(lines: string[]): never {
+  console.error(lines.join('\n'));
+  process.exit(2);
+}
+
+const timeoutS = Number(values.timeout);
+if (!Number.isFinite(timeoutS) || timeoutS <= 0) fail(['--timeout must be a number of seconds > 0']);
+if (!values['bullmq-dir']) {
+  fail([
+    'usage: npm run conformance -- --bullmq-dir <BullMQ checkout> [--files a,b] [--json out.json] [--timeout s]',
+    'A checkout, made once:',
+    ...setupCommands('../bullmq', 'clone'),
+  ]);
+}
+const dir = resolve(values['bullmq-dir']);
+
+function setupCommands(at: string, from: 'clone' | 'install' | 'pretest'): string[] {
+  const out: string[] = [];
+  if (from === 'clone') out.push(`  git clone --branch ${BULLMQ_TAG} https://github.com/taskforcesh/bullmq.git ${at}`);
+  out.push(`  cd ${at}`);
+  if (from !== 'pretest') out.push('  npm install --ignore-scripts');
+  out.push('  npm run pretest');
+  return out;
+}
+
+/** Refuses a directory that is not a BullMQ checkout ready to run its suite, saying exactly what to run. */
+function preflight(): { version: string; vitest: string } {
+  const pkgPath = join(dir, 'package.json');
+  const pkg = existsSync(pkgPath)
+    ? (JSON.parse(readFileSync(pkgPath, 'utf8')) as { name?: string; version?: string })
+    : {};
+  if (pkg.name !== 'bullmq' || !existsSync(join(dir, 'tests'))) {
+    const at = existsSync(dir) ? join(dir, 'bullmq') : dir;
+    fail([`${dir} is not a checkout of BullMQ's repository. Make one:`, ...setupCommands(at, 'clone')]);
+  }
+  const seam = ['tests/utils/connection-factory.ts', 'src/utils/create-backend.ts'];
+  if (seam.some((f) => !existsSync(join(dir, f)))) {
+    fail([`BullMQ ${pkg.version} has no pluggable backend (${seam.join(', ')}); check out ${BULLMQ_TAG} or later.`]);
+  }
+  const vitest = join(dir, 'node_modules', 'vitest', 'vitest.mjs');
+  if (!existsSync(vitest)) fail([`${dir} has no dependencies installed. Run:`, ...setupCommands(dir, 'install')]);
+  if (!existsSync(join(dir, 'src', 'scripts', 'index.ts'))) {
+    fail([`${dir} lacks the generated script sources. Run:`, ...setupCommands(dir, 'pretest')]);
+  }
+  return { version: pkg.version ?? '?', vitest };
+}
+
+function describeCommit(at: string, dirty: boolean): string {
+  const args = ['-C', at, 'describe', '--tags', '--always', ...(dirty ? ['--dirty'] : [])];
+  try {
+    return execFileSync('git', args, { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+function fileNames(): string[] {
+  if (!values.files) return SHARED_FILES;
+  const names = values.files
+    .split(',')
+    .map((f) =>
+      f
+        .trim()
+        .replace(/^tests\//, '')
+        .replace(/\.test\.ts$/, ''),
+    )
+    .filter(Boolean);
+  const missing = names.filter((n) => !existsSync(join(dir, 'tests', `${n}.test.ts`)));
+  if (missing.length) fail([`no such test file in ${dir}/tests: ${missing.map((n) => `${n}.test.ts`).join(', ')}`]);
+  return names;
+}
+
+const { version, vitest } = preflight();
+const files = fileNames();
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const backendEntry = join(repoRoot, 'packages', 'bullmq', 'src', 'index.ts');
+const runId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+const logDir = mkdtempSync(join(tmpdir(), 'zkq-conformance-'));
+writeVitestFiles(dir, backendEntry);
+
+let server: ZooKeeperServer | undefined;
+let child: ChildProcess | undefined;
+// Ctrl-C: the test file's process group and the server go too.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    killGroup(child);
+    process.exit(130);
+  });
+}
+
+function killGroup(c: ChildProcess | undefined): void {
+  if (c?.pid === undefined || c.exitCode !== null || c.signalCode !== null) return;
+  try {
+    process.kill(-c.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** Runs one test file in its own vitest process (and process group), killed at its timeout. */
+async function runFile(name: string, zookeeper: string): Promise<FileResult> {
+  const events = join(logDir, `${name}.events.ndjson`);
+  const log = openSync(join(logDir, `${name}.log`), 'w');
+  const started = Date.now();
+  const args = [vitest, 'run', '--config', GENERATED.config, '--no-file-parallelism'];
+  args.push(`--reporter=./${GENERATED.reporter}`, '--reporter=default', '--reporter=json');
+  args.push(`--outputFile.json=${join(logDir, `${name}.vitest.json`)}`, `tests/${name}.test.ts`);
+  const c = spawn(process.execPath, args, {
+    cwd: dir,
+    detached: true,
+    stdio: ['ignore', log, log],
+    env: {
+      ...process.env,
+      NO_COLOR: '1',
+      [ENV.zookeeper]: zookeeper,
+      [ENV.namespace]: `conformance-${runId}-${name}`,
+      [ENV.sessionTimeout]: String(SESSION_TIMEOUT_MS),
+      [ENV.events]: events,
+      [ENV.skipCleanup]: values['skip-cleanup'] ? '1' : '0',
+    },
+  });
+  child = c;
+  let timedOut = false;
+  let endSeen: number | undefined;
+  const exitCode = await new Promise<number | null>((done) => {
+    const watch = setInterval(() => {
+      const now = Date.now();
+      if (endSeen === undefined && readEvents(events).some((e) => e.type === 'end')) endSeen = now;
+      if (endSeen !== undefined && now - endSeen > EXIT_GRACE_MS) killGroup(c);
+      else if (now - started > timeoutS * 1000) {
+        timedOut = true;
+        killGroup(c);
+      }
+    }, 1000);
+    c.once('exit', (code) => {
+      clearInterval(watch);
+      // the group may hold processes vitest started (its workers)
+      killGroup(c);
+      done(code);
+    });
+  });
+  closeSync(log);
+  child = undefined;
+  return fileResult(name, events, { durationMs: Date.now() - started, timedOut, exitCode });
+}
+
+function note(r: FileResult): string {
+  const parts: string[] = [];
+  if (r.timedOut) parts.push(`killed at ${timeoutS} s`);
+  if (r.fileError) parts.push(`file error: ${r.fileError.slice(0, 100)}`);
+  if (r.unhandled.length) parts.push(`${r.unhandled.length} unhandled error(s)`);
+  return parts.join('; ');
+}
+
+function table(results: FileResult[]): string {
+  const sum = (k: 'passed' | 'failed' | 'skipped' | 'total') => results.reduce((n, r) => n + r[k], 0);
+  const rows = [
+    ['file', 'passed', 'failed', 'skipped', 'total', 'time', 'note'],
+    ...results.map((r) => [
+      r.file,
+      String(r.passed),
+      String(r.failed),
+      String(r.skipped),
+      String(r.total),
+      `${Math.round(r.durationMs / 1000)} s`,
+      note(r),
+    ]),
+    ['TOTAL', String(sum('passed')), String(sum('failed')), String(sum('skipped')), String(sum('total')), '', ''],
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) =>
+    r
+      .map((cell, i) => (i === 0 || i === r.length - 1 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [line(rows[0]!), ...rows.slice(1, -1).map(line), '-'.repeat(60), line(rows.at(-1)!)].join('\n');
+}
+
+// npm install rewrites BullMQ's lock file, so only zkq's tree is checked for edits
+const bullmqCommit = describeCommit(dir, false);
+const zkqCommit = describeCommit(repoRoot, true);
+console.log(`BullMQ ${version} (${bullmqCommit}) at ${dir}; zkq ${zkqCommit}`);
+console.log(`${files.length} file(s), ${timeoutS} s each at most; logs in ${logDir}`);
+if (values['skip-cleanup']) console.log("--skip-cleanup: the suite's per-test cleanup does nothing (triage run)");
+try {
+  let zookeeper = values.zookeeper;
+  if (!zookeeper) {
+    server = await startZooKeeper();
+    zookeeper = server.connectionString;
+  }
+  console.log(`zookeeper: ${zookeeper}`);
+  const results: FileResult[] = [];
+  for (const name of files) {
+    const r = await runFile(name, zookeeper);
+    results.push(r);
+    const tail = note(r);
+    console.log(
+      `${name}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped of ${r.total}${tail ? ` (${tail})` : ''}`,
+    );
+  }
+  console.log(`\n${table(results)}\n`);
+  const causes = topCauses(results, Number(values.causes) || 25);
+  if (causes.length) {
+    console.log('most frequent first errors of failed tests:');
+    for (const [cause, n, where] of causes) console.log(`${String(n).padStart(5)}  ${cause}  [${where.join(', ')}]`);
+  }
+  if (values.json) {
+    const report = {
+      date: new Date().toISOString(),
+      bullmq: { version, commit: bullmqCommit, dir },
+      zkq: { commit: zkqCommit },
+      fileTimeoutS: timeoutS,
+      skipCleanup: values['skip-cleanup'],
+      files: results,
+    };
+    writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
+    console.log(`\nper-test results: ${values.json}`);
+  }
+} catch (err) {
+  console.error('the conformance run could not run:', err);
+  process.exitCode = 1;
+} finally {
+  await server?.stop();
+}
