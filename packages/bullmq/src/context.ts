@@ -10,6 +10,7 @@ import {
   Finisher,
   Housekeeper,
   JobSource,
+  NoNodeError,
   openSession,
   QueueStore,
   type Session,
@@ -166,11 +167,20 @@ export class BackendContext {
 
   private async readPaused(): Promise<boolean> {
     const store = await this.store();
-    return store.isPaused(() => {
-      // re-read on the next look; a resumed queue wakes the idle wait
+    const changed = () => {
+      // re-read on the next look; a resumed (or re-created) queue wakes the idle wait
       this.pausedFlag = undefined;
       this.jobSource?.poke();
-    });
+    };
+    try {
+      return await store.isPaused(changed);
+    } catch (err) {
+      if (!(err instanceof NoNodeError)) throw err;
+      // the queue was obliterated: nothing to claim (as on Redis) until it is made again
+      if (!(await store.session.exists(store.layout.meta, { watch: changed }))) return true;
+      this.pausedFlag = undefined;
+      return this.readPaused();
+    }
   }
 
   /** The job source of a Worker's backend (claims, the idle line). */

@@ -150,15 +150,18 @@ export class JobSource {
     this.viewAt = 0;
   }
 
-  /** Arms the data watch on the wake-up node (created when a queue being re-made lacks it). */
+  /**
+   * Arms the data watch on the wake-up node. A queue that lacks it is being
+   * deleted or made again: then the watch is on its creation, and nothing is
+   * re-created here (that would leave a queue without its meta behind).
+   */
   private async watchHead(): Promise<void> {
     const { session, layout } = this.store;
     try {
       await session.getData(layout.head, { watch: this.onChange });
     } catch (err) {
       if (!(err instanceof NoNodeError)) throw err;
-      await this.store.ensureDir(layout.head);
-      await session.getData(layout.head, { watch: this.onChange });
+      if (await session.exists(layout.head, { watch: this.onChange })) this.poke();
     }
   }
 
