@@ -322,6 +322,16 @@ describe('planFinish', () => {
       finishedOn: NOW,
     });
     assert.deepEqual(plan.event, { event: 'failed', jobId: 'j', failedReason: 'boom', prev: 'active', ts: NOW });
+    // attemptsMade 2 of the default 1 attempt: the retries are exhausted (BullMQ's event)
+    assert.deepEqual(plan.also, [{ event: 'retries-exhausted', jobId: 'j', attemptsMade: 2, ts: NOW }]);
+  });
+
+  test('failed before the last attempt (a caller that retries no more): no retries-exhausted', () => {
+    clock();
+    const plan = planFinish(
+      finish({ kind: 'failed', reason: 'boom', stacktrace: [], remove: false }, { opts: { attempts: 5 } }),
+    );
+    assert.deepEqual(plan.also, []);
   });
 
   test('failed with remove: no record, no place, the event still', () => {
@@ -361,7 +371,7 @@ describe('planFinish', () => {
       assert.equal(plan.record?.state, 'waiting');
       assert.equal(plan.record?.finishedOn, undefined);
       assert.equal(plan.record?.attemptsMade, 2);
-      assert.deepEqual(plan.event, { event: 'waiting', jobId: 'j', prev: 'failed', ts: NOW });
+      assert.deepEqual(plan.event, { event: 'waiting', jobId: 'j', prev: 'active', ts: NOW });
     }
   });
 

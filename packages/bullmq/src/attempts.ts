@@ -161,10 +161,26 @@ export class Claimer {
 
 // ---- finishing --------------------------------------------------------------
 
-/** The attempt `token` holds on `jobId`, or BullMQ's error for a missing or foreign lock. */
-export function heldBy(ctx: BackendContext, jobId: string, token: string | undefined, command: string): Held {
+/**
+ * The attempt `token` holds on `jobId`, or BullMQ's error: the job is
+ * missing, not active, active under another lock, or its lock is gone.
+ */
+export async function heldBy(
+  ctx: BackendContext,
+  jobId: string,
+  token: string | undefined,
+  command: string,
+): Promise<Held> {
   const held = ctx.held.get(jobId);
-  if (!held) throw finishedError(ErrorCode.JobLockNotExist, jobId, command);
+  if (!held) {
+    const store = await ctx.store();
+    const stored = await store.getJob(jobId);
+    if (!stored) throw finishedError(ErrorCode.JobNotExist, jobId, command);
+    if (stored.record.state !== 'active' && !(await store.getClaim(jobId))) {
+      throw finishedError(ErrorCode.JobNotInState, jobId, command, 'active');
+    }
+    throw finishedError(ErrorCode.JobLockNotExist, jobId, command);
+  }
   if (token !== undefined && token !== '0' && held.lock !== token) {
     throw finishedError(ErrorCode.JobLockMismatch, jobId, command, 'active');
   }
@@ -238,7 +254,7 @@ export async function extendLocks(
   });
   if (leases.length === 0) return lost;
   const store = await ctx.store();
-  const gone = await renewLeases(store, leases, { workerId: ctx.workerId, lockDuration: duration });
+  const gone = await renewLeases(store, leases, { workerId: ctx.claimOwner, lockDuration: duration });
   for (const id of gone) ctx.held.delete(id);
   return [...lost, ...gone];
 }
@@ -254,7 +270,7 @@ export async function updateProgress(ctx: BackendContext, jobId: string, progres
   if (held) {
     held.progress = progress;
     const lease = { id: jobId, token: held.job.token, progress };
-    if (await reportProgress(store, lease, { workerId: ctx.workerId, lockDuration: ctx.lockDuration })) return;
+    if (await reportProgress(store, lease, { workerId: ctx.claimOwner, lockDuration: ctx.lockDuration })) return;
     ctx.held.delete(jobId);
   }
   await rewriteRecord(ctx, jobId, 'updateProgress', (r) => ({ ...r, progress: progress as JobRecord['progress'] }), {

@@ -165,7 +165,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     token: string,
     fetchNext: boolean,
   ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
-    const held = attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
+    const held = await attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
     const remove = attempts.retention(
       this.ctx,
       () => this.trimmer(),
@@ -190,7 +190,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     fetchNext: boolean,
     fieldsToUpdate?: Record<string, unknown>,
   ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
-    const held = attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
+    const held = await attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
     const remove = attempts.retention(
       this.ctx,
       () => this.trimmer(),
@@ -214,12 +214,14 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     delay: number,
     token?: string,
     opts?: MoveToDelayedOpts,
-  ): Promise<undefined | attempts.NextJob> {
-    const held = attempts.heldBy(this.ctx, jobId, token, 'moveToDelayed');
+  ): Promise<attempts.NextJob | []> {
+    const held = await attempts.heldBy(this.ctx, jobId, token, 'moveToDelayed');
     const fields = opts?.fieldsToUpdate as Record<string, unknown> | undefined;
+    const traced = attempts.withTrace(held);
+    traced.job.record.delay = Math.max(delay, 0); // BullMQ's job.delay: the backoff applied
     await attempts.finish(
       this.ctx,
-      attempts.withTrace(held),
+      traced,
       {
         kind: 'retry',
         reason: typeof fields?.failedReason === 'string' ? fields.failedReason : '',
@@ -234,6 +236,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
       const next = await this.moveToActive(token);
       if (next[0]) return next;
     }
+    return [];
   }
 
   async moveToWaitingChildren(_jobId: string, _token: string, _opts?: MoveToWaitingChildrenOpts): Promise<boolean> {
@@ -241,7 +244,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   async moveJobFromActiveToWait(jobId: string, token?: string): Promise<number> {
-    const held = attempts.heldBy(this.ctx, jobId, token, 'moveJobFromActiveToWait');
+    const held = await attempts.heldBy(this.ctx, jobId, token, 'moveJobFromActiveToWait');
     await attempts.finish(
       this.ctx,
       held,
@@ -252,7 +255,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   async retryJob(jobId: string, _lifo: boolean, token?: string, opts?: RetryJobOpts): Promise<void> {
-    const held = attempts.heldBy(this.ctx, jobId, token, 'retryJob');
+    const held = await attempts.heldBy(this.ctx, jobId, token, 'retryJob');
     const fields = opts?.fieldsToUpdate as Record<string, unknown> | undefined;
     await attempts.finish(
       this.ctx,

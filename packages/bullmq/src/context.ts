@@ -98,7 +98,10 @@ export class BackendContext {
   private finisherInstance: Finisher | undefined;
   private housekeeper: Housekeeper | undefined;
   private pausedFlag: Promise<boolean> | undefined;
+  /** This backend's id among the queue's workers (membership, election). */
   readonly workerId: string;
+  /** The name its attempts carry (`processedBy`): BullMQ's Worker `name`, else its id. */
+  readonly claimOwner: string;
 
   constructor(
     readonly name: string,
@@ -110,6 +113,7 @@ export class BackendContext {
     // a FlowProducer's backend is bound to no queue (its siblings from forQueue are)
     if (name !== '') validateQueueName(name);
     this.workerId = `${opts.name ?? 'bullmq'}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+    this.claimOwner = opts.name ?? this.workerId;
   }
 
   get prefix(): string {
@@ -187,7 +191,7 @@ export class BackendContext {
   async source(): Promise<JobSource> {
     const store = await this.store();
     this.jobSource ??= new JobSource(store, () => this.held.keys(), {
-      workerId: this.workerId,
+      workerId: this.claimOwner,
       lockDuration: this.lockDuration,
       idlePollMs: (this.opts.drainDelay ?? 5) * 1000,
       onWarning: this.onError,

@@ -319,7 +319,7 @@ function finishUnit(store: QueueStore, f: Finish, withClaim: boolean): FinishUni
         { id: job.record.id, token: job.token, pointer: job.pointer, record, withClaim },
         to,
       );
-      return { ops, events: [planned.event], wakes: planned.to?.kind === 'ready' };
+      return { ops, events: [planned.event, ...(planned.also ?? [])], wakes: planned.to?.kind === 'ready' };
     },
   };
 }
@@ -335,6 +335,8 @@ export function planFinish(f: Finish): {
   record: JobRecord | undefined;
   to: Place | undefined;
   event: QueueEventRecord;
+  /** Events that follow it (BullMQ's `retries-exhausted` after a final failure). */
+  also?: QueueEventRecord[];
 } {
   const { record } = f.job;
   const now = Date.now();
@@ -355,8 +357,17 @@ export function planFinish(f: Finish): {
   }
   if (o.kind === 'failed') {
     const event = { event: 'failed', jobId: id, failedReason: o.reason, prev: 'active', ts: now };
-    if (o.remove) return { record: undefined, to: undefined, event };
-    return { record: { ...base, ...failure(record, o), state: 'failed', attemptsMade }, to: { kind: 'failed' }, event };
+    const also =
+      attemptsMade >= (record.opts.attempts ?? 1)
+        ? [{ event: 'retries-exhausted', jobId: id, attemptsMade, ts: now }]
+        : [];
+    if (o.remove) return { record: undefined, to: undefined, event, also };
+    return {
+      record: { ...base, ...failure(record, o), state: 'failed', attemptsMade },
+      to: { kind: 'failed' },
+      event,
+      also,
+    };
   }
   const retried = { ...base, ...failure(record, o), attemptsMade, finishedOn: undefined };
   if (o.due > now) {
@@ -370,7 +381,7 @@ export function planFinish(f: Finish): {
   return {
     record: { ...retried, state: 'waiting' },
     to: { kind: 'ready', lane: record.lane ?? PLAIN_LANE },
-    event: { event: 'waiting', jobId: id, prev: 'failed', ts: now },
+    event: { event: 'waiting', jobId: id, prev: 'active', ts: now },
   };
 }
 
