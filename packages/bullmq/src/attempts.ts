@@ -51,12 +51,15 @@ export async function addJobs(ctx: BackendContext, entries: AddEntry[]): Promise
   const store = await ctx.store();
   const needIds = entries.filter((e) => !e.jobId).length;
   const ids = needIds ? await store.nextIds(needIds) : [];
-  const prepared: EnqueueEntry[] = entries.map((e) => toEntry(e, e.jobId || (ids.shift() as string)));
+  if (entries.some((e) => (e.job.opts?.delay ?? 0) > 0)) await store.clock.now(); // due times: ZooKeeper's clock
+  const prepared: EnqueueEntry[] = entries.map((e) =>
+    toEntry(e, e.jobId || (ids.shift() as string), (t) => store.clock.fromLocal(t)),
+  );
   await store.enqueue(prepared);
   return prepared.map((p) => p.record.id);
 }
 
-function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string): EnqueueEntry {
+function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string, toServer: (t: number) => number): EnqueueEntry {
   const opts = job.opts ?? {};
   if (parentKeyOpts?.parentKey || opts.parent) throw new NotSupportedError('flows (parent and children jobs)');
   if ((opts as { repeat?: unknown }).repeat) throw new NotSupportedError('repeatable jobs (job schedulers)');
@@ -76,7 +79,7 @@ function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string): EnqueueEn
   const state = delay > 0 ? 'delayed' : 'waiting';
   const record = newRecord(id, job.name, JSON.parse(job.data || '{}'), opts as JobsOptions, state, now);
   record.timestamp = timestamp;
-  if (delay > 0) record.due = timestamp + delay;
+  if (delay > 0) record.due = toServer(timestamp + delay);
   return { record, lane: laneOf(priority, lifo), custom: Boolean(jobId) };
 }
 

@@ -67,8 +67,11 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
       this.emit('ready');
       return;
     }
-    await this.ctx.store();
-    if (this.role.worker) await this.ctx.startHousekeeping();
+    const store = await this.ctx.store();
+    if (this.role.worker) {
+      await store.clock.now(); // retries are due on ZooKeeper's clock: know its offset before the first
+      await this.ctx.startHousekeeping();
+    }
     if (this.role.listener) await events.listen(this.ctx);
     this.emit('ready');
   }
@@ -226,7 +229,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
         kind: 'retry',
         reason: typeof fields?.failedReason === 'string' ? fields.failedReason : '',
         stacktrace: attempts.stacktraceOf(fields),
-        due: timestamp + Math.max(delay, 0),
+        due: (await this.ctx.store()).clock.fromLocal(timestamp + Math.max(delay, 0)),
         skipAttempt: opts?.skipAttempt === true,
       },
       'moveToDelayed',

@@ -94,7 +94,7 @@ export async function changeDelay(ctx: BackendContext, jobId: string, delay: num
       if (found.kind !== 'idle' || found.stored.record.state !== 'delayed') throw notDelayed();
       const { store, stored } = found;
       const now = Date.now();
-      const due = now + Math.min(Math.max(0, delay), MAX_DELAY_MS);
+      const due = store.clock.fromLocal(now + Math.min(Math.max(0, delay), MAX_DELAY_MS));
       const record = { ...stored.record, delay, due };
       const event = { event: 'delayed', jobId, delay: due, ts: now };
       return {

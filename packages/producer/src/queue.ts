@@ -180,12 +180,14 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     const store = await this.store();
     const needIds = prepared.filter((p) => !p.opts.jobId).length;
     const ids = needIds ? await store.nextIds(needIds) : [];
+    // due times are on ZooKeeper's clock: measure its offset first (at most every 30 s)
+    if (prepared.some((p) => (p.opts.delay ?? 0) > 0)) await store.clock.now();
     const now = Date.now();
     const entries: EnqueueEntry[] = prepared.map(({ name, data, opts }) => {
       const id = opts.jobId ?? (ids.shift() as string);
       const delayed = (opts.delay ?? 0) > 0;
       const record = newRecord(id, name, data, opts, delayed ? 'delayed' : 'waiting', now);
-      if (delayed) record.due = now + (opts.delay as number);
+      if (delayed) record.due = store.clock.fromLocal(now + (opts.delay as number));
       return { record, lane: laneOf(opts.priority ?? 0, opts.lifo ?? false) };
     });
     const added = new Map<string, Job<DataType, ResultType, NameType>>();

@@ -202,7 +202,9 @@ export class Attempt {
     if (!final && !unrecoverable && attemptsMade < (record.opts.attempts ?? 1)) {
       const backoff = normalizeBackoff(record.opts.backoff);
       const delay = await backoffDelay(backoff, attemptsMade, err, this.job, this.opts.settings?.backoffStrategy);
-      if (delay >= 0) return { kind: 'retry', reason: err.message, stacktrace, due: Date.now() + delay };
+      if (delay >= 0) {
+        return { kind: 'retry', reason: err.message, stacktrace, due: this.store.clock.fromLocal(Date.now() + delay) };
+      }
     }
     return { kind: 'failed', reason: err.message, stacktrace, remove: this.keep('failed') === 'remove' };
   }

@@ -219,6 +219,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     });
     await this.register();
     session.onNewSession(() => this.register());
+    await store.clock.now(); // retries are due on ZooKeeper's clock: know its offset before the first
     await this.watchPause();
     if (this.opts.housekeeping !== false) await this.startHousekeeping(store);
     this.emit('ready');

@@ -17,6 +17,7 @@ import { type Destination, enqueueOps } from './protocol/builders.js';
 import { Containers } from './protocol/containers.js';
 import { TxExecutor, type TxUnit } from './protocol/executor.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
+import { ServerClock } from './runtime/server-clock.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -48,6 +49,8 @@ export class QueueStore {
   readonly containers: Containers;
   /** The one transaction executor every write goes through. */
   readonly executor: TxExecutor;
+  /** ZooKeeper's time, which due times are written in and judged on. */
+  readonly clock: ServerClock;
   private initialized: Promise<void> | undefined;
   private idBlock = { next: 0, end: 0 };
   /** Size of the last id block taken (the next one is at least twice as large, up to ID_BLOCK_SIZE). */
@@ -64,6 +67,7 @@ export class QueueStore {
     this.events = new EventSink(session, this.layout);
     this.containers = new Containers(session, this.layout);
     this.executor = new TxExecutor(session, this.layout, this.containers, this.events);
+    this.clock = new ServerClock(this);
   }
 
   /** Creates the queue's directories once (idempotent; `meta` is written last as the marker). */

@@ -28,7 +28,7 @@ import {
   sweepReceipts,
 } from '../protocol/index.js';
 import type { QueueStore } from '../store.js';
-import { ServerClock } from './server-clock.js';
+import type { ServerClock } from './server-clock.js';
 
 /** Longest sleep of the promoter while delayed jobs may exist, ms. */
 const PROMOTE_POLL_MS = 1000;
@@ -49,7 +49,9 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private readonly election: LeaderElection;
   private readonly observer = new LeaseObserver();
   /** Due times are judged on ZooKeeper's clock, not this process's. */
-  private readonly clock: ServerClock;
+  private get clock(): ServerClock {
+    return this.store.clock;
+  }
   private stalledTimer: NodeJS.Timeout | undefined;
   private promoting: Promise<void> | undefined;
   private wakePromoter: (() => void) | undefined;
@@ -72,7 +74,6 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     private readonly promotePollMs = PROMOTE_POLL_MS,
   ) {
     super();
-    this.clock = new ServerClock(store);
     this.election = new LeaderElection(store.session, store.layout.leaderDir, { id: workerId });
     this.election.on('elected', () => this.lead());
     this.election.on('deposed', () => this.stepDown());

@@ -1,8 +1,9 @@
 /**
  * ServerClock: this process's estimate of ZooKeeper's time. Due times of
- * delayed jobs and of scheduler ticks are judged by ONE clock, ZooKeeper's,
- * so a leader whose own clock runs seconds off neither promotes jobs early
- * nor late. The offset is measured by a write to the `clock` node (its
+ * delayed jobs and of scheduler ticks are written and judged on ONE clock,
+ * ZooKeeper's: a producer or worker whose clock runs seconds off still delays
+ * a job by what it asked, and a leader whose clock is off promotes it neither
+ * early nor late. The offset is measured by a write to the `clock` node (its
  * mtime, against the midpoint of the round trip) and measured again every
  * REFRESH_MS; until the first measure, and when a measure fails, the last
  * known offset (at first 0: the local clock) is used.
@@ -21,13 +22,28 @@ export class ServerClock {
 
   /** ZooKeeper's time now, measured again first when the last measure is old. */
   async now(): Promise<number> {
-    if (performance.now() - this.measuredAt >= REFRESH_MS) {
-      this.measuring ??= this.measure().finally(() => {
-        this.measuring = undefined;
-      });
-      await this.measuring;
-    }
+    if (this.stale()) await this.refresh();
     return Date.now() + this.offset;
+  }
+
+  /**
+   * ZooKeeper's time when the local clock reads `local`, by the last offset
+   * known; an old one is measured again in the background for the next call.
+   */
+  fromLocal(local: number): number {
+    if (this.stale()) void this.refresh();
+    return local + this.offset;
+  }
+
+  private stale(): boolean {
+    return performance.now() - this.measuredAt >= REFRESH_MS;
+  }
+
+  private refresh(): Promise<void> {
+    this.measuring ??= this.measure().finally(() => {
+      this.measuring = undefined;
+    });
+    return this.measuring;
   }
 
   /** The local time at which ZooKeeper's clock reads `serverTime`. */
