@@ -11,12 +11,14 @@ import {
   type CleanType,
   clean,
   drain as drainQueue,
+  iterationId,
   JobNotFoundError,
   JobStateError,
   obliterate as obliterateQueue,
   promoteJobs as promoteAll,
   promoteJob,
   QueueNotEmptyError,
+  readScheduler,
   removeJob,
   retryJob,
   retryJobs,
@@ -116,8 +118,18 @@ export async function promoteJobs(ctx: BackendContext, count?: number): Promise<
 
 /** Removes a job that is not running: 1, or 0 while it is active. A missing job counts as removed (BullMQ's 1). */
 export async function remove(ctx: BackendContext, jobId: string, _removeChildren: boolean): Promise<number> {
+  const store = await ctx.store();
+  // a scheduler's pending iteration goes with its scheduler (removeJobScheduler), not alone
+  const stored = await store.getJob(jobId);
+  const schedulerId = (stored?.record.opts as { repeatJobKey?: string } | undefined)?.repeatJobKey;
+  if (stored?.record.state === 'delayed' && schedulerId) {
+    const scheduler = await readScheduler(store, schedulerId);
+    if (scheduler && iterationId(schedulerId, scheduler.record.next) === jobId) {
+      throw finishedError(ErrorCode.JobBelongsToJobScheduler, jobId, 'removeJob');
+    }
+  }
   try {
-    await removeJob(await ctx.store(), jobId);
+    await removeJob(store, jobId);
     return 1;
   } catch (err) {
     if (err instanceof JobStateError) return 0;

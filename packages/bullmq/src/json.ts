@@ -58,6 +58,9 @@ export function finishedError(code: ErrorCode, jobId: string, command: string, s
     case ErrorCode.JobNotInState:
       message = `Job ${jobId} is not in the ${state} state. ${command}`;
       break;
+    case ErrorCode.JobBelongsToJobScheduler:
+      message = `Job ${jobId} belongs to a job scheduler and cannot be removed directly. ${command}`;
+      break;
     case ErrorCode.JobLockMismatch:
       message = `Lock mismatch for job ${jobId}. Cmd ${command} from ${state}`;
       break;

@@ -79,3 +79,15 @@ test('five producers upserting one scheduler while three workers run it: one job
   const pending = await producers[0]?.getDelayed();
   assert.ok((pending?.length ?? 0) <= 1, 'at most one pending iteration');
 });
+
+test("a scheduler's pending iteration cannot be removed alone; removing the scheduler removes it", async (t) => {
+  const connection = await connectionFor(t);
+  const queue = new Queue('pending', { connection });
+  t.after(() => queue.close());
+  await queue.upsertJobScheduler('later', { every: 60_000, startDate: Date.now() + 60_000 }, { name: 'tick' });
+  const [pending] = await queue.getDelayed();
+  assert.match(pending?.id ?? '', /^repeat:later:\d+$/);
+  await assert.rejects(() => (pending as NonNullable<typeof pending>).remove(), /belongs to a job scheduler/);
+  assert.equal(await queue.removeJobScheduler('later'), true);
+  assert.deepEqual(await queue.getDelayed(), []);
+});

@@ -156,8 +156,9 @@ export async function upsertScheduler(
     const prev = await readScheduler(store, u.id);
     const every = u.spec.every;
     let next = u.next;
-    let offset = u.spec.offset ?? undefined;
     const everyChanged = prev !== undefined && prev.record.every !== every;
+    // the grid stays where it is unless the interval changed or the caller moves it
+    let offset = u.spec.offset ?? (everyChanged ? undefined : prev?.record.offset);
     if (every) {
       ({ next, offset } = everyNext(
         everyChanged ? undefined : prev?.record.next,
