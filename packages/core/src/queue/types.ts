@@ -91,14 +91,14 @@ export interface DeduplicationOptions {
 export interface BaseJobOptions extends DefaultJobOptions {
   /** Custom job id: an existing id makes `add` return the existing job. */
   jobId?: string;
-  /** Deduplication (BullMQ's): a duplicate adds nothing while the kept job's key is live. */
-  deduplication?: DeduplicationOptions;
   /** Accepted for compatibility; zkq has no repeatable jobs yet. */
   repeatJobKey?: string;
 }
 
 /** Options stored with a job besides the base ones (BullMQ's CompressableJobOptions, zkq's subset). */
 export interface CompressableJobOptions {
+  /** Deduplication (BullMQ's): a duplicate adds nothing while the kept job's key is live. */
+  deduplication?: DeduplicationOptions;
   /**
    * Trace context (BullMQ's): `metadata` is set by a Queue with the
    * `telemetry` option, the producer's span serialized, and continued by the
