@@ -113,7 +113,14 @@ async function addAgainstKey(store: QueueStore, entry: EnqueueEntry): Promise<Ad
       if (planned.events?.length) await store.publish(planned.events);
       return outcome;
     }
-    const [result] = await store.executor.run([{ build: () => planned }]);
+    // built again (a fresh bucket) when the executor finds a pointer's bucket removed meanwhile
+    let first: Built | undefined = planned;
+    const build = async () => {
+      const built = first ?? (await plan(store, o, record, seen, action));
+      first = undefined;
+      return built;
+    };
+    const [result] = await store.executor.run([{ build }]);
     if (result?.ok) return outcome;
     if (result?.error instanceof NodeExistsError && result.op?.path === store.layout.job(record.id)) {
       return { id: record.id, kind: 'existing' }; // a custom id that exists answers first, as in BullMQ
