@@ -37,11 +37,10 @@ type OptionsProblems<Z, B, Gaps extends keyof B, Extras extends keyof Z = never,
 // ---------------------------------------------------------------------------
 // Job options
 
-/** BullMQ job options zkq does not implement (flows, deduplication, repeat internals). */
+/** BullMQ job options zkq does not implement (flows, repeat internals). */
 export type JobsOptionsGaps =
   | 'parent'
   | 'prevMillis'
-  | 'deduplication'
   | 'failParentOnFailure'
   | 'continueParentOnFailure'
   | 'ignoreDependencyOnFailure'
@@ -271,11 +270,9 @@ export type QueueMemberGaps =
   | 'removeGlobalRateLimit'
   | 'getRateLimitTtl'
   | 'removeRateLimitKey'
-  // deduplication
+  // deduplication: the deprecated debounce names
   | 'removeDebounceKey'
-  | 'removeDeduplicationKey'
   | 'getDebounceJobId'
-  | 'getDeduplicationJobId'
   // managing jobs in bulk
   | 'updateJobProgress'
   | 'addJobLog'

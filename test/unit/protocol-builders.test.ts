@@ -8,6 +8,8 @@ import { afterEach, describe, mock, test } from 'node:test';
 import {
   claimOps,
   type Destination,
+  dedupDeleteOp,
+  dedupKeyOp,
   dueOfDelayed,
   enqueueOps,
   type Finish,
@@ -18,6 +20,7 @@ import {
   laneOf,
   moveOps,
   PLAIN_LANE,
+  parkOps,
   planFinish,
   pointerOp,
   promotedRecord,
@@ -53,6 +56,8 @@ describe('layout helpers', () => {
     assert.equal(layout.readyPointerPrefix(READY_BUCKET, 'a-b'), `${READY_BUCKET}/qn-a-b-`);
     assert.equal(layout.receipt('r-1'), '/q/receipts/r-1');
     assert.equal(layout.eventPrefix(), '/q/events/log/e-');
+    assert.match(layout.dedupKey('user 1/a'), /^\/q\/dedup\/[0-9a-f]{2}\/d-user%201%2Fa$/);
+    assert.equal(layout.dedupShard('x'), layout.dedupKey('x').slice(0, -4));
   });
 
   test('delayed day, hour and pointer names', () => {
@@ -126,6 +131,46 @@ describe('builders', () => {
         pointerOp(layout, 'j', to),
       ]);
     }
+  });
+
+  test('enqueueOps with a deduplication key: record, key, pointer', () => {
+    const key = dedupKeyOp(layout, { id: 'd', data: rec });
+    assert.deepEqual(enqueueOps(layout, 'j', rec, ready, key), [
+      { op: 'create', path: layout.job('j'), data: rec },
+      key,
+      pointerOp(layout, 'j', ready),
+    ]);
+  });
+
+  test('dedupKeyOp: create (role into) without a version, else the stale key rewritten at it', () => {
+    assert.deepEqual(dedupKeyOp(layout, { id: 'd', data: rec }), {
+      op: 'create',
+      path: layout.dedupKey('d'),
+      data: rec,
+      role: 'into',
+    });
+    assert.deepEqual(dedupKeyOp(layout, { id: 'd', data: rec, version: 4 }), {
+      op: 'setData',
+      path: layout.dedupKey('d'),
+      data: rec,
+      version: 4,
+    });
+  });
+
+  test('dedupDeleteOp: at the version read, or any', () => {
+    assert.deepEqual(dedupDeleteOp(layout, { id: 'd', version: 2 }), {
+      op: 'delete',
+      path: layout.dedupKey('d'),
+      version: 2,
+    });
+    assert.deepEqual(dedupDeleteOp(layout, { id: 'd' }), { op: 'delete', path: layout.dedupKey('d') });
+  });
+
+  test("parkOps: the key at the version read, then a check of the kept job's claim", () => {
+    assert.deepEqual(parkOps(layout, { id: 'd', data: rec, version: 3, kept: 'k' }), [
+      { op: 'setData', path: layout.dedupKey('d'), data: rec, version: 3 },
+      { op: 'check', path: '/q/claims/k', version: -1 },
+    ]);
   });
 
   test('claimOps: pointer check, ephemeral claim create, record at the version read', () => {

@@ -28,6 +28,7 @@ import {
 } from '@zkq/core';
 import { ErrorCode, type JobJson, type MinimalJob, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext, Held } from './context.js';
+import { addEntries, checkDeduplication } from './dedup.js';
 import { rewriteRecord } from './edits.js';
 import { NotSupportedError } from './errors.js';
 import { finishedError, toJobJson } from './json.js';
@@ -46,7 +47,10 @@ export interface AddEntry {
   parentKeyOpts?: ParentKeyOpts;
 }
 
-/** Adds jobs; a custom id that exists answers with that id (BullMQ's de-duplication by id). */
+/**
+ * Adds jobs; a custom id that exists answers with that id (BullMQ's
+ * de-duplication by id), a live deduplication key with the job it keeps.
+ */
 export async function addJobs(ctx: BackendContext, entries: AddEntry[]): Promise<string[]> {
   const store = await ctx.store();
   const needIds = entries.filter((e) => !e.jobId).length;
@@ -55,17 +59,15 @@ export async function addJobs(ctx: BackendContext, entries: AddEntry[]): Promise
   const prepared: EnqueueEntry[] = entries.map((e) =>
     toEntry(e, e.jobId || (ids.shift() as string), (t) => store.clock.fromLocal(t)),
   );
-  await store.enqueue(prepared);
-  return prepared.map((p) => p.record.id);
+  return addEntries(ctx, prepared);
 }
 
 function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string, toServer: (t: number) => number): EnqueueEntry {
   const opts = job.opts ?? {};
   if (parentKeyOpts?.parentKey || opts.parent) throw new NotSupportedError('flows (parent and children jobs)');
   if ((opts as { repeat?: unknown }).repeat) throw new NotSupportedError('repeatable jobs (job schedulers)');
-  if (opts.deduplication || (opts as { debounce?: unknown }).debounce) {
-    throw new NotSupportedError('deduplication keys (use a custom jobId)');
-  }
+  if ((opts as { debounce?: unknown }).debounce) throw new NotSupportedError('debounce (use deduplication)');
+  checkDeduplication(opts.deduplication);
   if (jobId) validateCustomJobId(jobId);
   const priority = opts.priority ?? 0;
   if (!Number.isInteger(priority) || priority < 0 || priority > MAX_PRIORITY) {

@@ -30,6 +30,7 @@ import type {
 import * as attempts from './attempts.js';
 import type { BackendContext } from './context.js';
 import * as control from './control.js';
+import * as dedup from './dedup.js';
 import { NotSupportedError } from './errors.js';
 import * as events from './events.js';
 import * as meta from './meta.js';
@@ -569,14 +570,14 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return schedulers.getJobSchedulersCount(this.ctx);
   }
 
-  // ---- deduplication keys: not offered yet; the reads answer truthfully (none exist) --
+  // ---- deduplication keys (dedup.ts) ----------------------------------------------
 
-  async removeDeduplicationKey(): Promise<number> {
-    return 0;
+  removeDeduplicationKey(deduplicationId: string, jobId: string): Promise<number> {
+    return dedup.removeDeduplicationKey(this.ctx, deduplicationId, jobId);
   }
 
-  async deleteDeduplicationKey(): Promise<number> {
-    return 0;
+  deleteDeduplicationKey(deduplicationId: string): Promise<number> {
+    return dedup.deleteDeduplicationKey(this.ctx, deduplicationId);
   }
 
   private trimmer(): Promise<TrimmerType> {

@@ -29,6 +29,8 @@ export function toJobJson(record: JobRecord, progress?: unknown): JobJson {
   if (record.processedBy) json.processedBy = record.processedBy;
   const repeatJobKey = (record.opts as { repeatJobKey?: string }).repeatJobKey;
   if (repeatJobKey) json.repeatJobKey = repeatJobKey;
+  const deduplicationId = record.opts.deduplication?.id;
+  if (deduplicationId) json.deduplicationId = deduplicationId;
   return json;
 }
 

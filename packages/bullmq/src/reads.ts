@@ -6,14 +6,14 @@
  * `getCounts(['paused'])` is 0, as on Redis (BullMQ's PostgreSQL backend,
  * and zkq's own Queue, report them as paused instead).
  *
- * Flows, job schedulers and deduplication keys are not offered by this
- * backend, so no job has children, dependencies or a deduplication key:
- * their reads answer truthfully empty.
+ * Flows are not offered by this backend, so no job has children or
+ * dependencies: their reads answer truthfully empty.
  */
 import { jobState, NoNodeError, type QueueStore, getMetrics as readMetrics } from '@zkq/core';
 import type { DependenciesOpts, JobJson, JobState, JobType } from 'bullmq';
 import { countPerPriority, countStates } from './census.js';
 import type { BackendContext } from './context.js';
+import { getDeduplicationJobId as keptJob } from './dedup.js';
 import { toJobJson } from './json.js';
 import { getQueueMetaField } from './meta.js';
 import { rangeOfState, redisRange } from './ranges.js';
@@ -234,7 +234,7 @@ export async function getIgnoredChildrenFailures(
   return {};
 }
 
-/** No deduplication keys exist here (a custom jobId de-duplicates instead). */
-export async function getDeduplicationJobId(_ctx: BackendContext, _id: string): Promise<string | null> {
-  return null;
+/** The job a live deduplication key keeps, or null (dedup.ts). */
+export async function getDeduplicationJobId(ctx: BackendContext, id: string): Promise<string | null> {
+  return keptJob(ctx, id);
 }

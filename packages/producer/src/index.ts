@@ -2,6 +2,7 @@ export {
   type BackoffOptions,
   type BaseJobOptions,
   type ConnectionOptions,
+  type DeduplicationOptions,
   type DefaultJobOptions,
   Job,
   type JobJson,

@@ -62,6 +62,8 @@ export interface QueueEventsListener {
   delayed: [args: { jobId: string; delay: number }, ...Id];
   stalled: [args: { jobId: string }, ...Id];
   removed: [args: { jobId: string; prev: string }, ...Id];
+  /** An add was deduplicated: `jobId` is the job kept, `deduplicatedJobId` the one not added. */
+  deduplicated: [args: { jobId: string; deduplicationId: string; deduplicatedJobId: string }, ...Id];
   cleaned: [args: { count: string }, ...Id];
   paused: [args: object, ...Id];
   resumed: [args: object, ...Id];

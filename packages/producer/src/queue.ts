@@ -10,14 +10,18 @@
  */
 import { EventEmitter } from 'node:events';
 import {
+  type AddOutcome,
   assertJsonFaithful,
   type CleanType,
   ClosedError,
   clean,
   DEFAULT_PREFIX,
+  deleteDeduplicationKey,
   drain,
   type EnqueueEntry,
+  enqueueJobs,
   type FinishedStatus,
+  getDeduplicationJobId,
   getJobCounts,
   getMetrics,
   InvalidArgumentError,
@@ -48,6 +52,7 @@ import {
   TelemetryAttributes,
   trace,
   validateConnection,
+  validateDeduplication,
   validateJobId,
   validateJobName,
   validateJobOptions,
@@ -134,7 +139,11 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     return (await this.ready).store;
   }
 
-  /** Adds one job. With an existing custom `jobId`, resolves with the existing job instead. */
+  /**
+   * Adds one job. With an existing custom `jobId`, resolves with the existing
+   * job instead; with `deduplication` whose key is live, with the kept job
+   * (one a ttl key outlived: its id, with this add's name, data and options, as BullMQ).
+   */
   async add(name: NameType, data: DataType, opts?: JobsOptions): Promise<Job<DataType, ResultType, NameType>> {
     validateJobName(name);
     return this.trace(
@@ -195,22 +204,25 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     // A job whose id existed may be deleted before it is read (retention, remove): then the
     // id is free again, and that entry is enqueued anew rather than answered with a job not stored.
     for (let attempt = 0; pending.length > 0; attempt++) {
-      const { existing } = await store.enqueue(pending);
-      const existingSet = new Set(existing);
+      const outcomes = await enqueueJobs(store, pending);
       const vanished: EnqueueEntry[] = [];
       await Promise.all(
-        pending.map(async (e) => {
-          if (!existingSet.has(e.record.id)) {
+        pending.map(async (e, i) => {
+          const outcome = outcomes[i] as AddOutcome;
+          if (outcome.kind === 'added') {
             const job = new Job<DataType, ResultType, NameType>(store, e.record);
             if (e.record.state === 'waiting') this.emit('waiting', job);
             added.set(e.record.id, job);
             return;
           }
-          this.emit('duplicated', e.record.id);
-          const stored = await store.getJob(e.record.id);
+          if (outcome.kind === 'existing') this.emit('duplicated', outcome.id);
+          const stored = await store.getJob(outcome.id);
           if (stored) added.set(e.record.id, new Job<DataType, ResultType, NameType>(store, stored.record));
-          else if (attempt < ADD_EXISTING_ATTEMPTS) vanished.push(e);
-          else throw new JobNotFoundError(e.record.id);
+          else if (outcome.kind === 'deduplicated') {
+            // a throttle key outlives its job: BullMQ answers with the kept id and the add's own data
+            added.set(e.record.id, new Job<DataType, ResultType, NameType>(store, { ...e.record, id: outcome.id }));
+          } else if (attempt < ADD_EXISTING_ATTEMPTS) vanished.push(e);
+          else throw new JobNotFoundError(outcome.id);
         }),
       );
       pending = vanished;
@@ -392,6 +404,23 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
   async promoteJobs(opts: { count?: number } = {}): Promise<void> {
     await this.trace(SpanKind.INTERNAL, 'promoteJobs', async () => {
       await promoteJobs(await this.store(), opts);
+    });
+  }
+
+  // ---- deduplication (BullMQ's) -------------------------------------------------
+
+  /** The id of the job that deduplication id `id` keeps, or null when its key is missing or stale. */
+  async getDeduplicationJobId(id: string): Promise<string | null> {
+    validateDeduplication({ id }, 'deduplication');
+    return getDeduplicationJobId(await this.store(), id);
+  }
+
+  /** Deletes the key of deduplication id `id`, so the next add with it adds a job; resolves 1 if a live key was deleted, else 0. */
+  async removeDeduplicationKey(id: string): Promise<number> {
+    return this.trace(SpanKind.INTERNAL, 'removeDeduplicationKey', async (span) => {
+      validateDeduplication({ id }, 'deduplication');
+      span?.setAttributes({ [TelemetryAttributes.DeduplicationKey]: id });
+      return deleteDeduplicationKey(await this.store(), id);
     });
   }
 

@@ -22,6 +22,7 @@
  */
 import { ZkqError } from '../errors.js';
 import { NoNodeError, NotEmptyError } from '../zk/errors.js';
+import { releaseOps } from './dedup.js';
 import { JobNotFoundError, JobStateError } from './errors.js';
 import type { QueueEventRecord } from './events.js';
 import { laneOf } from './layout.js';
@@ -85,8 +86,9 @@ export type CleanType = Extract<
 // ---- single jobs -------------------------------------------------------------
 
 /**
- * Deletes job `id` with its pointer, wherever it is. Resolves false when there
- * is no such job; throws JobStateError (ZKQ_JOB_STATE) while it is active.
+ * Deletes job `id` with its pointer, wherever it is, and the deduplication
+ * key that keeps it, if any. Resolves false when there is no such job;
+ * throws JobStateError (ZKQ_JOB_STATE) while it is active.
  * Event `removed` {jobId, prev}.
  */
 export async function removeJob(store: QueueStore, id: string): Promise<boolean> {
@@ -98,7 +100,10 @@ export async function removeJob(store: QueueStore, id: string): Promise<boolean>
       throw new JobStateError(id, 'is active (claimed by a worker) and cannot be removed');
     }
     const pointer = await findPointer(store, stored.record);
-    const move = removal(store, { id, version: stored.version, pointer }, [removedEvent(id, stored.record)]);
+    const events = [removedEvent(id, stored.record)];
+    // BullMQ releases the job's deduplication key with it (a ttl key too)
+    const release = await releaseOps(store, stored.record);
+    const move = removal(store, { id, version: stored.version, pointer }, events, release);
     return { move, result: true };
   });
 }

@@ -1,5 +1,16 @@
 export { DEFAULT_PREFIX, openSession, validateConnection, validatePrefix } from './connection.js';
 export * from './control.js';
+export {
+  type DedupKey,
+  deleteDeduplicationKey,
+  getDeduplicationJobId,
+  handoffRecord,
+  isLive,
+  type KeyRead,
+  removeDeduplicationKey,
+  type Seen,
+} from './dedup.js';
+export { type AddOutcome, type DedupAction, decide, enqueueJobs } from './dedup-add.js';
 export * from './errors.js';
 export { EVENT_VALUE_LIMIT, EVENTS_KEEP, EventSink, eventValue, type QueueEventRecord } from './events.js';
 export { type AttemptHooks, type FinishedWaiter, Job, jobState } from './job.js';
@@ -26,7 +37,14 @@ export {
 export { getJobCounts, type JobCounts, listJobIds } from './listing.js';
 export { getMetrics, recordMetrics, TRIM_BATCH } from './metrics.js';
 export * from './metrics-series.js';
-export { MAX_DELAY_MS, validateJobId, validateJobName, validateJobOptions } from './options.js';
+export {
+  MAX_DEDUP_ID_LENGTH,
+  MAX_DELAY_MS,
+  validateDeduplication,
+  validateJobId,
+  validateJobName,
+  validateJobOptions,
+} from './options.js';
 export * from './protocol/index.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy } from './retention.js';
@@ -50,6 +68,6 @@ export {
   type SchedulerSpec,
   upsertScheduler,
 } from './schedulers.js';
-export { type EnqueueEntry, QueueStore, type StoredJob } from './store.js';
+export { type EnqueueEntry, enqueueEvents, QueueStore, type StoredJob } from './store.js';
 export * from './telemetry.js';
 export type * from './types.js';

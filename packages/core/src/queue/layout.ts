@@ -57,6 +57,13 @@
  *                                     `ms` later, both times on ZooKeeper's clock (see clock)
  *   clock                             empty; a write to it tells ZooKeeper's current time (the
  *                                     write's mtime), so a window is never judged on a client's clock
+ *   dedup/<shard>/d-<id>              deduplication keys (`opts.deduplication`), id URI-encoded,
+ *                                     sharded like jobs, created on first use: {"job","ttl"?,"next"?}.
+ *                                     Created in the transaction that adds the job it names (the
+ *                                     create is the test-and-set); `ttl` counts from the node's
+ *                                     mtime on ZooKeeper's clock. A key whose job finished, or
+ *                                     whose ttl ran out, is stale and taken over by the next add
+ *                                     (see dedup.ts)
  * ```
  *
  * Every container of pointers (a lane, an hour of delayed jobs, a finished set)
@@ -192,6 +199,7 @@ export class QueueLayout {
   readonly settings: string;
   readonly limiter: string;
   readonly clock: string;
+  readonly dedupDir: string;
 
   constructor(readonly queue: string) {
     validateQueueName(queue);
@@ -218,6 +226,7 @@ export class QueueLayout {
     this.settings = `${this.root}/settings`;
     this.limiter = `${this.root}/limiter`;
     this.clock = `${this.root}/clock`;
+    this.dedupDir = `${this.root}/dedup`;
   }
 
   /** Directories created once per queue (shards included). */
@@ -247,6 +256,16 @@ export class QueueLayout {
   /** A job scheduler's node (its id, URI-encoded: scheduler ids are free-form). */
   scheduler(id: string): string {
     return `${this.schedulersDir}/s-${encodeURIComponent(id)}`;
+  }
+
+  /** The shard directory of a deduplication key (created on first use). */
+  dedupShard(id: string): string {
+    return `${this.dedupDir}/${shardOf(id)}`;
+  }
+
+  /** A deduplication key's node (its id, URI-encoded: deduplication ids are free-form). */
+  dedupKey(id: string): string {
+    return `${this.dedupShard(id)}/d-${encodeURIComponent(id)}`;
   }
 
   shard(shard: string): string {

@@ -1,7 +1,7 @@
 /** Validation of job options at the public entry (Queue.add/addBulk), once. */
 import { InvalidArgumentError } from '../errors.js';
 import { MAX_PRIORITY, validateCustomJobId } from './layout.js';
-import type { BackoffOptions, JobsOptions, KeepJobs } from './types.js';
+import type { BackoffOptions, DeduplicationOptions, JobsOptions, KeepJobs } from './types.js';
 
 function fail(message: string, argument: string): never {
   throw new InvalidArgumentError(message, argument);
@@ -45,12 +45,36 @@ function backoff(v: unknown): void {
   }
 }
 
+/** Longest deduplication id, characters (its key's node name holds it URI-encoded). */
+export const MAX_DEDUP_ID_LENGTH = 1000;
+
+const DEDUP_FLAGS = ['extend', 'replace', 'reschedule', 'keepLastIfActive'] as const;
+
+/** Throws InvalidArgumentError unless `d` is a usable `opts.deduplication` (BullMQ's DeduplicationOptions). */
+export function validateDeduplication(d: unknown, name = 'opts.deduplication'): asserts d is DeduplicationOptions {
+  if (typeof d !== 'object' || d === null || Array.isArray(d)) {
+    fail(`${name} must be { id, ttl?, extend?, replace?, reschedule?, keepLastIfActive? }`, name);
+  }
+  const o = d as DeduplicationOptions;
+  if (typeof o.id !== 'string' || o.id.length === 0 || o.id.length > MAX_DEDUP_ID_LENGTH) {
+    fail(`${name}.id must be a non-empty string of at most ${MAX_DEDUP_ID_LENGTH} characters`, `${name}.id`);
+  }
+  if (o.ttl !== undefined && (typeof o.ttl !== 'number' || !Number.isFinite(o.ttl) || o.ttl <= 0)) {
+    fail(`${name}.ttl must be a number of ms > 0`, `${name}.ttl`);
+  }
+  for (const flag of DEDUP_FLAGS) {
+    if (o[flag] !== undefined && typeof o[flag] !== 'boolean')
+      fail(`${name}.${flag} must be a boolean`, `${name}.${flag}`);
+  }
+}
+
 /** Throws InvalidArgumentError for the first invalid option. */
 export function validateJobOptions(opts: unknown): asserts opts is JobsOptions {
   if (opts === undefined) return;
   if (typeof opts !== 'object' || opts === null) fail('job options must be an object', 'opts');
   const o = opts as JobsOptions;
   if (o.jobId !== undefined) validateCustomJobId(o.jobId);
+  if (o.deduplication !== undefined) validateDeduplication(o.deduplication);
   nonNegative(o.delay, 'opts.delay');
   if (typeof o.delay === 'number' && o.delay > MAX_DELAY_MS) {
     fail(`opts.delay must be at most ${MAX_DELAY_MS} ms (100 years)`, 'opts.delay');

@@ -13,7 +13,7 @@ import { LayoutVersionError } from './errors.js';
 import { EventSink, type QueueEventRecord } from './events.js';
 import { ID_BLOCK_SIZE, LAYOUT_VERSION, QueueLayout } from './layout.js';
 import type { ClaimInfo, Place } from './protocol/attempts.js';
-import { type Destination, enqueueOps } from './protocol/builders.js';
+import { type Destination, dedupKeyOp, enqueueOps } from './protocol/builders.js';
 import { Containers } from './protocol/containers.js';
 import { TxExecutor, type TxUnit } from './protocol/executor.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
@@ -33,6 +33,8 @@ export interface EnqueueEntry {
   lane: string;
   /** A custom job id (the create may fail: de-duplication). */
   custom?: boolean;
+  /** A deduplication key to create with the job (see dedup.ts): its create fails while one exists. */
+  dedup?: { id: string; data: Buffer };
 }
 
 export interface StoredJob {
@@ -220,10 +222,14 @@ export class QueueStore {
   /**
    * Enqueues entries, as few transactions as fit, in order (FIFO). Entries
    * whose custom id exists already are skipped and reported in `existing`
-   * (de-duplication is the record create failing atomically). An entry too
-   * large for any transaction fails the call before anything is written.
+   * (de-duplication is the record create failing atomically); entries whose
+   * deduplication key exists are skipped and returned in `collided` (dedup.ts
+   * settles them). An entry too large for any transaction fails the call
+   * before anything is written.
    */
-  async enqueue(entries: readonly EnqueueEntry[]): Promise<{ added: string[]; existing: string[] }> {
+  async enqueue(
+    entries: readonly EnqueueEntry[],
+  ): Promise<{ added: string[]; existing: string[]; collided: EnqueueEntry[] }> {
     await this.init();
     const units: TxUnit[] = entries.map((e) => {
       const data = encodeRecord({ ...e.record, lane: e.lane });
@@ -232,28 +238,36 @@ export class QueueStore {
         record.state === 'delayed'
           ? { kind: 'delayed', due: record.due ?? Date.now() }
           : { kind: 'ready', lane: e.lane };
+      const { dedup } = e;
       return {
-        build: async () => ({
-          ops: enqueueOps(this.layout, record.id, data, await this.destination(place)),
-          events: enqueueEvents(e),
-          wakes: record.state !== 'delayed',
-        }),
+        build: async () => {
+          if (dedup) await this.ensureDir(this.layout.dedupShard(dedup.id));
+          const key = dedup && dedupKeyOp(this.layout, dedup);
+          return {
+            ops: enqueueOps(this.layout, record.id, data, await this.destination(place), key),
+            events: enqueueEvents(record),
+            wakes: record.state !== 'delayed',
+          };
+        },
       };
     });
-    // Custom ids may fail their create; a failed transaction sent again would then land after
-    // later pipelined ones, so those calls send one transaction at a time (FIFO holds).
-    const inFlight = entries.some((e) => e.custom) ? 1 : ENQUEUE_IN_FLIGHT;
+    // Custom ids and keys may fail their create; a failed transaction sent again would then land
+    // after later pipelined ones, so those calls send one transaction at a time (FIFO holds).
+    const inFlight = entries.some((e) => e.custom || e.dedup) ? 1 : ENQUEUE_IN_FLIGHT;
     const results = await this.executor.run(units, { inFlight });
     const added: string[] = [];
     const existing: string[] = [];
+    const collided: EnqueueEntry[] = [];
     results.forEach((r, i) => {
-      const id = (entries[i] as EnqueueEntry).record.id;
+      const entry = entries[i] as EnqueueEntry;
+      const id = entry.record.id;
       if (r.ok) added.push(id);
       else if (r.error instanceof NodeExistsError && r.op?.path === this.layout.job(id)) existing.push(id);
+      else if (entry.dedup && r.op?.path === this.layout.dedupKey(entry.dedup.id)) collided.push(entry);
     });
     const failed = results.find((r) => !r.ok && !(r.error instanceof NodeExistsError));
     if (failed && !failed.ok) throw failed.error;
-    return { added, existing };
+    return { added, existing, collided };
   }
 
   // ---- reads ----------------------------------------------------------------
@@ -349,7 +363,8 @@ function metaData(paused: boolean): Buffer {
   return Buffer.from(JSON.stringify({ layout: LAYOUT_VERSION, paused }));
 }
 
-function enqueueEvents({ record }: EnqueueEntry): QueueEventRecord[] {
+/** The events of a job added: `added`, then `delayed` or `waiting`. */
+export function enqueueEvents(record: JobRecord): QueueEventRecord[] {
   const ts = Date.now();
   const second =
     record.state === 'delayed'

@@ -114,6 +114,7 @@ export const TelemetryAttributes = {
   JobResult: 'bullmq.job.result',
   JobFailedReason: 'bullmq.job.failed.reason',
   JobState: 'bullmq.job.state',
+  DeduplicationKey: 'bullmq.job.deduplication.key',
 } as const;
 
 /** BullMQ's metric names, recorded through `telemetry.meter`. */

@@ -68,6 +68,26 @@ export interface DefaultJobOptions {
   sizeLimit?: number;
 }
 
+/**
+ * BullMQ's deduplication: while a job added with `id` is kept (see dedup.ts
+ * in @zkq/core for when a key is live), an add with the same `id` adds
+ * nothing and resolves with the kept job.
+ */
+export interface DeduplicationOptions {
+  /** The deduplication id (any non-empty string). */
+  id: string;
+  /** Throttle: the key is live this many ms (ZooKeeper's clock), whatever became of its job. */
+  ttl?: number;
+  /** With `ttl`: a deduplicated add starts the ttl again. */
+  extend?: boolean;
+  /** A duplicate replaces the kept job while that job is still delayed. */
+  replace?: boolean;
+  /** A duplicate moves the kept job, while delayed, to its own delay from its own timestamp. */
+  reschedule?: boolean;
+  /** A duplicate of an active job is kept (the latest only) and added when the active one finishes. */
+  keepLastIfActive?: boolean;
+}
+
 export interface BaseJobOptions extends DefaultJobOptions {
   /** Custom job id: an existing id makes `add` return the existing job. */
   jobId?: string;
@@ -77,6 +97,8 @@ export interface BaseJobOptions extends DefaultJobOptions {
 
 /** Options stored with a job besides the base ones (BullMQ's CompressableJobOptions, zkq's subset). */
 export interface CompressableJobOptions {
+  /** Deduplication (BullMQ's): a duplicate adds nothing while the kept job's key is live. */
+  deduplication?: DeduplicationOptions;
   /**
    * Trace context (BullMQ's): `metadata` is set by a Queue with the
    * `telemetry` option, the producer's span serialized, and continued by the

@@ -13,6 +13,7 @@
 import { performance } from 'node:perf_hooks';
 import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import type { OpResult } from '../../zk/types.js';
+import { type HandoffMode, handoffAfterConflict, withHandoff } from '../dedup.js';
 import { LostJobError, PayloadTooLargeError } from '../errors.js';
 import { eventValue, type QueueEventRecord } from '../events.js';
 import { MAX_DELAY_MS } from '../options.js';
@@ -263,12 +264,14 @@ export interface Finish {
 /** What became of each finish in a batch. */
 export type FinishResult = { ok: true } | { ok: false; error: unknown };
 
-type FinishUnit = TxUnit & { finish: Finish; withClaim: boolean };
+type FinishUnit = TxUnit & { finish: Finish; withClaim: boolean; handoff: HandoffMode; round: number };
 
 /**
  * Writes many finishes, as few transactions as fit. A finish whose token no
  * longer matches fails with LostJobError; one whose claim node alone is gone
  * (an expired session, nobody claimed the job since) is written without it.
+ * The final finish of a job added with keepLastIfActive also hands its
+ * deduplication key on (dedup.ts); a key changed meanwhile plans it again.
  */
 export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
   const claimless = new Set<Finish>();
@@ -276,9 +279,12 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
     batch.map((f) => finishUnit(store, f, true)),
     {
       onConflict: (unit, err, op) => {
+        const { finish, withClaim, round } = unit;
+        const handoff = handoffAfterConflict(store.layout, finish.job.record, unit.handoff, op, err, round);
+        if (handoff) return finishUnit(store, finish, withClaim, handoff, round + 1);
         if (op.role !== 'claim' || !(err instanceof NoNodeError)) return undefined;
-        claimless.add(unit.finish);
-        return finishUnit(store, unit.finish, false);
+        claimless.add(finish);
+        return finishUnit(store, finish, false, unit.handoff, round);
       },
     },
   );
@@ -294,10 +300,18 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
   return out;
 }
 
-function finishUnit(store: QueueStore, f: Finish, withClaim: boolean): FinishUnit {
+function finishUnit(
+  store: QueueStore,
+  f: Finish,
+  withClaim: boolean,
+  handoff: HandoffMode = 'next',
+  round = 1,
+): FinishUnit {
   return {
     finish: f,
     withClaim,
+    handoff,
+    round,
     build: async () => {
       let planned = planFinish(f);
       let record: Buffer | undefined;
@@ -319,7 +333,9 @@ function finishUnit(store: QueueStore, f: Finish, withClaim: boolean): FinishUni
         { id: job.record.id, token: job.token, pointer: job.pointer, record, withClaim },
         to,
       );
-      return { ops, events: [planned.event, ...(planned.also ?? [])], wakes: planned.to?.kind === 'ready' };
+      const built = { ops, events: [planned.event, ...(planned.also ?? [])], wakes: planned.to?.kind === 'ready' };
+      // only a job added with keepLastIfActive reads its key here, and only when it is done for good
+      return f.outcome.kind === 'retry' ? built : withHandoff(store, job.record, built, handoff);
     },
   };
 }

@@ -39,9 +39,56 @@ export function pointerOp(layout: QueueLayout, id: string, to: Destination): Pro
   }
 }
 
-/** Enqueue: create the record (fails if the id exists: de-duplication), then its pointer. */
-export function enqueueOps(layout: QueueLayout, id: string, record: Buffer, to: Destination): ProtocolOp[] {
-  return [{ op: 'create', path: layout.job(id), data: record }, pointerOp(layout, id, to)];
+/**
+ * Enqueue: create the record (fails if the id exists: de-duplication by id),
+ * then, with deduplication, the key naming it (`dedupKeyOp`: its create
+ * fails if the key exists), then the pointer. The record comes first, as in
+ * BullMQ: an existing custom id answers before a deduplication key does.
+ */
+export function enqueueOps(
+  layout: QueueLayout,
+  id: string,
+  record: Buffer,
+  to: Destination,
+  key?: ProtocolOp,
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [{ op: 'create', path: layout.job(id), data: record }];
+  if (key) ops.push(key);
+  ops.push(pointerOp(layout, id, to));
+  return ops;
+}
+
+/**
+ * A deduplication key written with a job: created (role `into`: its shard
+ * directory is made on first use, and may be gone with an obliterated
+ * queue), or, when a stale key was read at `version`, rewritten at it.
+ */
+export function dedupKeyOp(layout: QueueLayout, k: { id: string; data: Buffer; version?: number }): ProtocolOp {
+  const path = layout.dedupKey(k.id);
+  return k.version === undefined
+    ? { op: 'create', path, data: k.data, role: 'into' }
+    : { op: 'setData', path, data: k.data, version: k.version };
+}
+
+/** Delete a deduplication key: at the version read, or whatever it holds (`Queue.removeDeduplicationKey`). */
+export function dedupDeleteOp(layout: QueueLayout, k: { id: string; version?: number }): ProtocolOp {
+  const path = layout.dedupKey(k.id);
+  return k.version === undefined ? { op: 'delete', path } : { op: 'delete', path, version: k.version };
+}
+
+/**
+ * Park a duplicate of an active job in its key (keepLastIfActive): the key
+ * rewritten at the version read, and only while the kept job's claim is
+ * there. Its finish rewrites the key too, so the two never miss each other.
+ */
+export function parkOps(
+  layout: QueueLayout,
+  p: { id: string; data: Buffer; version: number; kept: string },
+): ProtocolOp[] {
+  return [
+    { op: 'setData', path: layout.dedupKey(p.id), data: p.data, version: p.version },
+    { op: 'check', path: layout.claim(p.kept), version: -1 },
+  ];
 }
 
 /**

@@ -256,13 +256,18 @@ export async function logEvents(store: QueueStore, events: QueueEventRecord[]): 
   }
 }
 
-/** A move that deletes a job (when its record is readable, at the version read) and its pointer. */
+/**
+ * A move that deletes a job (when its record is readable, at the version
+ * read) and its pointer; `also`: ops of the same removal (the delete of the
+ * job's deduplication key, at the version read).
+ */
 export function removal(
   store: QueueStore,
   r: { id: string; version: number | undefined; pointer: string | undefined },
   events: QueueEventRecord[],
+  also: ProtocolOp[] = [],
 ): Move {
-  const ops = removeOps(store.layout, r);
+  const ops = [...removeOps(store.layout, r), ...also];
   return { id: r.id, build: () => ({ ops, events }) };
 }
 

@@ -1,0 +1,41 @@
+/**
+ * BullMQ's deduplication (`opts.deduplication`, the `deduplicated` event,
+ * getDeduplicationJobId, removeDeduplicationKey) on the zkq protocol's
+ * deduplication keys (see dedup.ts in @zkq/core): the same keys zkq's own
+ * Queue uses, so either front-end deduplicates against the other.
+ */
+import {
+  deleteDeduplicationKey as deleteKey,
+  type EnqueueEntry,
+  enqueueJobs,
+  getDeduplicationJobId as keptJob,
+  removeDeduplicationKey as removeKey,
+  validateDeduplication,
+} from '@zkq/core';
+import type { BackendContext } from './context.js';
+
+/** Throws InvalidArgumentError for unusable `opts.deduplication` (BullMQ only checks that an id is given). */
+export function checkDeduplication(deduplication: unknown): void {
+  if (deduplication !== undefined) validateDeduplication(deduplication);
+}
+
+/** Adds entries in order; resolves with the id BullMQ returns for each (a deduplicated add: the kept job's). */
+export async function addEntries(ctx: BackendContext, entries: EnqueueEntry[]): Promise<string[]> {
+  const outcomes = await enqueueJobs(await ctx.store(), entries);
+  return outcomes.map((o) => o.id);
+}
+
+/** The job a live key keeps, or null. */
+export async function getDeduplicationJobId(ctx: BackendContext, id: string): Promise<string | null> {
+  return keptJob(await ctx.store(), id);
+}
+
+/** Job.removeDeduplicationKey: deletes the key if it is live and keeps `jobId`; 1 when it did. */
+export async function removeDeduplicationKey(ctx: BackendContext, id: string, jobId: string): Promise<number> {
+  return removeKey(await ctx.store(), id, jobId);
+}
+
+/** Queue.removeDeduplicationKey: deletes the key whatever it keeps; 1 when a live key was deleted. */
+export async function deleteDeduplicationKey(ctx: BackendContext, id: string): Promise<number> {
+  return deleteKey(await ctx.store(), id);
+}

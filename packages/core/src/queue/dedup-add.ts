@@ -1,0 +1,200 @@
+/**
+ * Adding jobs with deduplication (dedup.ts says what a key is and when it
+ * is live). An add whose key does not exist costs nothing extra: the key's
+ * create rides in the job's enqueue transaction and is its test-and-set.
+ * Only an add that meets a key reads: the key, its job (and whether that
+ * job runs, for keepLastIfActive) and, for a ttl key, ZooKeeper's clock.
+ * `decide` (pure) picks what to do, and the write is made at the versions
+ * read; one that lost a race is planned again.
+ */
+import { NodeExistsError } from '../zk/errors.js';
+import { findPointer } from './control.js';
+import {
+  DEDUP_ROUNDS,
+  dedupEvent,
+  dedupOf,
+  encodeKey,
+  isConflict,
+  keyOnAdd,
+  keyTtl,
+  look,
+  type Seen,
+} from './dedup.js';
+import type { QueueEventRecord } from './events.js';
+import { MAX_DELAY_MS } from './options.js';
+import type { Place } from './protocol/attempts.js';
+import { dedupKeyOp, enqueueOps, moveOps, parkOps, removeOps } from './protocol/builders.js';
+import type { Built, ProtocolOp } from './protocol/executor.js';
+import { encodeRecord, type JobRecord } from './record.js';
+import { type EnqueueEntry, enqueueEvents, type QueueStore } from './store.js';
+import type { DeduplicationOptions } from './types.js';
+
+/** What became of one entry: added, an existing custom id, or deduplicated to a kept job. */
+export interface AddOutcome {
+  /** The job's id (the existing job's, the kept job's). */
+  id: string;
+  kind: 'added' | 'existing' | 'deduplicated';
+}
+
+/** What an add that met a live or stale key does. */
+export type DedupAction =
+  /** The key is missing or stale: add the job; the key (created, or rewritten at the version read) names it. */
+  | { kind: 'take'; ttl: number | undefined }
+  /** `replace`, and the kept job is still delayed: it is removed and the new job added in its place. */
+  | { kind: 'replace'; ttl: number | undefined }
+  /** `keepLastIfActive`, and the kept job runs: the new job waits in the key until it finishes. */
+  | { kind: 'park' }
+  /**
+   * The kept job stays: `event` logs `deduplicated` (BullMQ logs none when a
+   * `replace` finds nothing to replace); `rewrite` (extend) writes the key
+   * again with `ttl`; `reschedule` moves the delayed kept job.
+   */
+  | { kind: 'keep'; event: boolean; rewrite: { ttl: number | undefined } | undefined; reschedule: boolean };
+
+/** What an add with options `o` does, given what it saw of the key (pure: BullMQ's deduplicateJob). */
+export function decide(o: DeduplicationOptions, seen: Seen): DedupAction {
+  if (!seen.live || !seen.read) return { kind: 'take', ttl: keyTtl(o) };
+  const kept = seen.kept?.record;
+  // only a kept job added with keepLastIfActive adds the parked one when it finishes
+  const parks = o.keepLastIfActive === true && seen.active && kept?.opts.deduplication?.keepLastIfActive === true;
+  if (o.replace) {
+    if (kept?.state === 'delayed' && !seen.active) return { kind: 'replace', ttl: replaceTtl(o, seen) };
+    return parks ? { kind: 'park' } : { kind: 'keep', event: false, rewrite: undefined, reschedule: false };
+  }
+  if (parks) return { kind: 'park' };
+  const rewrite = o.extend && o.ttl !== undefined ? { ttl: keyTtl(o) } : undefined;
+  return { kind: 'keep', event: true, rewrite, reschedule: o.reschedule === true && kept?.state === 'delayed' };
+}
+
+/** The ttl of the key after a replace: without `extend`, what was left of the kept key's (BullMQ's KEEPTTL). */
+function replaceTtl(o: DeduplicationOptions, seen: Seen): number | undefined {
+  if (o.keepLastIfActive || o.extend || o.ttl === undefined) return keyTtl(o);
+  const read = seen.read;
+  if (read?.key.ttl === undefined) return undefined;
+  return Math.max(1, read.key.ttl - ((seen.now ?? read.mtime) - read.mtime));
+}
+
+/**
+ * Enqueues entries in order, as `store.enqueue` does, each with its
+ * deduplication key when its record has options for one; entries that met
+ * a key are then settled one by one. Resolves with one outcome per entry.
+ */
+export async function enqueueJobs(store: QueueStore, entries: readonly EnqueueEntry[]): Promise<AddOutcome[]> {
+  const keyed = entries.map((e): EnqueueEntry => {
+    const dedup = keyOnAdd(e.record);
+    return dedup ? { ...e, dedup } : e;
+  });
+  const { existing, collided } = await store.enqueue(keyed);
+  const existingIds = new Set(existing);
+  const met = new Set(collided);
+  const out: AddOutcome[] = [];
+  for (const e of keyed) {
+    const id = e.record.id;
+    if (met.has(e)) out.push(await addAgainstKey(store, e));
+    else out.push({ id, kind: existingIds.has(id) ? 'existing' : 'added' });
+  }
+  return out;
+}
+
+/** Adds one entry whose key existed: reads, decides, writes at the versions read; again when a race was lost. */
+async function addAgainstKey(store: QueueStore, entry: EnqueueEntry): Promise<AddOutcome> {
+  const o = dedupOf(entry.record) as DeduplicationOptions;
+  const record: JobRecord = { ...entry.record, lane: entry.lane };
+  for (let round = 1; ; round++) {
+    const seen = await look(store, o.id, o.keepLastIfActive === true);
+    const action = decide(o, seen);
+    const kept = seen.read?.key.job ?? '';
+    const planned = await plan(store, o, record, seen, action);
+    const outcome: AddOutcome =
+      action.kind === 'take' || action.kind === 'replace'
+        ? { id: record.id, kind: 'added' }
+        : { id: kept, kind: 'deduplicated' };
+    if (planned.ops.length === 0) {
+      if (planned.events?.length) await store.publish(planned.events);
+      return outcome;
+    }
+    // built again (a fresh bucket) when the executor finds a pointer's bucket removed meanwhile
+    let first: Built | undefined = planned;
+    const build = async () => {
+      const built = first ?? (await plan(store, o, record, seen, action));
+      first = undefined;
+      return built;
+    };
+    const [result] = await store.executor.run([{ build }]);
+    if (result?.ok) return outcome;
+    if (result?.error instanceof NodeExistsError && result.op?.path === store.layout.job(record.id)) {
+      return { id: record.id, kind: 'existing' }; // a custom id that exists answers first, as in BullMQ
+    }
+    if (round >= DEDUP_ROUNDS || !isConflict(result?.error)) throw result?.error;
+  }
+}
+
+/** The ops and events of `action` (their reads made now; the write comes next). */
+async function plan(
+  store: QueueStore,
+  o: DeduplicationOptions,
+  record: JobRecord,
+  seen: Seen,
+  action: DedupAction,
+): Promise<Built> {
+  const { layout } = store;
+  const read = seen.read;
+  const kept = seen.kept;
+  const add = async (key: ProtocolOp, events: QueueEventRecord[]): Promise<Built> => ({
+    ops: enqueueOps(layout, record.id, encodeRecord(record), await store.destination(placeOf(record)), key),
+    events: [...events, ...enqueueEvents(record)],
+    wakes: record.state !== 'delayed',
+  });
+  switch (action.kind) {
+    case 'take': {
+      const data = encodeKey(action.ttl === undefined ? { job: record.id } : { job: record.id, ttl: action.ttl });
+      if (!read) await store.ensureDir(layout.dedupShard(o.id));
+      return add(dedupKeyOp(layout, { id: o.id, data, version: read?.version }), []);
+    }
+    case 'replace': {
+      if (!read || !kept) throw new Error('unreachable: replace without a kept job');
+      const data = encodeKey(action.ttl === undefined ? { job: record.id } : { job: record.id, ttl: action.ttl });
+      const pointer = await findPointer(store, kept.record);
+      const removed = removeOps(layout, { id: kept.record.id, version: kept.version, pointer });
+      const events = [
+        { event: 'removed', jobId: kept.record.id, prev: 'delayed', ts: Date.now() },
+        dedupEvent(record.id, o.id, kept.record.id),
+      ];
+      const built = await add(dedupKeyOp(layout, { id: o.id, data, version: read.version }), events);
+      return { ...built, ops: [...built.ops, ...removed] };
+    }
+    case 'park': {
+      if (!read) throw new Error('unreachable: park without a key');
+      const data = encodeKey({ job: read.key.job, next: record });
+      const ops = parkOps(layout, { id: o.id, data, version: read.version, kept: read.key.job });
+      return { ops, events: [dedupEvent(read.key.job, o.id, record.id)] };
+    }
+    case 'keep': {
+      if (!read) throw new Error('unreachable: keep without a key');
+      const ops: ProtocolOp[] = [];
+      const events = action.event ? [dedupEvent(read.key.job, o.id, record.id)] : [];
+      if (action.rewrite) {
+        const data = encodeKey({ ...read.key, ttl: action.rewrite.ttl });
+        ops.push(dedupKeyOp(layout, { id: o.id, data, version: read.version }));
+      }
+      if (action.reschedule && kept) {
+        // BullMQ's reschedule: the kept job's new due time is the duplicate's delay from its timestamp
+        const delay = Math.min(Math.max(record.delay ?? 0, 0), MAX_DELAY_MS);
+        const due = store.clock.fromLocal(record.timestamp + delay);
+        const moved: JobRecord = { ...kept.record, delay, due, state: 'delayed' };
+        const pointer = await findPointer(store, kept.record);
+        const to = await store.destination({ kind: 'delayed', due });
+        const data = encodeRecord(moved);
+        ops.push(...moveOps(layout, { id: moved.id, version: kept.version, record: data, from: pointer }, to));
+        events.push({ event: 'delayed', jobId: moved.id, delay: due, ts: Date.now() });
+      }
+      return { ops, events };
+    }
+  }
+}
+
+function placeOf(record: JobRecord): Place {
+  return record.state === 'delayed'
+    ? { kind: 'delayed', due: record.due ?? Date.now() }
+    : { kind: 'ready', lane: record.lane as string };
+}

@@ -1,0 +1,272 @@
+/**
+ * Deduplication keys: BullMQ's `opts.deduplication` on the zkq protocol,
+ * for both front-ends.
+ *
+ * While a job added with deduplication id D is *kept*, another add with D
+ * adds nothing: it resolves with the kept job's id and logs `deduplicated`
+ * {jobId: the kept job, deduplicationId: D, deduplicatedJobId: the id not added}.
+ *
+ * The key `dedup/<shard>/d-<D>` (layout.ts) holds {"job", "ttl"?, "next"?}.
+ * It is created in the transaction that adds the job it names, so the create
+ * is the test-and-set: of concurrent adds with D, one job is added. It is
+ * *live*
+ * - with `ttl` (throttle): for `ttl` ms from the node's mtime, judged on
+ *   ZooKeeper's clock (`store.serverNow()`), never on a client's; whatever
+ *   became of its job, as in BullMQ (a job removed as it completed still
+ *   throttles);
+ * - without (simple mode, keepLastIfActive): while its job exists and has
+ *   neither completed nor failed.
+ * Otherwise it is stale. Nothing deletes a key when its job finishes, so the
+ * finish path does no extra work (jobs with keepLastIfActive aside, below):
+ * the next add with D reads the stale key and takes it over at the version
+ * read, in the transaction that adds its job (dedup-add.ts). drain, clean
+ * and retention leave keys to go stale the same way; `remove()` deletes the
+ * key naming the job in its own transaction (BullMQ releases the key on
+ * removal, ttl or not); obliterate deletes everything.
+ *
+ * `extend` rewrites a live ttl key on each duplicate (a new mtime);
+ * `replace` removes the kept job while it is still delayed and adds the new
+ * one in its place (the key keeps its remaining ttl unless `extend`);
+ * `reschedule` moves a delayed kept job to the duplicate's delay;
+ * `keepLastIfActive` parks a duplicate of an active kept job in the key (the
+ * latest wins; ttl is ignored) and the kept job's finish adds it, in the
+ * finish transaction: only jobs added with that option read their key when
+ * they finish, and only a kept job added with it takes a parked job.
+ */
+import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../zk/errors.js';
+import type { QueueEventRecord } from './events.js';
+import { laneOf, type QueueLayout } from './layout.js';
+import { MAX_DELAY_MS } from './options.js';
+import type { Place } from './protocol/attempts.js';
+import { dedupDeleteOp, dedupKeyOp, enqueueOps } from './protocol/builders.js';
+import type { Built, ProtocolOp } from './protocol/executor.js';
+import { encodeRecord, type JobRecord, type RecordState } from './record.js';
+import { enqueueEvents, type QueueStore, type StoredJob } from './store.js';
+import type { DeduplicationOptions } from './types.js';
+
+/** What a key node holds. */
+export interface DedupKey {
+  /** The kept job. */
+  job: string;
+  /** Throttle: live this many ms after the node's mtime. */
+  ttl?: number;
+  /** keepLastIfActive: the job to add when the kept one finishes. */
+  next?: JobRecord;
+}
+
+/** A key as read: its data, and the stat that fences a write and dates it. */
+export interface KeyRead {
+  key: DedupKey;
+  version: number;
+  /** When the key was last written, on ZooKeeper's clock. */
+  mtime: number;
+}
+
+/** Times a write that lost a race for a key is planned again before giving up with the conflict. */
+export const DEDUP_ROUNDS = 16;
+
+export function encodeKey(key: DedupKey): Buffer {
+  return Buffer.from(JSON.stringify(key));
+}
+
+/** The options of a record's deduplication, if any. */
+export function dedupOf(record: JobRecord): DeduplicationOptions | undefined {
+  return record.opts.deduplication;
+}
+
+/** The ttl a key written for `o` carries: none with keepLastIfActive (BullMQ ignores it then). */
+export function keyTtl(o: DeduplicationOptions): number | undefined {
+  return o.keepLastIfActive ? undefined : o.ttl;
+}
+
+/** The key a job added with deduplication creates with itself. */
+export function keyOnAdd(record: JobRecord): { id: string; data: Buffer } | undefined {
+  const o = dedupOf(record);
+  if (!o) return undefined;
+  const ttl = keyTtl(o);
+  return { id: o.id, data: encodeKey(ttl === undefined ? { job: record.id } : { job: record.id, ttl }) };
+}
+
+/** The key of `id`, or undefined when there is none. Unreadable data reads as a key of no job (stale). */
+export async function readKey(store: QueueStore, id: string): Promise<KeyRead | undefined> {
+  try {
+    const { data, stat } = await store.session.getData(store.layout.dedupKey(id));
+    let key: DedupKey = { job: '' };
+    try {
+      const parsed = JSON.parse(data.toString()) as Partial<DedupKey> | null;
+      if (parsed && typeof parsed.job === 'string') key = parsed as DedupKey;
+    } catch {
+      // not a key zkq wrote: stale, taken over by the next add
+    }
+    return { key, version: stat.version, mtime: stat.mtime };
+  } catch (err) {
+    if (err instanceof NoNodeError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Whether a key is live (pure): a ttl key until its ttl ran out on
+ * ZooKeeper's clock (`now`: its time now), any other while its job exists
+ * (`state`) and is not finished.
+ */
+export function isLive(read: KeyRead, now: number | undefined, state: RecordState | undefined): boolean {
+  const { ttl } = read.key;
+  if (ttl !== undefined) return now !== undefined && now - read.mtime < ttl;
+  return state !== undefined && state !== 'completed' && state !== 'failed';
+}
+
+/** What an add (or a read) sees of a key. */
+export interface Seen {
+  read: KeyRead | undefined;
+  live: boolean;
+  /** The kept job, when it exists. */
+  kept: StoredJob | undefined;
+  /** The kept job has a claim (it is running). */
+  active: boolean;
+  /** ZooKeeper's time when the key was judged (ttl keys only). */
+  now: number | undefined;
+}
+
+/** Reads key `id` and judges it; with `wantActive`, also whether the kept job runs. */
+export async function look(store: QueueStore, id: string, wantActive = false): Promise<Seen> {
+  const read = await readKey(store, id);
+  if (!read) return { read, live: false, kept: undefined, active: false, now: undefined };
+  const job = read.key.job;
+  const [kept, now, claim] = await Promise.all([
+    job ? store.getJob(job) : undefined,
+    read.key.ttl !== undefined ? store.serverNow() : undefined,
+    wantActive && job ? store.session.exists(store.layout.claim(job)) : null,
+  ]);
+  return { read, live: isLive(read, now, kept?.record.state), kept, active: Boolean(claim), now };
+}
+
+/** The kept job's id while key `id` is live, else null (BullMQ's getDeduplicationJobId). */
+export async function getDeduplicationJobId(store: QueueStore, id: string): Promise<string | null> {
+  await store.init();
+  const seen = await look(store, id);
+  return seen.live && seen.read ? seen.read.key.job : null;
+}
+
+/**
+ * Deletes key `id` if it is live and keeps `jobId` (BullMQ's
+ * job.removeDeduplicationKey); resolves 1 when it did, else 0.
+ */
+export async function removeDeduplicationKey(store: QueueStore, id: string, jobId: string): Promise<number> {
+  await store.init();
+  for (let round = 1; ; round++) {
+    const seen = await look(store, id);
+    if (!seen.read || !seen.live || seen.read.key.job !== jobId) return 0;
+    const ops = [dedupDeleteOp(store.layout, { id, version: seen.read.version })];
+    const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
+    if (result?.ok) return 1;
+    if (round >= DEDUP_ROUNDS || !isConflict(result?.error)) throw result?.error;
+  }
+}
+
+/**
+ * Deletes key `id` whatever it holds (BullMQ's Queue.removeDeduplicationKey);
+ * resolves 1 when a live key was deleted, else 0 (a stale key is deleted too).
+ */
+export async function deleteDeduplicationKey(store: QueueStore, id: string): Promise<number> {
+  await store.init();
+  const seen = await look(store, id);
+  if (!seen.read) return 0;
+  const ops = [dedupDeleteOp(store.layout, { id })];
+  const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
+  if (!result?.ok && !(result?.error instanceof NoNodeError)) throw result?.error;
+  return result?.ok && seen.live ? 1 : 0;
+}
+
+/** The op that deletes the key naming `record`'s job, for the transaction that removes the job (none if another job holds it). */
+export async function releaseOps(store: QueueStore, record: JobRecord): Promise<ProtocolOp[]> {
+  const o = dedupOf(record);
+  if (!o) return [];
+  const read = await readKey(store, o.id);
+  if (!read || read.key.job !== record.id) return [];
+  return [dedupDeleteOp(store.layout, { id: o.id, version: read.version })];
+}
+
+/** A write lost a race (a node changed, appeared or vanished since it was read): plan again. */
+export function isConflict(err: unknown): boolean {
+  return (err as ZooKeeperError | undefined)?.opIndex !== undefined;
+}
+
+// ---- the finish of a job added with keepLastIfActive --------------------------
+
+/** What a finish does with its job's key: add the parked job, only release the key, or leave it. */
+export type HandoffMode = 'next' | 'release' | 'none';
+
+/**
+ * A final finish (completed or failed, not a retry) of a job added with
+ * keepLastIfActive: when its key still keeps it, the key is deleted, or,
+ * with a parked job, rewritten to keep that job, which is added, all at the
+ * key's version read and in the finish transaction (`built`'s). A park that
+ * raced it changed the version: the finish is planned again
+ * (`handoffAfterConflict`). Any other finish is returned as is, unread.
+ */
+export async function withHandoff(
+  store: QueueStore,
+  record: JobRecord,
+  built: Built,
+  mode: HandoffMode,
+): Promise<Built> {
+  const o = dedupOf(record);
+  if (!o?.keepLastIfActive || mode === 'none') return built;
+  const read = await readKey(store, o.id);
+  if (!read || read.key.job !== record.id) return built;
+  const { layout } = store;
+  const { next } = read.key;
+  if (mode === 'next' && next) {
+    const added = handoffRecord(next, Date.now(), (t) => store.clock.fromLocal(t));
+    const place: Place =
+      added.state === 'delayed'
+        ? { kind: 'delayed', due: added.due as number }
+        : { kind: 'ready', lane: added.lane as string };
+    const key = dedupKeyOp(layout, { id: o.id, data: encodeKey({ job: added.id }), version: read.version });
+    const ops = enqueueOps(layout, added.id, encodeRecord(added), await store.destination(place), key);
+    return {
+      ops: [...built.ops, ...ops],
+      events: [...(built.events ?? []), ...enqueueEvents(added)],
+      wakes: built.wakes || added.state !== 'delayed',
+    };
+  }
+  if (read.key.ttl !== undefined && !next) return built; // a throttle key set by another add: it runs out by itself
+  return { ...built, ops: [...built.ops, dedupDeleteOp(layout, { id: o.id, version: read.version })] };
+}
+
+/** The parked job as added when the kept one finishes at `now`: its delay counts from then (BullMQ's). */
+export function handoffRecord(next: JobRecord, now: number, toServer: (t: number) => number = (t) => t): JobRecord {
+  const delay = Math.min(Math.max(next.opts.delay ?? 0, 0), MAX_DELAY_MS);
+  const lane = next.lane ?? laneOf(0, false);
+  if (delay > 0) return { ...next, lane, timestamp: now, delay, state: 'delayed', due: toServer(now + delay) };
+  return { ...next, lane, timestamp: now, state: 'waiting', due: undefined };
+}
+
+/**
+ * How to plan a keepLastIfActive finish again after `op` failed: its key
+ * changed (a park) → read it again; the parked job's id exists → only
+ * release the key; anything else is not the handoff's. After `round`
+ * DEDUP_ROUNDS the finish goes on without the key (it is then stale).
+ */
+export function handoffAfterConflict(
+  layout: QueueLayout,
+  record: JobRecord,
+  mode: HandoffMode,
+  op: ProtocolOp,
+  err: unknown,
+  round: number,
+): HandoffMode | undefined {
+  const o = dedupOf(record);
+  if (!o?.keepLastIfActive || mode === 'none') return undefined;
+  if (op.path === layout.dedupKey(o.id)) return round >= DEDUP_ROUNDS ? 'none' : mode;
+  if (op.op === 'create' && err instanceof NodeExistsError && op.path.startsWith(`${layout.jobsDir}/`)) {
+    return op.path === layout.job(record.id) ? undefined : 'release';
+  }
+  return undefined;
+}
+
+/** The `deduplicated` event. */
+export function dedupEvent(kept: string, deduplicationId: string, deduplicated: string): QueueEventRecord {
+  return { event: 'deduplicated', jobId: kept, deduplicationId, deduplicatedJobId: deduplicated, ts: Date.now() };
+}
