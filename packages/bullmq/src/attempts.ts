@@ -94,6 +94,8 @@ function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string, toServer: 
 export class Claimer {
   private waiting: { token: string; resolve: (next: NextJob) => void; reject: (err: unknown) => void }[] = [];
   private running = false;
+  /** The last claim round found nothing (the `drained` event was logged). */
+  private wasDrained = false;
 
   constructor(private readonly ctx: BackendContext) {}
 
@@ -135,7 +137,11 @@ export class Claimer {
     const out: ClaimedJob[] = [];
     for (let tries = 0; out.length < max && tries < CLAIM_TRIES; tries++) {
       const taken = await source.take(max - out.length);
-      if (taken === 'idle') break;
+      if (taken === 'idle') {
+        if (out.length === 0) await this.drained();
+        break;
+      }
+      this.wasDrained = false;
       for (const job of taken) {
         // the previous attempt's worker died: BullMQ's Worker reports it as stalled
         if (job.stalled) this.ctx.noteStalled(job.record.id);
@@ -144,6 +150,14 @@ export class Claimer {
       }
     }
     return out;
+  }
+
+  /** BullMQ's global `drained` event: logged once when this worker first finds the queue empty. */
+  private async drained(): Promise<void> {
+    if (this.wasDrained) return;
+    this.wasDrained = true;
+    const store = await this.ctx.store();
+    await store.publish([{ event: 'drained', ts: Date.now() }]).catch(this.ctx.onError);
   }
 
   /** A job whose workers kept dying fails instead of running again (BullMQ's maxStalledCount). */

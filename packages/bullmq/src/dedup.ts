@@ -21,7 +21,13 @@ export function checkDeduplication(deduplication: unknown): void {
 
 /** Adds entries in order; resolves with the id BullMQ returns for each (a deduplicated add: the kept job's). */
 export async function addEntries(ctx: BackendContext, entries: EnqueueEntry[]): Promise<string[]> {
-  const outcomes = await enqueueJobs(await ctx.store(), entries);
+  const store = await ctx.store();
+  const outcomes = await enqueueJobs(store, entries);
+  // BullMQ logs `duplicated` for an add whose custom id exists
+  const duplicated = outcomes.filter((o) => o.kind === 'existing');
+  if (duplicated.length > 0) {
+    await store.publish(duplicated.map((o) => ({ event: 'duplicated', jobId: o.id, ts: Date.now() })));
+  }
   return outcomes.map((o) => o.id);
 }
 

@@ -112,7 +112,10 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
       record: encodeRecord(updated),
       claim,
     });
-    const events = [{ event: 'active', jobId: id, prev: 'waiting', ts: now }];
+    const active = { event: 'active', jobId: id, prev: 'waiting', ts: now };
+    // a job whose worker died is taken over: BullMQ logs it as stalled first
+    const events =
+      r.record.state === 'active' ? [{ event: 'stalled', jobId: id, prev: 'active', ts: now }, active] : [active];
     const stalled = r.record.state === 'active';
     claims.push({ candidate: r.candidate, updated, token, stalled, unit: { build: () => ({ ops, events }) } });
   }

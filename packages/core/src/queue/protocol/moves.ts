@@ -304,7 +304,8 @@ export async function promoteDue(
       for (const bucket of buckets) {
         const dir = `${container}/${bucket}`;
         const names = await store.children(dir, watch);
-        const due = names.filter((n) => dueOfDelayed(n) <= now).sort((a, b) => dueOfDelayed(a) - dueOfDelayed(b));
+        // by due time; jobs due at the same millisecond in the order they were added (ids count up)
+        const due = names.filter((n) => dueOfDelayed(n) <= now).sort(byDueThenId);
         for (const n of names) if (dueOfDelayed(n) > now) nextDue = Math.min(nextDue ?? Infinity, dueOfDelayed(n));
         for (let i = 0; i < due.length; i += PROMOTE_READ) {
           const moves = await promotions(
@@ -322,6 +323,13 @@ export async function promoteDue(
   }
   return { promoted, nextDue: undefined };
 }
+
+function byDueThenId(a: string, b: string): number {
+  return dueOfDelayed(a) - dueOfDelayed(b) || ID_ORDER.compare(idOfDelayed(a), idOfDelayed(b));
+}
+
+/** Numeric-aware: id 9 before id 10. */
+const ID_ORDER = new Intl.Collator('en', { numeric: true });
 
 /** Moves of due delayed pointers to ready; a pointer whose record is gone is deleted. */
 async function promotions(store: QueueStore, pointers: string[]): Promise<Move[]> {
