@@ -161,8 +161,9 @@ export async function upsertScheduler(
     const prev = await readScheduler(store, u.id);
     const every = u.spec.every;
     let next = u.next;
-    let offset = u.spec.offset ?? undefined;
     const everyChanged = prev !== undefined && prev.record.every !== every;
+    // without an offset of its own, an upsert keeps the grid the scheduler is on
+    let offset = u.spec.offset ?? (everyChanged ? undefined : prev?.record.offset);
     if (every) {
       ({ next, offset } = everyNext(
         everyChanged ? undefined : prev?.record.next,
