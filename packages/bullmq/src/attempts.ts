@@ -11,7 +11,6 @@ import {
   DEFAULT_KEEP_FAILED,
   type EnqueueEntry,
   type Finish,
-  finishJobs,
   type JobRecord,
   type JobsOptions,
   keepPolicy,
@@ -38,6 +37,8 @@ export type NextJob = [JobJson | null, string, number, number];
 const NOTHING: NextJob = [null, '', 0, 0];
 /** Tries of a claim round whose candidates were all taken by other workers first. */
 const CLAIM_TRIES = 3;
+/** BullMQ's reason for a job whose stalls passed maxStalledCount. */
+const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
 
 // ---- adding -----------------------------------------------------------------
 
@@ -120,7 +121,11 @@ export class Claimer {
               return;
             }
             this.ctx.held.set(job.record.id, { job, lock: w.token });
-            w.resolve([toJobJson(job.record), job.record.id, 0, 0]);
+            const json = toJobJson(job.record);
+            // A job whose workers kept dying fails instead of running again (BullMQ's maxStalledCount),
+            // failed by BullMQ's Worker as on Redis: it adds a scheduler's next iteration first.
+            if (job.record.stalledCounter > this.ctx.maxStalledCount) json.deferredFailure = STALLED_TOO_OFTEN;
+            w.resolve([json, job.record.id, 0, 0]);
           });
         } catch (err) {
           for (const w of batch) w.reject(err);
@@ -145,8 +150,7 @@ export class Claimer {
       for (const job of taken) {
         // the previous attempt's worker died: BullMQ's Worker reports it as stalled
         if (job.stalled) this.ctx.noteStalled(job.record.id);
-        if (job.record.stalledCounter > this.ctx.maxStalledCount) await this.failStalled(job);
-        else out.push(job);
+        out.push(job);
       }
     }
     return out;
@@ -158,23 +162,6 @@ export class Claimer {
     this.wasDrained = true;
     const store = await this.ctx.store();
     await store.publish([{ event: 'drained', ts: Date.now() }]).catch(this.ctx.onError);
-  }
-
-  /** A job whose workers kept dying fails instead of running again (BullMQ's maxStalledCount). */
-  private async failStalled(job: ClaimedJob): Promise<void> {
-    const store = await this.ctx.store();
-    const remove = keepPolicy(job.record.opts.removeOnFail ?? this.ctx.opts.removeOnFail, DEFAULT_KEEP_FAILED);
-    await finishJobs(store, [
-      {
-        job,
-        outcome: {
-          kind: 'failed',
-          reason: 'job stalled more than allowable limit',
-          stacktrace: [],
-          remove: remove === 'remove',
-        },
-      },
-    ]);
   }
 }
 

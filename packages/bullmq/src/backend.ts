@@ -299,7 +299,10 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   async disconnectBlocking(_wait?: boolean): Promise<void> {
-    this.ctx.existingSource()?.poke();
+    // BullMQ stops waiting (pause, close): out of the idle line too, or the Workers behind would wait on it
+    const source = this.ctx.existingSource();
+    source?.leaveLine();
+    source?.poke();
   }
 
   async reconnectBlocking(): Promise<void> {

@@ -11,11 +11,12 @@
  * iteration's job may advance its scheduler (`producerId`): a worker that
  * claims it again after a crash advances it once, and a stale one not at all.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BadVersionError, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import { findPointer } from './control.js';
 import { JobStateError } from './errors.js';
 import type { QueueEventRecord } from './events.js';
-import { laneOf } from './layout.js';
+import { laneOf, validateCustomJobId } from './layout.js';
 import { enqueueOps, removeOps } from './protocol/builders.js';
 import type { ProtocolOp, TxUnit } from './protocol/executor.js';
 import { encodeRecord, type JobRecord, newRecord } from './record.js';
@@ -67,7 +68,9 @@ export function iterationId(schedulerId: string, millis: number): string {
 /** Slots an `every` scheduler walks past jobs that already hold them. */
 const MAX_SLOT_SCANS = 32;
 /** Times an operation is planned again after another process changed the scheduler. */
-const ATTEMPTS = 8;
+const ATTEMPTS = 32;
+/** Longest pause before planning again, ms: spread out, writers that collided stop colliding. */
+const BACKOFF_MAX_MS = 200;
 
 export class SchedulerCollisionError extends JobStateError {
   constructor(jobId: string) {
@@ -147,6 +150,8 @@ export async function upsertScheduler(
     iteration: IterationOpts;
   },
 ): Promise<{ jobId: string; delay: number }> {
+  // every iteration's id must be a valid job id (13-digit millis until the year 2286)
+  validateCustomJobId(iterationId(u.id, 1e12));
   await store.init();
   await store.ensureDir(store.layout.schedulersDir);
   for (let attempt = 1; ; attempt++) {
@@ -157,7 +162,7 @@ export async function upsertScheduler(
     const every = u.spec.every;
     let next = u.next;
     const everyChanged = prev !== undefined && prev.record.every !== every;
-    // the grid stays where it is unless the interval changed or the caller moves it
+    // without an offset of its own, an upsert keeps the grid the scheduler is on
     let offset = u.spec.offset ?? (everyChanged ? undefined : prev?.record.offset);
     if (every) {
       ({ next, offset } = everyNext(
@@ -211,6 +216,7 @@ export async function upsertScheduler(
     const [result] = await store.executor.run([unit]);
     if (result?.ok) return { jobId, delay };
     if (attempt >= ATTEMPTS || !isRace(result?.error)) throw result?.error;
+    await backoff(attempt);
   }
 }
 
@@ -251,6 +257,7 @@ export async function advanceScheduler(
       return null;
     }
     if (attempt >= ATTEMPTS || !isRace(error)) throw error;
+    await backoff(attempt);
   }
 }
 
@@ -275,6 +282,7 @@ export async function removeScheduler(store: QueueStore, id: string): Promise<bo
     const [result] = await store.executor.run([{ build: () => ({ ops, events }) }], { receipt: false });
     if (result?.ok) return true;
     if (attempt >= ATTEMPTS || !isRace(result?.error)) throw result?.error;
+    await backoff(attempt);
   }
 }
 
@@ -338,6 +346,11 @@ async function iterationUnit(
       wakes: !delayed,
     }),
   };
+}
+
+/** A random pause growing with the attempts: a plan takes several reads, so busy writers would keep colliding. */
+function backoff(attempt: number): Promise<void> {
+  return sleep(Math.random() * Math.min(BACKOFF_MAX_MS, 10 * attempt));
 }
 
 /** Another process changed the scheduler or the jobs read meanwhile: plan again. */

@@ -45,6 +45,8 @@ export class JobSource {
   /** A poke that came while no wait was armed. */
   private poked = false;
   private lineMoved: (() => void) | undefined;
+  /** Told to stay out of the line (paused, closing) until the next idle wait. */
+  private outOfLine = false;
   private readonly line: IdleLine;
   /** Ids of foreign pointers this worker leaves alone. */
   private readonly ignored = new Set<string>();
@@ -60,6 +62,7 @@ export class JobSource {
 
   /** Leaves the line of idle workers (the worker is busy, paused or closing). */
   leaveLine(): void {
+    this.outOfLine = true;
     this.line.leave();
   }
 
@@ -144,6 +147,7 @@ export class JobSource {
    * returning: a waiting worker reads nothing.
    */
   async waitForWork(pollMs = this.o.idlePollMs): Promise<void> {
+    this.outOfLine = false;
     while ((await this.waitOnce(pollMs)) === 'line') {
       // moved up the line: look where we stand now
     }
@@ -187,6 +191,8 @@ export class JobSource {
       this.line
         .position(this.onLineMoved)
         .then(async (where) => {
+          // told to leave while this look was joining: a node it made would hold up the line
+          if (this.outOfLine) return this.line.leave();
           if (where === 'waiting' || !this.wake) return;
           later(pollMs);
           // Watch the wake-up node, then look once more: what arrived before the watch is seen now.
