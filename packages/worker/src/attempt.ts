@@ -5,6 +5,7 @@
 
 import { performance } from 'node:perf_hooks';
 import {
+  advanceAfterClaim,
   type ClaimedJob,
   DEFAULT_KEEP_COMPLETED,
   DEFAULT_KEEP_FAILED,
@@ -155,6 +156,11 @@ export class Attempt {
     while (performance.now() - proof >= this.opts.lockDuration / 2) {
       proof = await this.renewBeforeStart();
       if (proof === undefined) return this.revokedBeforeStart();
+    }
+    // a scheduler's iteration adds the next one as it starts (as BullMQ's Worker does), so a slow
+    // or failing run does not hold the schedule up; a failure to add it is reported, not the job's
+    if ((record.opts as { repeatJobKey?: string }).repeatJobKey) {
+      await advanceAfterClaim(this.store, record).catch((err) => this.worker.emitError(err));
     }
     this.worker.emit('active', this.job, 'waiting');
     try {

@@ -55,6 +55,7 @@ export { JobSource, type JobSourceOptions } from './runtime/job-source.js';
 export { ServerClock } from './runtime/server-clock.js';
 export { Trimmer } from './runtime/trimmer.js';
 export {
+  advanceAfterClaim,
   advanceScheduler,
   everyNext,
   type IterationOpts,

@@ -12,6 +12,7 @@
  * claims it again after a crash advances it once, and a stale one not at all.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CronExpressionParser } from 'cron-parser';
 import { BadVersionError, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import { findPointer } from './control.js';
 import { JobStateError } from './errors.js';
@@ -63,6 +64,56 @@ export type IterationOpts = (next: number) => JobsOptions;
 /** The job id of a scheduler's iteration at `millis`. */
 export function iterationId(schedulerId: string, millis: number): string {
   return `repeat:${schedulerId}:${millis}`;
+}
+
+/**
+ * Advances the scheduler of `record`, an iteration just claimed by zkq's own
+ * Worker (BullMQ's Worker does this itself, through its JobScheduler): the
+ * next time by the scheduler's `every` or cron `pattern` (in `tz`), none past
+ * its `limit` or `endDate`, and the iteration's options in BullMQ's shape, so
+ * either front-end's workers can run the next one. Resolves with the new
+ * job id, or null when there is none to add or another process added it.
+ */
+export async function advanceAfterClaim(store: QueueStore, record: JobRecord): Promise<string | null> {
+  const id = (record.opts as { repeatJobKey?: string }).repeatJobKey;
+  if (!id) return null;
+  const current = await readScheduler(store, id);
+  if (!current) return null;
+  const s = current.record;
+  const now = Date.now();
+  if (s.limit !== undefined && s.ic >= s.limit) return null;
+  if (s.endDate !== undefined && now > s.endDate) return null;
+  let next = s.next;
+  if (!s.every) {
+    if (!s.pattern) return null;
+    const from = new Date(Math.max(now, s.next, s.startDate ?? 0));
+    next = CronExpressionParser.parse(s.pattern, { currentDate: from, ...(s.tz ? { tz: s.tz } : {}) })
+      .next()
+      .getTime();
+  }
+  return advanceScheduler(store, {
+    id,
+    next,
+    now,
+    producerId: record.id,
+    iteration: (at) =>
+      ({
+        ...s.opts,
+        jobId: iterationId(id, at),
+        repeatJobKey: id,
+        prevMillis: at,
+        repeat: {
+          ...(s.every ? { every: s.every } : {}),
+          ...(s.pattern ? { pattern: s.pattern } : {}),
+          ...(s.tz ? { tz: s.tz } : {}),
+          ...(s.limit !== undefined ? { limit: s.limit } : {}),
+          ...(s.startDate !== undefined ? { startDate: s.startDate } : {}),
+          ...(s.endDate !== undefined ? { endDate: s.endDate } : {}),
+          ...(s.offset !== undefined ? { offset: s.offset } : {}),
+          count: s.ic + 1,
+        },
+      }) as JobsOptions,
+  });
 }
 
 /** Slots an `every` scheduler walks past jobs that already hold them. */
