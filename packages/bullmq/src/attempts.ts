@@ -141,7 +141,13 @@ export class Claimer {
     const source = await this.ctx.source();
     const out: ClaimedJob[] = [];
     for (let tries = 0; out.length < max && tries < CLAIM_TRIES; tries++) {
-      const taken = await source.take(max - out.length);
+      let taken: Awaited<ReturnType<typeof source.take>>;
+      try {
+        taken = await source.take(max - out.length);
+      } catch (err) {
+        if (out.length === 0) throw err;
+        break; // jobs claimed by an earlier try of this round are handed out, not orphaned
+      }
       if (taken === 'idle') {
         if (out.length === 0) await this.drained();
         break;
@@ -205,7 +211,7 @@ export async function finish(
   const f: Finish = { job: held.job, outcome };
   if (progress !== undefined) f.progress = progress;
   const result = await (await ctx.finisher()).finish(f);
-  ctx.held.delete(id);
+  release(ctx, id, held.job.token);
   if (!result.ok) {
     throw result.error instanceof LostJobError ? finishedError(ErrorCode.JobLockNotExist, id, command) : result.error;
   }
@@ -261,8 +267,16 @@ export async function extendLocks(
   if (leases.length === 0) return lost;
   const store = await ctx.store();
   const gone = await renewLeases(store, leases, { workerId: ctx.claimOwner, lockDuration: duration });
-  for (const id of gone) ctx.held.delete(id);
+  for (const id of gone) release(ctx, id, leases.find((l) => l.id === id)?.token);
   return [...lost, ...gone];
+}
+
+/**
+ * Forgets the attempt at `token` on `jobId`, and only it: a job this backend
+ * claimed again meanwhile (a new token) stays held.
+ */
+function release(ctx: BackendContext, jobId: string, token: number | undefined): void {
+  if (ctx.held.get(jobId)?.job.token === token) ctx.held.delete(jobId);
 }
 
 /**
@@ -277,7 +291,7 @@ export async function updateProgress(ctx: BackendContext, jobId: string, progres
     held.progress = progress;
     const lease = { id: jobId, token: held.job.token, progress };
     if (await reportProgress(store, lease, { workerId: ctx.claimOwner, lockDuration: ctx.lockDuration })) return;
-    ctx.held.delete(jobId);
+    release(ctx, jobId, held.job.token);
   }
   await rewriteRecord(ctx, jobId, 'updateProgress', (r) => ({ ...r, progress: progress as JobRecord['progress'] }), {
     missing: 'throw',
