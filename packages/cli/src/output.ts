@@ -7,7 +7,29 @@
  */
 export function endOnBrokenPipe(err: NodeJS.ErrnoException): void {
   if (err.code !== 'EPIPE') throw err;
-  process.exit(0);
+  if (ending) return;
+  ending = true;
+  const stop = beforeExit;
+  if (!stop) process.exit(0);
+  // A process that exits while a worker thread is still loading its processor module can abort
+  // inside Node: a daemon stops its threads first (bounded, then exits anyway).
+  const timer = setTimeout(() => process.exit(0), BROKEN_PIPE_STOP_MS);
+  void stop()
+    .catch(() => undefined)
+    .finally(() => {
+      clearTimeout(timer);
+      process.exit(0);
+    });
+}
+
+/** Longest wait for a daemon to stop its threads after stdout broke, ms. */
+const BROKEN_PIPE_STOP_MS = 5000;
+let ending = false;
+let beforeExit: (() => Promise<unknown>) | undefined;
+
+/** What to stop before a broken stdout ends the process (a daemon's worker and its threads). */
+export function stopOnBrokenPipe(stop: () => Promise<unknown>): void {
+  beforeExit = stop;
 }
 
 /** Installs endOnBrokenPipe on stdout, once, before anything is written. */

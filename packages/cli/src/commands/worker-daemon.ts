@@ -6,6 +6,7 @@ import { checkNodeName, connectionOf, integer, positive, prefixOf } from '../con
 import { EXIT, UsageError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import { WorkerMetrics } from '../metrics.js';
+import { stopOnBrokenPipe } from '../output.js';
 import type { WorkerArgs } from './worker.js';
 
 /** After a second signal, exit at the latest this long after aborting the running jobs. */
@@ -56,6 +57,7 @@ export async function runWorker(argv: WorkerArgs): Promise<void> {
       : {}),
   };
   const worker = new Worker(argv.queue, processor, opts);
+  stopOnBrokenPipe(() => worker.close(true));
   const log = createLogger(argv, 'stdout').child({ queue: argv.queue, worker: worker.id });
   logEvents(worker, log);
 
