@@ -15,8 +15,10 @@ import {
   type JobRecord,
   type JobsOptions,
   keepPolicy,
+  type Lease,
   LostJobError,
   laneOf,
+  leaseOf,
   MAX_DELAY_MS,
   MAX_PRIORITY,
   newRecord,
@@ -105,11 +107,12 @@ export class Claimer {
       while (this.waiting.length > 0) {
         const batch = this.waiting.splice(0);
         try {
-          const jobs = await this.claim(batch.length);
+          const { jobs, ttl } = await this.claim(batch.length);
           batch.forEach((w, i) => {
             const job = jobs[i];
             if (!job) {
-              w.resolve(NOTHING);
+              // rate limited: BullMQ's Worker waits the ttl before it asks again
+              w.resolve(ttl > 0 ? [null, '', ttl, 0] : NOTHING);
               return;
             }
             this.ctx.held.set(job.record.id, { job, lock: w.token });
@@ -124,13 +127,18 @@ export class Claimer {
     }
   }
 
-  private async claim(max: number): Promise<ClaimedJob[]> {
-    if (await this.ctx.paused()) return [];
+  private async claim(max: number): Promise<{ jobs: ClaimedJob[]; ttl: number }> {
+    if (await this.ctx.paused()) return { jobs: [], ttl: 0 };
     const source = await this.ctx.source();
     const out: ClaimedJob[] = [];
+    let ttl = 0;
     for (let tries = 0; out.length < max && tries < CLAIM_TRIES; tries++) {
       const taken = await source.take(max - out.length);
       if (taken === 'idle') break;
+      if (!Array.isArray(taken)) {
+        ttl = taken.ttl; // a global limit holds claims back (0: the global concurrency)
+        break;
+      }
       for (const job of taken) {
         // the previous attempt's worker died: BullMQ's Worker reports it as stalled
         if (job.stalled) this.ctx.noteStalled(job.record.id);
@@ -138,7 +146,7 @@ export class Claimer {
         else out.push(job);
       }
     }
-    return out;
+    return { jobs: out, ttl };
   }
 
   /** A job whose workers kept dying fails instead of running again (BullMQ's maxStalledCount). */
@@ -230,11 +238,11 @@ export async function extendLocks(
   duration: number,
 ): Promise<string[]> {
   const lost: string[] = [];
-  const leases: { id: string; token: number; progress?: unknown }[] = [];
+  const leases: Lease[] = [];
   jobIds.forEach((id, i) => {
     const held = ctx.held.get(id);
     if (!held || held.lock !== tokens[i]) lost.push(id);
-    else leases.push({ id, token: held.job.token, progress: held.progress });
+    else leases.push(leaseOf(held.job, held.progress));
   });
   if (leases.length === 0) return lost;
   const store = await ctx.store();
@@ -253,7 +261,7 @@ export async function updateProgress(ctx: BackendContext, jobId: string, progres
   const held = ctx.held.get(jobId);
   if (held) {
     held.progress = progress;
-    const lease = { id: jobId, token: held.job.token, progress };
+    const lease = leaseOf(held.job, progress);
     if (await reportProgress(store, lease, { workerId: ctx.workerId, lockDuration: ctx.lockDuration })) return;
     ctx.held.delete(jobId);
   }

@@ -52,9 +52,15 @@
  *                                     aside (global concurrency, rate limit max/duration,
  *                                     version...): a JSON object of strings, written by
  *                                     compare-and-set, created on first write
- *   limiter                           the global rate-limit window while one is set
- *                                     {"count","ms"}: it opened at the node's mtime and ends
- *                                     `ms` later, both times on ZooKeeper's clock (see clock)
+ *   limiter                           the rate-limit window while one is set
+ *                                     {"count","ms","id"}: it opened at the node's ctime and
+ *                                     ends `ms` later, both times on ZooKeeper's clock (see
+ *                                     clock); `count` jobs were started in it. Claims update it
+ *                                     at its version inside the claim transaction
+ *   slots/s-<k>                       EPHEMERAL, while a global concurrency N is set: one per
+ *                                     job running under it, k < N; created in the claim
+ *                                     transaction (the create is the test-and-set), deleted
+ *                                     with the claim node it is named in, created on first use
  *   clock                             empty; a write to it tells ZooKeeper's current time (the
  *                                     write's mtime), so a window is never judged on a client's clock
  * ```
@@ -191,6 +197,7 @@ export class QueueLayout {
   readonly schedulersDir: string;
   readonly settings: string;
   readonly limiter: string;
+  readonly slotsDir: string;
   readonly clock: string;
 
   constructor(readonly queue: string) {
@@ -217,6 +224,7 @@ export class QueueLayout {
     this.metricsDir = `${this.root}/metrics`;
     this.settings = `${this.root}/settings`;
     this.limiter = `${this.root}/limiter`;
+    this.slotsDir = `${this.root}/slots`;
     this.clock = `${this.root}/clock`;
   }
 
@@ -277,6 +285,11 @@ export class QueueLayout {
 
   claim(id: string): string {
     return `${this.claimsDir}/${id}`;
+  }
+
+  /** A global-concurrency slot by its name (`s-<k>`). */
+  slot(name: string): string {
+    return `${this.slotsDir}/${name}`;
   }
 
   /** The day directory of delayed jobs due at `due`. */
