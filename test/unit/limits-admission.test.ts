@@ -20,7 +20,7 @@ function state(over: Partial<LimitState> = {}): LimitState {
 }
 
 function win(over: Partial<WindowState> = {}): WindowState {
-  return { count: 0, ms: 1000, id: 'w1', start: NOW - 100, version: 3, ...over };
+  return { count: 0, ms: 1000, id: 'w1', manual: false, start: NOW - 100, version: 3, countVersion: 8, ...over };
 }
 
 function open(a: Admission): Admission & { kind: 'open' } {
@@ -59,7 +59,7 @@ describe('admit: the rate limit', () => {
   test('a live window with room: counted into at its version, up to what is left', () => {
     const a = open(admit(state({ window: win({ count: 2 }) }), limiter, 5, NOW, false));
     assert.equal(a.capacity, 1);
-    assert.deepEqual(a.window, { kind: 'count', version: 3, count: 2, ms: 1000, id: 'w1' });
+    assert.deepEqual(a.window, { kind: 'count', version: 3, countVersion: 8, count: 2, ms: 1000, id: 'w1' });
   });
 
   test('a full window: limited for what is left of it', () => {
@@ -72,23 +72,30 @@ describe('admit: the rate limit', () => {
     const a = open(admit(ended, limiter, 2, NOW, true));
     assert.equal(a.window?.kind, 'reopen');
     assert.equal(a.window?.version, 3);
+    assert.equal(a.window?.countVersion, 8);
     assert.equal(a.window?.count, 0);
     assert.notEqual(a.window?.id, 'w1');
     assert.equal(a.capacity, 2);
   });
 
-  test('a manual window limits every worker, with or without a limiter', () => {
-    const manual = state({ window: win({ count: MANUAL_WINDOW_COUNT, ms: 500 }) });
-    assert.deepEqual(admit(manual, undefined, 1, NOW, false), { kind: 'rate', ttl: 400 });
-    assert.deepEqual(admit(manual, limiter, 1, NOW, false), { kind: 'rate', ttl: 400 });
+  test('a window ended on purpose (0 ms) is replaced without asking ZooKeeper’s time', () => {
+    assert.equal(open(admit(state({ window: win({ ms: 0 }) }), limiter, 1, NOW, false)).window?.kind, 'reopen');
   });
 
-  test('without a rate limit, a counting window is neither counted into nor limiting; an ended one is dropped', () => {
+  test('a manual window limits every worker, with or without a limiter, and is confirmed ended', () => {
+    const manual = state({ window: win({ count: MANUAL_WINDOW_COUNT, ms: 500, manual: true }) });
+    assert.deepEqual(admit(manual, undefined, 1, NOW, false), { kind: 'rate', ttl: 400 });
+    assert.deepEqual(admit(manual, limiter, 1, NOW, false), { kind: 'rate', ttl: 400 });
+    const ended = state({ window: win({ count: MANUAL_WINDOW_COUNT, ms: 50, manual: true }) });
+    assert.deepEqual(admit(ended, undefined, 1, NOW, false), { kind: 'confirm' });
+    assert.equal(open(admit(ended, undefined, 1, NOW, true)).window, undefined);
+  });
+
+  test('without a rate limit, a counting window is neither counted into, nor limiting, nor confirmed', () => {
     const a = open(admit(state({ window: win({ count: 2 }) }), undefined, 4, NOW, false));
     assert.equal(a.capacity, 4);
     assert.equal(a.window, undefined);
-    const ended = win({ start: NOW - 5000 });
-    assert.equal(open(admit(state({ window: ended }), undefined, 1, NOW, true)).dropWindow, ended);
+    assert.equal(admit(state({ window: win({ start: NOW - 5000 }) }), undefined, 1, NOW, false).kind, 'open');
   });
 
   test('the queue settings: max from the queue, the settings version to check', () => {

@@ -241,18 +241,24 @@ describe('builders', () => {
     ]);
   });
 
-  test('windowOps: open creates, count rewrites at the version, reopen deletes then creates, close deletes', () => {
-    const data = Buffer.from('{"count":1,"ms":1000,"id":"w"}');
-    assert.deepEqual(windowOps(layout, { kind: 'open', data }), [{ op: 'create', path: '/q/limiter', data }]);
-    assert.deepEqual(windowOps(layout, { kind: 'count', version: 4, data }), [
-      { op: 'setData', path: '/q/limiter', data, version: 4 },
+  test('windowOps: never a delete (versions never repeat); count checks the window, reopen rewrites it', () => {
+    const window = Buffer.from('{"ms":1000,"id":"w"}');
+    const count = Buffer.from('{"count":2}');
+    assert.deepEqual(windowOps(layout, { kind: 'open', window, count }), [
+      { op: 'create', path: '/q/limiter', data: window },
+      { op: 'create', path: '/q/limiter/count', data: count },
     ]);
-    assert.deepEqual(windowOps(layout, { kind: 'reopen', version: 4, data }), [
-      { op: 'delete', path: '/q/limiter', version: 4 },
-      { op: 'create', path: '/q/limiter', data },
+    assert.deepEqual(windowOps(layout, { kind: 'count', version: 4, countVersion: 9, count }), [
+      { op: 'check', path: '/q/limiter', version: 4 },
+      { op: 'setData', path: '/q/limiter/count', data: count, version: 9 },
     ]);
-    assert.deepEqual(windowOps(layout, { kind: 'close', version: 4 }), [
-      { op: 'delete', path: '/q/limiter', version: 4 },
+    assert.deepEqual(windowOps(layout, { kind: 'reopen', version: 4, countVersion: 9, window, count }), [
+      { op: 'setData', path: '/q/limiter', data: window, version: 4 },
+      { op: 'setData', path: '/q/limiter/count', data: count, version: 9 },
+    ]);
+    assert.deepEqual(windowOps(layout, { kind: 'set', window, count }), [
+      { op: 'setData', path: '/q/limiter', data: window },
+      { op: 'setData', path: '/q/limiter/count', data: count },
     ]);
     assert.deepEqual(settingsCheckOp(layout, 9), { op: 'check', path: '/q/settings', version: 9 });
   });

@@ -52,11 +52,14 @@
  *                                     aside (global concurrency, rate limit max/duration,
  *                                     version...): a JSON object of strings, written by
  *                                     compare-and-set, created on first write
- *   limiter                           the rate-limit window while one is set
- *                                     {"count","ms","id"}: it opened at the node's ctime and
- *                                     ends `ms` later, both times on ZooKeeper's clock (see
- *                                     clock); `count` jobs were started in it. Claims update it
- *                                     at its version inside the claim transaction
+ *   limiter                           the rate-limit window, created on first use and never
+ *                                     deleted (so its version never repeats): {"ms","id"}
+ *                                     (+"manual"). It opened at the node's mtime (a write made
+ *                                     only to open a window) and ends `ms` later, both times on
+ *                                     ZooKeeper's clock (see clock). "ms": 0 = ended
+ *   limiter/count                     jobs started in the current window {"count"}, written by
+ *                                     the claim transaction at its version, beside a check of
+ *                                     the window's
  *   slots/s-<k>                       EPHEMERAL, while a global concurrency N is set: one per
  *                                     job running under it, k < N; created in the claim
  *                                     transaction (the create is the test-and-set), deleted
@@ -197,6 +200,7 @@ export class QueueLayout {
   readonly schedulersDir: string;
   readonly settings: string;
   readonly limiter: string;
+  readonly limiterCount: string;
   readonly slotsDir: string;
   readonly clock: string;
 
@@ -224,6 +228,7 @@ export class QueueLayout {
     this.metricsDir = `${this.root}/metrics`;
     this.settings = `${this.root}/settings`;
     this.limiter = `${this.root}/limiter`;
+    this.limiterCount = `${this.limiter}/count`;
     this.slotsDir = `${this.root}/slots`;
     this.clock = `${this.root}/clock`;
   }

@@ -223,31 +223,43 @@ export function trimOps(layout: QueueLayout, t: { id: string; pointer: string })
 }
 
 /**
- * A write of the rate-limit window (see limits.ts): `open` creates it (its
- * ctime is its start), `count` rewrites the live one at the version read,
- * `reopen` replaces an ended one (deleted at the version read, created
- * anew, so its ctime moves to now), `close` ends it.
+ * A write of the rate-limit window (see limits.ts). Its two nodes are never
+ * deleted, so a version seen once is never seen again. `open` creates them
+ * (no window yet), `count` counts into the live window (its node checked at
+ * the version read, the count written at its own), `reopen` opens the next
+ * window (the window node rewritten at the version read: its mtime, the new
+ * start, is the commit's time), `set` opens a window whatever is there (a
+ * manual window, or its end).
  */
 export type WindowWrite =
-  | { kind: 'open'; data: Buffer }
-  | { kind: 'count'; version: number; data: Buffer }
-  | { kind: 'reopen'; version: number; data: Buffer }
-  | { kind: 'close'; version: number };
+  | { kind: 'open'; window: Buffer; count: Buffer }
+  | { kind: 'count'; version: number; countVersion: number; count: Buffer }
+  | { kind: 'reopen'; version: number; countVersion: number; window: Buffer; count: Buffer }
+  | { kind: 'set'; window: Buffer; count: Buffer };
 
-/** The ops of a window write; each fails when another writer changed the window since it was read. */
+/** The ops of a window write; all but `set` fail when another writer changed the window since it was read. */
 export function windowOps(layout: QueueLayout, w: WindowWrite): ProtocolOp[] {
   switch (w.kind) {
     case 'open':
-      return [{ op: 'create', path: layout.limiter, data: w.data }];
+      return [
+        { op: 'create', path: layout.limiter, data: w.window },
+        { op: 'create', path: layout.limiterCount, data: w.count },
+      ];
     case 'count':
-      return [{ op: 'setData', path: layout.limiter, data: w.data, version: w.version }];
+      return [
+        { op: 'check', path: layout.limiter, version: w.version },
+        { op: 'setData', path: layout.limiterCount, data: w.count, version: w.countVersion },
+      ];
     case 'reopen':
       return [
-        { op: 'delete', path: layout.limiter, version: w.version },
-        { op: 'create', path: layout.limiter, data: w.data },
+        { op: 'setData', path: layout.limiter, data: w.window, version: w.version },
+        { op: 'setData', path: layout.limiterCount, data: w.count, version: w.countVersion },
       ];
     default:
-      return [{ op: 'delete', path: layout.limiter, version: w.version }];
+      return [
+        { op: 'setData', path: layout.limiter, data: w.window },
+        { op: 'setData', path: layout.limiterCount, data: w.count },
+      ];
   }
 }
 

@@ -15,10 +15,12 @@
  *   nothing. No new job is admitted while a slot of a larger, earlier N is
  *   held, nor beyond N minus the claim nodes listed (jobs started before the
  *   limit was set hold no slot and count that way).
- * - **Rate.** The window is written in the same transaction at the version
- *   read: counted up (`count` + the group, never past `max`), or, once it has
- *   ended, replaced by a new one (delete at the version, create: its ctime is
- *   the new start). A worker that raced it fails and reads again. A window is
+ * - **Rate.** The window is written in the same transaction at the versions
+ *   read: counted up (the window node checked, `count` + the group written,
+ *   never past `max`), or, once it has ended, the next one opened (the window
+ *   node rewritten: its mtime is the new start). Neither node is ever
+ *   deleted, so no version repeats. A worker that raced it fails and reads
+ *   again. A window is
  *   judged ended only on ZooKeeper's own time (`serverNow`, a write to the
  *   clock node, made only then); a live one is judged on the ServerClock
  *   estimate, which only sets how long a limited worker waits. So every job
@@ -46,6 +48,7 @@ import {
 import { settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
 import { type ProtocolOp, TX_BYTE_BUDGET, type TxUnit } from './executor.js';
 import {
+  countData,
   effectiveLimits,
   MANUAL_WINDOW_COUNT,
   newWindowId,
@@ -70,13 +73,16 @@ export interface LimitState {
 /** Reads settings, window, slots and claims in one read-only multi (a missing slots directory is made). */
 export async function readLimitState(store: QueueStore): Promise<LimitState> {
   const { session, layout } = store;
-  const [settings, window, slots, claims] = await session.readMulti([
+  const [settings, window, count, slots, claims] = await session.readMulti([
     { op: 'getData', path: layout.settings },
     { op: 'getData', path: layout.limiter },
+    { op: 'getData', path: layout.limiterCount },
     { op: 'getChildren', path: layout.slotsDir },
     { op: 'getChildren', path: layout.claimsDir },
   ] as const);
-  for (const r of [settings, window, slots, claims]) if (!r.ok && !(r.error instanceof NoNodeError)) throw r.error;
+  for (const r of [settings, window, count, slots, claims]) {
+    if (!r.ok && !(r.error instanceof NoNodeError)) throw r.error;
+  }
   if (!slots.ok) {
     // made on first use; a create into a deleted queue fails (NoNode) and brings nothing back
     await session.create(layout.slotsDir).catch((err) => {
@@ -85,7 +91,7 @@ export async function readLimitState(store: QueueStore): Promise<LimitState> {
   }
   return {
     settings: settings.ok ? { fields: parseSettings(settings.data), version: settings.stat.version } : undefined,
-    window: window.ok ? parseWindow(window.data, window.stat) : undefined,
+    window: window.ok && count.ok ? parseWindow(window, count) : undefined,
     slots: slots.ok ? slots.children : [],
     active: claims.ok ? claims.children.length : 0,
   };
@@ -94,7 +100,9 @@ export async function readLimitState(store: QueueStore): Promise<LimitState> {
 /** How a window is written by the group admitted: `count` jobs were in it before (0 for a new one). */
 export interface WindowPlan {
   kind: 'open' | 'count' | 'reopen';
+  /** The versions read of the window node and of its count (-1: none yet). */
   version: number;
+  countVersion: number;
   count: number;
   ms: number;
   id: string;
@@ -117,8 +125,6 @@ export type Admission =
       window?: WindowPlan;
       /** The settings version the limits were read from. */
       settingsVersion?: number;
-      /** An ended window nobody counts into: delete it (best effort). */
-      dropWindow?: WindowState;
     };
 
 /**
@@ -135,24 +141,25 @@ export function admit(
   const limits = effectiveLimits(state.settings?.fields, limiter);
   let capacity = want;
   let window: WindowPlan | undefined;
-  let dropWindow: WindowState | undefined;
-  const w = state.window;
-  const ended = w !== undefined && w.start + w.ms <= now;
-  if (ended && !exact) return { kind: 'confirm' };
+  // A counting window limits only rate-limited workers; a manual one limits all.
+  const w = limits.rate || state.window?.manual ? state.window : undefined;
+  // A window of 0 ms was ended on purpose; one that looks past its end is confirmed on ZooKeeper's time.
+  const ended = w !== undefined && (w.ms <= 0 || w.start + w.ms <= now);
+  if (w && ended && w.ms > 0 && !exact) return { kind: 'confirm' };
   if (w && !ended) {
     const max = limits.rate?.max ?? MANUAL_WINDOW_COUNT;
     if (w.count >= max) return { kind: 'rate', ttl: Math.max(1, Math.ceil(w.start + w.ms - now)) };
     if (limits.rate) {
       capacity = Math.min(capacity, max - w.count);
-      window = { kind: 'count', version: w.version, count: w.count, ms: w.ms, id: w.id };
+      window = { kind: 'count', version: w.version, countVersion: w.countVersion, count: w.count, ms: w.ms, id: w.id };
     }
   } else if (limits.rate) {
     capacity = Math.min(capacity, limits.rate.max);
     const id = newWindowId();
     window = w
-      ? { kind: 'reopen', version: w.version, count: 0, ms: limits.rate.duration, id }
-      : { kind: 'open', version: -1, count: 0, ms: limits.rate.duration, id };
-  } else if (w) dropWindow = w;
+      ? { kind: 'reopen', version: w.version, countVersion: w.countVersion, count: 0, ms: limits.rate.duration, id }
+      : { kind: 'open', version: -1, countVersion: -1, count: 0, ms: limits.rate.duration, id };
+  }
   const open: Admission & { kind: 'open' } = { kind: 'open', capacity };
   if (limits.concurrency) {
     const slots = freeSlots(state, limits.concurrency, capacity);
@@ -162,7 +169,6 @@ export function admit(
   }
   if (window) open.window = window;
   if (state.settings) open.settingsVersion = state.settings.version;
-  if (dropWindow) open.dropWindow = dropWindow;
   return open;
 }
 
@@ -285,9 +291,14 @@ class Group {
     if (this.admission.settingsVersion !== undefined) ops.push(settingsCheckOp(layout, this.admission.settingsVersion));
     const w = this.admission.window;
     if (w) {
-      const data = windowData(w.count + this.members.length, w.ms, w.id);
+      const count = countData(w.count + this.members.length);
+      const window = windowData(w.ms, w.id);
       const write: WindowWrite =
-        w.kind === 'open' ? { kind: 'open', data } : { kind: w.kind, version: w.version, data };
+        w.kind === 'open'
+          ? { kind: 'open', window, count }
+          : w.kind === 'count'
+            ? { kind: 'count', version: w.version, countVersion: w.countVersion, count }
+            : { kind: 'reopen', version: w.version, countVersion: w.countVersion, window, count };
       ops.push(...windowOps(layout, write));
     }
     for (const m of this.members) ops.push(...preparedClaimOps(this.store, m.claim, this.o, this.limitsOf(m)));
@@ -307,7 +318,7 @@ class Group {
   /** A failed op: the group without what it names, or undefined to give up (read again). */
   conflict(err: ZooKeeperError, op: ProtocolOp): TxUnit | undefined {
     const { layout } = this.store;
-    if (op.path === layout.settings || op.path === layout.limiter) {
+    if (op.path === layout.settings || op.path === layout.limiter || op.path === layout.limiterCount) {
       this.raced = true;
       return undefined;
     }

@@ -7,20 +7,23 @@
  * there), written by compare-and-set so that concurrent writers of different
  * fields lose nothing; created on the first write, removed with its last field.
  *
- * The window is the `limiter` node {"count","ms","id"}. It opened at the node's
- * ctime and ends `ms` later, both ZooKeeper's times; `count` jobs started in
- * it. Claims count themselves into it inside the claim transaction (see
- * limited-claims.ts). A manual window (`rateLimit(ms)`) holds
- * Number.MAX_SAFE_INTEGER: it limits whatever the maximum, as on BullMQ.
- * Readers judge a window on ZooKeeper's clock: `store.serverNow()` (one small
- * write, made only while a window exists) against the ctime.
+ * The window is the `limiter` node {"ms","id"}: it opened at the node's mtime
+ * (it is written only to open a window) and ends `ms` later, both ZooKeeper's
+ * times; `limiter/count` holds the jobs started in it. Neither node is ever
+ * deleted, so a version read is never seen again on another window (a
+ * compare-and-set across a delete and a re-create could be fooled: both at
+ * version 0). Claims count themselves in inside the claim transaction (see
+ * limited-claims.ts). A manual window (`rateLimit(ms)`) counts
+ * Number.MAX_SAFE_INTEGER: it limits every worker, as on BullMQ. An ended
+ * window is left as it is; "ms": 0 ends one early. Readers judge a window on
+ * ZooKeeper's clock: `store.serverNow()` (one small write) against its start.
  */
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError } from '../../errors.js';
 import { BadVersionError, NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { Stat } from '../../zk/types.js';
 import type { QueueStore } from '../store.js';
-import { type WindowWrite, windowOps } from './builders.js';
+import { windowOps } from './builders.js';
 
 /** The count of a manual window: limited whatever the maximum. */
 export const MANUAL_WINDOW_COUNT = Number.MAX_SAFE_INTEGER;
@@ -153,65 +156,93 @@ export function effectiveLimits(fields: Record<string, string> | undefined, limi
 
 // ---- the window -------------------------------------------------------------------------
 
-/** The window as stored: its count, length, id, start (ctime) and version. */
+/** The window as stored: its length, id, start (the window node's mtime), count, and both versions. */
 export interface WindowState {
-  count: number;
   ms: number;
   id: string;
+  /** Opened by `rateLimit(ms)`: limits every worker. */
+  manual: boolean;
   start: number;
   version: number;
+  count: number;
+  countVersion: number;
 }
 
-export function windowData(count: number, ms: number, id: string): Buffer {
-  return Buffer.from(JSON.stringify({ count, ms, id }));
+export function windowData(ms: number, id: string, manual = false): Buffer {
+  return Buffer.from(JSON.stringify(manual ? { ms, id, manual } : { ms, id }));
+}
+
+export function countData(count: number): Buffer {
+  return Buffer.from(JSON.stringify({ count }));
 }
 
 export function newWindowId(): string {
   return randomBytes(4).toString('hex');
 }
 
-/** The window a node holds; an unreadable one reads as ended (0 ms). */
-export function parseWindow(data: Buffer, stat: Pick<Stat, 'ctime' | 'version'>): WindowState {
-  let w: { count?: unknown; ms?: unknown; id?: unknown } = {};
+function parseJson(data: Buffer): Record<string, unknown> {
   try {
-    w = JSON.parse(data.toString()) as typeof w;
+    const v = JSON.parse(data.toString()) as unknown;
+    return v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
   } catch {
-    // ended: removed by the reader that finds it so
+    return {}; // unreadable: an ended window
   }
+}
+
+/** The window node's data; an unreadable one reads as ended (0 ms). */
+export function parseWindowData(data: Buffer): { ms: number; id: string; manual: boolean } {
+  const w = parseJson(data);
   return {
-    count: typeof w.count === 'number' ? w.count : 0,
     ms: typeof w.ms === 'number' && Number.isFinite(w.ms) ? w.ms : 0,
     id: typeof w.id === 'string' ? w.id : '',
-    start: stat.ctime,
-    version: stat.version,
+    manual: w.manual === true,
   };
 }
 
+/** The window its two nodes hold. */
+export function parseWindow(
+  window: { data: Buffer; stat: Pick<Stat, 'mtime' | 'version'> },
+  count: { data: Buffer; stat: Pick<Stat, 'version'> },
+): WindowState {
+  const c = parseJson(count.data);
+  return {
+    ...parseWindowData(window.data),
+    start: window.stat.mtime,
+    version: window.stat.version,
+    count: typeof c.count === 'number' ? c.count : 0,
+    countVersion: count.stat.version,
+  };
+}
+
+/** The window nodes in one read; undefined before the first window (or while half made). */
 export async function readWindow(store: QueueStore): Promise<WindowState | undefined> {
-  try {
-    const { data, stat } = await store.session.getData(store.layout.limiter);
-    return parseWindow(data, stat);
-  } catch (err) {
-    if (err instanceof NoNodeError) return undefined;
-    throw err;
-  }
+  const { layout } = store;
+  const [window, count] = await store.session.readMulti([
+    { op: 'getData', path: layout.limiter },
+    { op: 'getData', path: layout.limiterCount },
+  ] as const);
+  for (const r of [window, count]) if (!r.ok && !(r.error instanceof NoNodeError)) throw r.error;
+  return window.ok && count.ok ? parseWindow(window, count) : undefined;
 }
 
-/** Deletes an ended window at the version read (a window written since is left alone). */
-export async function dropEndedWindow(store: QueueStore, w: WindowState): Promise<void> {
-  await store.session.delete(store.layout.limiter, w.version).catch((err) => {
-    if (!(err instanceof NoNodeError || err instanceof BadVersionError)) throw err;
-  });
-}
-
-/** The live window and what is left of it (ms, on ZooKeeper's clock); an ended one is deleted. */
+/** The live window and what is left of it (ms, on ZooKeeper's clock). */
 export async function liveWindow(store: QueueStore): Promise<{ count: number; ttl: number } | undefined> {
   const w = await readWindow(store);
-  if (!w) return undefined;
+  if (!w || w.ms <= 0) return undefined;
   const ttl = w.start + w.ms - (await store.serverNow());
-  if (ttl > 0) return { count: w.count, ttl };
-  await dropEndedWindow(store, w);
-  return undefined;
+  return ttl > 0 ? { count: w.count, ttl } : undefined;
+}
+
+/** Writes the window whatever is there (creating its nodes when missing). */
+async function writeWindow(store: QueueStore, window: Buffer, count: Buffer): Promise<void> {
+  for (;;) {
+    const exists = (await readWindow(store)) !== undefined;
+    const ops = windowOps(store.layout, { kind: exists ? 'set' : 'open', window, count });
+    const [result] = await store.executor.run([{ build: () => ({ ops }) }]);
+    if (result?.ok) return;
+    const err = result?.error;
+    if (!(err instanceof NoNodeError || err instanceof NodeExistsError)) throw err;
+  }
 }
 
 /**
@@ -225,29 +256,14 @@ export async function setRateLimit(store: QueueStore, ms: number): Promise<void>
     await removeRateLimit(store);
     return;
   }
-  const data = windowData(MANUAL_WINDOW_COUNT, Math.ceil(ms), newWindowId());
-  for (;;) {
-    const w = await readWindow(store);
-    // replaced, not rewritten: its ctime, the window's start, must be now
-    const write: WindowWrite = w ? { kind: 'reopen', version: w.version, data } : { kind: 'open', data };
-    const ops = windowOps(store.layout, write);
-    const [result] = await store.executor.run([{ build: () => ({ ops }) }]);
-    if (result?.ok) return;
-    const err = result?.error;
-    if (!(err instanceof BadVersionError || err instanceof NoNodeError || err instanceof NodeExistsError)) throw err;
-  }
+  await writeWindow(store, windowData(Math.ceil(ms), newWindowId(), true), countData(MANUAL_WINDOW_COUNT));
 }
 
-/** Ends the window; resolves with 1 when a live one was removed, else 0 (DEL of BullMQ's limiter key). */
+/** Ends the window; resolves with 1 when a live one was ended, else 0 (DEL of BullMQ's limiter key). */
 export async function removeRateLimit(store: QueueStore): Promise<number> {
   if (!(await liveWindow(store))) return 0;
-  return store.session.delete(store.layout.limiter).then(
-    () => 1,
-    (err) => {
-      if (err instanceof NoNodeError) return 0;
-      throw err;
-    },
-  );
+  await writeWindow(store, windowData(0, newWindowId()), countData(0));
+  return 1;
 }
 
 /**

@@ -27,7 +27,7 @@ import {
   quarantineMalformed,
 } from '../protocol/attempts.js';
 import { admit, claimLimited, readLimitState } from '../protocol/limited-claims.js';
-import { dropEndedWindow, effectiveLimits, type RateLimit } from '../protocol/limits.js';
+import { effectiveLimits, type RateLimit } from '../protocol/limits.js';
 import { scanHead } from '../protocol/moves.js';
 import type { QueueStore } from '../store.js';
 import { IdleLine } from './idle-line.js';
@@ -145,9 +145,9 @@ export class JobSource {
       if (admission.kind === 'rate') return { limited: 'rate', ttl: admission.ttl };
       if (admission.kind === 'maxed') return { limited: 'concurrency', ttl: 0 };
       if (admission.kind !== 'open') continue;
-      if (admission.dropWindow) await dropEndedWindow(this.store, admission.dropWindow);
+      // Admitted with no limit in force: no manual window either, claims can take the plain path again.
       const limits = effectiveLimits(state.settings?.fields, this.o.limiter);
-      if ((!state.window || admission.dropWindow) && !limits.rate && !limits.concurrency) this.limits.windowGone();
+      if (!limits.rate && !limits.concurrency) this.limits.windowGone();
       const picked = await this.candidates(admission.capacity);
       if (picked === 'idle') return 'idle';
       const result = await claimLimited(this.store, picked, this.claimOptions(), admission);

@@ -3,18 +3,21 @@
  * protocol/limited-claims.ts), known without a request per claim.
  *
  * A worker with its own `limiter` always takes it. Any other follows the
- * queue's `settings` (a data watch, or an exists-watch while there are none)
- * and whether a rate-limit window exists: an exists-watch while there is
- * none, and no watch while there is one (the limited path reads it with
- * every claim, and says when it is gone). Both watches are kept by
+ * queue's `settings` and its window node (`limiter`, written only when a
+ * window opens: counts go to its child), each by a data watch, or an
+ * exists-watch while the node is missing. A manual window (`rateLimit(ms)`)
+ * limits every worker: seen, it sends claims down the limited path until
+ * that path finds nothing limiting them any more. Both watches are kept by
  * WatchLoops, so they re-arm after any failure and after a session expiry.
- * A limit set meanwhile is followed a watch later: claims already decided
- * without it may still commit (the limited path fences itself from then on).
+ * A watch event alone switches to the limited path (which reads the settings
+ * itself), before the re-read. A limit set meanwhile is followed one watch
+ * later: a claim already sent without it may still commit; from then on the
+ * limited path fences every claim.
  */
 import { NoNodeError } from '../../zk/errors.js';
 import type { Watcher } from '../../zk/types.js';
 import { WatchLoop } from '../../zk/watch-loop.js';
-import { effectiveLimits, parseSettings, type RateLimit } from '../protocol/limits.js';
+import { effectiveLimits, parseSettings, parseWindowData, type RateLimit } from '../protocol/limits.js';
 import type { QueueStore } from '../store.js';
 import { ServerClock } from './server-clock.js';
 
@@ -22,9 +25,12 @@ export class LimitsView {
   /** ZooKeeper's time, estimated (how long a limited worker waits). */
   readonly clock: ServerClock;
   private settings: Record<string, string> | undefined;
+  /** The settings changed and were not read again yet. */
+  private settingsChanged = false;
   private windowSeen = false;
+  private settingsWatch: Watcher | undefined;
+  private windowWatch: Watcher | undefined;
   private loops: { close(): void }[] = [];
-  private windowLoop: WatchLoop<boolean> | undefined;
   private started: Promise<void> | undefined;
 
   constructor(
@@ -49,16 +55,14 @@ export class LimitsView {
 
   /** Claims must take the limited path. */
   get limited(): boolean {
-    if (this.limiter || this.windowSeen) return true;
+    if (this.limiter || this.windowSeen || this.settingsChanged) return true;
     const limits = effectiveLimits(this.settings);
     return limits.concurrency !== undefined || limits.rate !== undefined;
   }
 
-  /** The limited path found no window: follow its creation again. */
+  /** The limited path found nothing limiting claims (the manual window ended): back to the plain path. */
   windowGone(): void {
-    if (!this.windowSeen) return;
     this.windowSeen = false;
-    this.windowLoop?.refresh();
   }
 
   close(): void {
@@ -68,23 +72,37 @@ export class LimitsView {
   private async follow(): Promise<void> {
     const { session, layout } = this.store;
     const report = (err: unknown) => this.onError(err instanceof Error ? err : new Error(String(err)));
+    // The loop passes the same watcher every time; so does each wrapper (made once), which the
+    // session then never registers twice on one path.
     const settings = new WatchLoop<Buffer | undefined>(session, {
-      read: (watch) => readWatched(this.store, layout.settings, watch),
+      read: (watch) => {
+        this.settingsWatch ??= (e) => {
+          this.settingsChanged = true;
+          watch(e);
+        };
+        return readWatched(this.store, layout.settings, this.settingsWatch);
+      },
       onRead: (data) => {
         this.settings = data ? parseSettings(data) : undefined;
+        this.settingsChanged = false;
       },
       onError: report,
     });
-    const window = new WatchLoop<boolean>(session, {
-      // While a window is known, no watch: the limited path reads it and says when it is gone.
-      read: async (watch) => (await session.exists(layout.limiter, this.windowSeen ? {} : { watch })) !== null,
-      onRead: (exists) => {
-        if (exists) this.windowSeen = true;
+    const window = new WatchLoop<Buffer | undefined>(session, {
+      read: (watch) => {
+        this.windowWatch ??= (e) => {
+          if (e.type === 'created' || e.type === 'dataChanged') this.windowSeen = true; // read it on the limited path
+          watch(e);
+        };
+        return readWatched(this.store, layout.limiter, this.windowWatch);
+      },
+      onRead: (data) => {
+        const w = data ? parseWindowData(data) : undefined;
+        this.windowSeen = w?.manual === true && w.ms > 0;
       },
       onError: report,
     });
     this.loops = [settings, window];
-    this.windowLoop = window;
     await Promise.all([settings.start(), window.start()]);
   }
 }
