@@ -66,7 +66,6 @@ test('a rate limit holds across three worker processes of both front-ends', asyn
   const windows = assertRateLimited(claims, limiter.max, limiter.duration);
   assert.ok(windows >= Math.ceil(14 / limiter.max), `${windows} windows for 14 jobs at ${limiter.max} per window`);
   t.diagnostic(`claims per process: ${workers.map((w) => claimLines(w.lines).length).join(', ')}`);
-  for (const c of claims.sort((a, b) => a.czxid - b.czxid)) t.diagnostic(JSON.stringify(c));
 });
 
 test('a global concurrency holds across three worker processes of both front-ends', async (t) => {
@@ -133,4 +132,36 @@ test('a worker process killed while it holds the slots: others wait, then take o
   const peak = peakActive(claims.map((c) => ({ start: c.czxid, end: finished.get(c.id) as number })));
   assert.ok(peak <= 2, `at most 2 jobs active at once (${peak})`);
   assert.deepEqual(await session.getChildren(layout.slotsDir), []);
+});
+
+test('a frozen slot holder: the leader revokes its claim and slot, another runs the job, the late result is refused', async (t) => {
+  const { queue, session, layout, spawn } = await setup(t, 'frozen');
+  await queue.setGlobalConcurrency(1);
+  // the victim takes no part in housekeeping (the survivor is the leader) and keeps its session while frozen
+  const victim = spawn({
+    frontEnd: 'zkq',
+    concurrency: 2,
+    sleepMs: 3000,
+    housekeeping: false,
+    sessionTimeout: 30_000,
+    lockDuration: 1500,
+  });
+  await victim.waitForLine(/^ready$/);
+  const job = await queue.add('f', {});
+  await victim.waitForLine(new RegExp(`^claim ${job.id} `));
+  victim.child.kill('SIGSTOP');
+  t.after(() => victim.child.kill('SIGCONT'));
+
+  const survivor = spawn({ frontEnd: 'bullmq', concurrency: 2, sleepMs: 50, lockDuration: 1500 });
+  await survivor.waitForLine(new RegExp(`^completed ${job.id}$`), 40_000);
+  const [first] = claimLines(victim.lines);
+  const [again] = claimLines(survivor.lines);
+  assert.equal(first?.slot, 's-0');
+  assert.equal(again?.slot, 's-0', 'the revocation freed the slot');
+  assert.ok((again?.czxid as number) > (first?.czxid as number));
+  victim.child.kill('SIGCONT');
+  await victim.waitForLine(new RegExp(`^lost ${job.id}$`), 20_000);
+  assert.equal((await queue.getJob(job.id))?.returnvalue, `done-by-${survivor.child.pid}`);
+  assert.deepEqual(await session.getChildren(layout.slotsDir), [], 'the late finish touched no slot');
+  assert.equal(await queue.isMaxed(), false);
 });

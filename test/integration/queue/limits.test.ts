@@ -11,7 +11,7 @@ import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { assertRateLimited, type ClaimSeen, finishZxids, readClaim } from '../../helpers/limits.js';
 import { queueEnv } from '../../helpers/queue.js';
-import { waitFor } from '../../helpers/zk.js';
+import { expire, waitFor } from '../../helpers/zk.js';
 
 async function setup(t: { name?: string; after: (fn: () => unknown) => void }, name: string) {
   const env = await queueEnv(t);
@@ -128,4 +128,34 @@ test('bad limits are refused at the entry with InvalidArgumentError', async (t) 
     InvalidArgumentError,
   );
   assert.equal(await queue.getGlobalRateLimit(), null, 'nothing was written');
+});
+
+test('a session expiry mid-job: the renewer re-creates the claim and its slot together; the slot goes at the finish', async (t) => {
+  const { env, queue, session, layout, completed } = await setup(t, 'reclaim');
+  await queue.setGlobalConcurrency(1);
+  let open!: () => void;
+  const gate = new Promise<void>((r) => {
+    open = r;
+  });
+  const worker = new Worker(
+    'reclaim',
+    async () => {
+      await gate;
+    },
+    { ...env, lockDuration: 2000 },
+  );
+  t.after(() => worker.close());
+  const job = await queue.add('x', {});
+  await waitFor(() => session.exists(layout.slot('s-0')), { what: 'the slot taken' });
+  const own = await worker.client;
+  const before = own.sessionId;
+  await expire(own);
+  const owner = async (path: string) => (await session.exists(path))?.ephemeralOwner;
+  await waitFor(async () => (await owner(layout.claim(job.id))) === own.sessionId && own.sessionId !== before, {
+    what: 'the claim re-created by the new session',
+  });
+  assert.equal(await owner(layout.slot('s-0')), own.sessionId, 'its slot with it');
+  open();
+  await completed(1);
+  assert.deepEqual(await session.getChildren(layout.slotsDir), []);
 });
