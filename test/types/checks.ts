@@ -87,8 +87,6 @@ export type QueueOptionsGaps = 'skipWaitingForReady' | 'streams' | 'skipMetasUpd
 /** BullMQ worker options zkq does not implement. */
 export type WorkerOptionsGaps =
   | 'skipWaitingForReady'
-  | 'limiter'
-  | 'maximumRateLimitDelay'
   | 'maxStartedAttempts'
   | 'skipStalledCheck'
   | 'skipLockRenewal'
@@ -233,7 +231,7 @@ export type JobMemberGaps =
   | 'toFlowEntry'
   | 'removeDeduplicationKey';
 
-/** Queue: schedulers, rate limits, global concurrency, metrics, per-state counters. */
+/** Queue: schedulers, metrics, per-state counters. */
 export type QueueMemberGaps =
   // Redis and backend internals (zkq's `client` is there, and resolves with the ZooKeeper session)
   | 'keys'
@@ -260,17 +258,6 @@ export type QueueMemberGaps =
   | 'getJobSchedulers'
   | 'getJobSchedulersCount'
   | 'removeJobScheduler'
-  // rate limiting and global concurrency
-  | 'rateLimit'
-  | 'isMaxed'
-  | 'setGlobalConcurrency'
-  | 'getGlobalConcurrency'
-  | 'removeGlobalConcurrency'
-  | 'setGlobalRateLimit'
-  | 'getGlobalRateLimit'
-  | 'removeGlobalRateLimit'
-  | 'getRateLimitTtl'
-  | 'removeRateLimitKey'
   // deduplication
   | 'removeDebounceKey'
   | 'removeDeduplicationKey'
@@ -300,7 +287,7 @@ export type QueueMemberGaps =
   | 'getQueueEvents'
   | 'recordJobCountsMetric';
 
-/** Worker: rate limiting, manual job fetching, cancellation, lock internals. */
+/** Worker: manual job fetching, cancellation, lock internals. */
 export type WorkerMemberGaps =
   | 'keys'
   | 'toKey'
@@ -313,7 +300,6 @@ export type WorkerMemberGaps =
   | 'jobScheduler'
   | 'concurrency'
   | 'delay'
-  | 'rateLimit'
   | 'getNextJob'
   | 'processJob'
   | 'cancelJob'

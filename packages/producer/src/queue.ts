@@ -329,33 +329,38 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
 
   // ---- global limits (every worker of the queue, every process) --------------------
 
-  /** At most `concurrency` jobs of this queue run at once, whatever the workers (an integer >= 1). */
-  async setGlobalConcurrency(concurrency: number): Promise<void> {
+  /**
+   * At most `concurrency` jobs of this queue run at once, whatever the
+   * workers (an integer >= 1). Resolves 1 when none was set (BullMQ's answer).
+   */
+  async setGlobalConcurrency(concurrency: number): Promise<number> {
     validateLimit(concurrency, 'concurrency');
-    await setGlobalConcurrency(await this.store(), concurrency);
+    return setGlobalConcurrency(await this.store(), concurrency);
   }
 
   async getGlobalConcurrency(): Promise<number | null> {
     return getGlobalConcurrency(await this.store());
   }
 
-  async removeGlobalConcurrency(): Promise<void> {
-    await removeSettings(await this.store(), ['concurrency']);
+  /** Resolves 1 when a global concurrency was removed. */
+  async removeGlobalConcurrency(): Promise<number> {
+    return removeSettings(await this.store(), ['concurrency']);
   }
 
   /** At most `max` jobs started per `duration` ms by all workers together (integers >= 1). */
-  async setGlobalRateLimit(max: number, duration: number): Promise<void> {
+  async setGlobalRateLimit(max: number, duration: number): Promise<number> {
     validateLimit(max, 'max');
     validateLimit(duration, 'duration');
-    await setGlobalRateLimit(await this.store(), max, duration);
+    return setGlobalRateLimit(await this.store(), max, duration);
   }
 
   async getGlobalRateLimit(): Promise<RateLimiterOptions | null> {
     return getGlobalRateLimit(await this.store());
   }
 
-  async removeGlobalRateLimit(): Promise<void> {
-    await removeSettings(await this.store(), ['max', 'duration']);
+  /** Resolves with how many of `max` and `duration` were removed. */
+  async removeGlobalRateLimit(): Promise<number> {
+    return removeSettings(await this.store(), ['max', 'duration']);
   }
 
   /** No worker of the queue starts a job for the next `ms` (0 or less ends such a window). */

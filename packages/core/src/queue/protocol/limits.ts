@@ -280,24 +280,33 @@ export async function getRateLimitTtl(store: QueueStore, maxJobs?: number): Prom
 
 // ---- the queue's settings, for Queue front-ends --------------------------------------------
 
-export async function setGlobalConcurrency(store: QueueStore, concurrency: number): Promise<void> {
-  validateLimit(concurrency, 'concurrency');
-  await updateSettings(store, (f) => {
-    f.concurrency = String(concurrency);
+/** Sets settings fields; resolves with how many were new (as BullMQ's HSET answers). */
+function setFields(store: QueueStore, values: Record<string, number>): Promise<number> {
+  return updateSettings(store, (f) => {
+    let fresh = 0;
+    for (const [k, v] of Object.entries(values)) {
+      if (!Object.hasOwn(f, k)) fresh++;
+      f[k] = String(v);
+    }
+    return fresh;
   });
+}
+
+/** Sets the global concurrency; resolves 1 when there was none (BullMQ's answer). */
+export function setGlobalConcurrency(store: QueueStore, concurrency: number): Promise<number> {
+  validateLimit(concurrency, 'concurrency');
+  return setFields(store, { concurrency });
 }
 
 export async function getGlobalConcurrency(store: QueueStore): Promise<number | null> {
   return intField((await readSettings(store))?.fields, 'concurrency') ?? null;
 }
 
-export async function setGlobalRateLimit(store: QueueStore, max: number, duration: number): Promise<void> {
+/** Sets the global rate limit; resolves with how many of its two fields were new. */
+export function setGlobalRateLimit(store: QueueStore, max: number, duration: number): Promise<number> {
   validateLimit(max, 'max');
   validateLimit(duration, 'duration');
-  await updateSettings(store, (f) => {
-    f.max = String(max);
-    f.duration = String(duration);
-  });
+  return setFields(store, { max, duration });
 }
 
 export async function getGlobalRateLimit(store: QueueStore): Promise<RateLimit | null> {
@@ -307,10 +316,15 @@ export async function getGlobalRateLimit(store: QueueStore): Promise<RateLimit |
   return max && duration ? { max, duration } : null;
 }
 
-/** Removes settings fields (`concurrency`, or `max` and `duration`). */
-export async function removeSettings(store: QueueStore, names: string[]): Promise<void> {
-  await updateSettings(store, (f) => {
-    for (const n of names) delete f[n];
+/** Removes settings fields (`concurrency`, or `max` and `duration`); resolves with how many existed. */
+export function removeSettings(store: QueueStore, names: string[]): Promise<number> {
+  return updateSettings(store, (f) => {
+    let gone = 0;
+    for (const n of names) {
+      if (Object.hasOwn(f, n)) gone++;
+      delete f[n];
+    }
+    return gone;
   });
 }
 
