@@ -83,14 +83,15 @@ export async function readLimitState(store: QueueStore): Promise<LimitState> {
   for (const r of [settings, window, count, slots, claims]) {
     if (!r.ok && !(r.error instanceof NoNodeError)) throw r.error;
   }
-  if (!slots.ok) {
+  const fields = settings.ok ? parseSettings(settings.data) : undefined;
+  if (!slots.ok && effectiveLimits(fields).concurrency) {
     // made on first use; a create into a deleted queue fails (NoNode) and brings nothing back
     await session.create(layout.slotsDir).catch((err) => {
       if (!(err instanceof NodeExistsError)) throw err;
     });
   }
   return {
-    settings: settings.ok ? { fields: parseSettings(settings.data), version: settings.stat.version } : undefined,
+    settings: settings.ok && fields ? { fields, version: settings.stat.version } : undefined,
     window: window.ok && count.ok ? parseWindow(window, count) : undefined,
     slots: slots.ok ? slots.children : [],
     active: claims.ok ? claims.children.length : 0,

@@ -80,6 +80,8 @@ export class JobSource {
   private readonly limits: LimitsView;
   /** The global concurrency the last take found reached, if it did. */
   private maxedAt: number | undefined;
+  /** The version of the window node ZooKeeper's clock showed ended (it is never asked twice). */
+  private endedWindow: number | undefined;
 
   constructor(
     private readonly store: QueueStore,
@@ -88,7 +90,7 @@ export class JobSource {
     private readonly o: JobSourceOptions,
   ) {
     this.line = new IdleLine(store);
-    this.limits = new LimitsView(store, o.limiter, o.onWarning);
+    this.limits = new LimitsView(store, o.limiter, o.onWarning, () => this.poke());
   }
 
   /** Leaves the line of idle workers (the worker is busy, paused or closing). */
@@ -136,10 +138,15 @@ export class JobSource {
   /** A take under a global limit: admitted by the limits read, in one transaction with them. */
   private async takeLimited(max: number): Promise<ClaimedJob[] | 'idle' | Limited> {
     for (let round = 0; round < LIMITED_ROUNDS; round++) {
-      const state = await readLimitState(this.store);
+      let state = await readLimitState(this.store);
+      const w = state.window;
+      // a window already seen ended reads as ended on purpose (0 ms): no second look at the clock
+      if (w && w.version === this.endedWindow) state = { ...state, window: { ...w, ms: 0 } };
       let admission = admit(state, this.o.limiter, max, await this.limits.clock.now(), false);
       if (admission.kind === 'confirm') {
-        admission = admit(state, this.o.limiter, max, await this.store.serverNow(), true);
+        const now = await this.store.serverNow();
+        if (w && w.start + w.ms <= now) this.endedWindow = w.version;
+        admission = admit(state, this.o.limiter, max, now, true);
       }
       this.maxedAt = admission.kind === 'maxed' ? admission.concurrency : undefined;
       if (admission.kind === 'rate') return { limited: 'rate', ttl: admission.ttl };

@@ -37,6 +37,8 @@ export class LimitsView {
     private readonly store: QueueStore,
     private readonly limiter: RateLimit | undefined,
     private readonly onError: (err: Error) => void,
+    /** The settings changed (a limit set or removed): a waiting worker looks again. */
+    private readonly onChange: () => void = () => undefined,
   ) {
     this.clock = new ServerClock(store);
   }
@@ -79,6 +81,7 @@ export class LimitsView {
         this.settingsWatch ??= (e) => {
           this.settingsChanged = true;
           watch(e);
+          this.onChange();
         };
         return readWatched(this.store, layout.settings, this.settingsWatch);
       },
