@@ -152,6 +152,8 @@ export async function app(connection: QueueOptions['connection']): Promise<void>
     removeOnComplete: { age: 3600, count: 1000 },
     removeOnFail: { count: 5000 },
     name: 'mailer-1',
+    limiter: { max: 100, duration: 60_000 },
+    maximumRateLimitDelay: 10_000,
     settings: {
       backoffStrategy: (attemptsMade, type, err, job) => {
         if (type !== 'my-strategy') return -1;
@@ -211,7 +213,30 @@ export async function app(connection: QueueOptions['connection']): Promise<void>
   await worker.waitUntilReady();
   console.log(isRunning, isPaused, worker.name, worker.id, worker.opts.concurrency);
 
-  await Promise.all([inline.close(), sandboxed.close(true), byPath.close(), typedWorker.close()]);
+  // Global limits, and a processor that backs off when the mail provider says so.
+  const added: number = await queue.setGlobalConcurrency(4);
+  const concurrency: number | null = await queue.getGlobalConcurrency();
+  await queue.setGlobalRateLimit(50, 1000);
+  const rate = await queue.getGlobalRateLimit();
+  const ttl: number = await queue.getRateLimitTtl();
+  const maxed: boolean = await queue.isMaxed();
+  await queue.rateLimit(1000);
+  const removed: number = await queue.removeRateLimitKey();
+  await queue.removeGlobalRateLimit();
+  await queue.removeGlobalConcurrency();
+  console.log(added, concurrency, rate?.max, rate?.duration, ttl, maxed, removed);
+  const polite = new Worker(
+    'emails',
+    async (job) => {
+      if (job.data.throttled) {
+        await polite.rateLimit(30_000);
+        throw Worker.RateLimitError();
+      }
+    },
+    { connection, limiter: { max: 10, duration: 1000 } },
+  );
+
+  await Promise.all([inline.close(), sandboxed.close(true), byPath.close(), typedWorker.close(), polite.close()]);
   await worker.close();
   await running;
   await queue.close();

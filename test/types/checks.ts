@@ -86,8 +86,6 @@ export type QueueOptionsGaps = 'skipWaitingForReady' | 'streams' | 'skipMetasUpd
 /** BullMQ worker options zkq does not implement. */
 export type WorkerOptionsGaps =
   | 'skipWaitingForReady'
-  | 'limiter'
-  | 'maximumRateLimitDelay'
   | 'maxStartedAttempts'
   | 'skipStalledCheck'
   | 'skipLockRenewal'
@@ -232,7 +230,7 @@ export type JobMemberGaps =
   | 'toFlowEntry'
   | 'removeDeduplicationKey';
 
-/** Queue: schedulers, rate limits, global concurrency, metrics, per-state counters. */
+/** Queue: schedulers, metrics, per-state counters. */
 export type QueueMemberGaps =
   // Redis and backend internals (zkq's `client` is there, and resolves with the ZooKeeper session)
   | 'keys'
@@ -259,17 +257,6 @@ export type QueueMemberGaps =
   | 'getJobSchedulers'
   | 'getJobSchedulersCount'
   | 'removeJobScheduler'
-  // rate limiting and global concurrency
-  | 'rateLimit'
-  | 'isMaxed'
-  | 'setGlobalConcurrency'
-  | 'getGlobalConcurrency'
-  | 'removeGlobalConcurrency'
-  | 'setGlobalRateLimit'
-  | 'getGlobalRateLimit'
-  | 'removeGlobalRateLimit'
-  | 'getRateLimitTtl'
-  | 'removeRateLimitKey'
   // deduplication: the deprecated debounce names
   | 'removeDebounceKey'
   | 'getDebounceJobId'
@@ -297,7 +284,7 @@ export type QueueMemberGaps =
   | 'getQueueEvents'
   | 'recordJobCountsMetric';
 
-/** Worker: rate limiting, manual job fetching, cancellation, lock internals. */
+/** Worker: manual job fetching, cancellation, lock internals. */
 export type WorkerMemberGaps =
   | 'keys'
   | 'toKey'
@@ -310,7 +297,6 @@ export type WorkerMemberGaps =
   | 'jobScheduler'
   | 'concurrency'
   | 'delay'
-  | 'rateLimit'
   | 'getNextJob'
   | 'processJob'
   | 'cancelJob'

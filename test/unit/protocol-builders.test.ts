@@ -26,12 +26,15 @@ import {
   promotedRecord,
   QueueLayout,
   reclaimOps,
+  releaseOps,
   removeOps,
   renewOps,
   revokeOps,
+  settingsCheckOp,
   sortLanes,
   trimOps,
   waitingStateOf,
+  windowOps,
 } from '@zkq/core';
 import { idOfPointer, numberOf } from '../../packages/core/src/queue/layout.ts';
 
@@ -233,6 +236,76 @@ describe('builders', () => {
       { op: 'delete', path: '/q/claims/j', version: 11 },
       { op: 'setData', path: layout.job('j'), data: rec, version: 4 },
     ]);
+  });
+
+  test('claimOps with a slot: the slot created last (ephemeral), so claim and slot commit together', () => {
+    const pointer = `${READY_BUCKET}/qn-j-0000000004`;
+    assert.deepEqual(claimOps(layout, { id: 'j', pointer, version: 6, record: rec, claim, slot: 's-2' }), [
+      { op: 'check', path: pointer, version: 0 },
+      { op: 'create', path: '/q/claims/j', data: claim, mode: 'ephemeral' },
+      { op: 'setData', path: layout.job('j'), data: rec, version: 6 },
+      { op: 'create', path: '/q/slots/s-2', mode: 'ephemeral' },
+    ]);
+  });
+
+  test('finishOps with a slot: deleted right after the claim, and only with it', () => {
+    const pointer = `${READY_BUCKET}/qn-j-0000000004`;
+    const f = { id: 'j', token: 7, pointer, record: rec, withClaim: true, slot: 's-0' };
+    assert.deepEqual(finishOps(layout, f, completed), [
+      { op: 'setData', path: layout.job('j'), data: rec, version: 7 },
+      { op: 'delete', path: pointer },
+      { op: 'delete', path: '/q/claims/j', role: 'claim' },
+      { op: 'delete', path: '/q/slots/s-0' },
+      pointerOp(layout, 'j', completed),
+    ]);
+    // the claim vanished with its session, the slot with it: another attempt may hold that name now
+    assert.deepEqual(finishOps(layout, { ...f, withClaim: false }, completed), [
+      { op: 'setData', path: layout.job('j'), data: rec, version: 7 },
+      { op: 'delete', path: pointer },
+      pointerOp(layout, 'j', completed),
+    ]);
+  });
+
+  test('reclaimOps, revokeOps and releaseOps carry the slot after the claim', () => {
+    assert.deepEqual(reclaimOps(layout, { id: 'j', token: 3, claim, slot: 's-1' }), [
+      { op: 'check', path: layout.job('j'), version: 3 },
+      { op: 'create', path: '/q/claims/j', data: claim, mode: 'ephemeral', role: 'claim' },
+      { op: 'create', path: '/q/slots/s-1', mode: 'ephemeral' },
+    ]);
+    assert.deepEqual(revokeOps(layout, { id: 'j', claimVersion: 11, token: 4, record: rec, slot: 's-1' }), [
+      { op: 'delete', path: '/q/claims/j', version: 11 },
+      { op: 'setData', path: layout.job('j'), data: rec, version: 4 },
+      { op: 'delete', path: '/q/slots/s-1' },
+    ]);
+    assert.deepEqual(releaseOps(layout, { id: 'j', claimVersion: 2, slot: 's-1' }), [
+      { op: 'delete', path: '/q/claims/j', version: 2 },
+      { op: 'delete', path: '/q/slots/s-1' },
+    ]);
+    assert.deepEqual(releaseOps(layout, { id: 'j', claimVersion: 2 }), [
+      { op: 'delete', path: '/q/claims/j', version: 2 },
+    ]);
+  });
+
+  test('windowOps: never a delete (versions never repeat); count checks the window, reopen rewrites it', () => {
+    const window = Buffer.from('{"ms":1000,"id":"w"}');
+    const count = Buffer.from('{"count":2}');
+    assert.deepEqual(windowOps(layout, { kind: 'open', window, count }), [
+      { op: 'create', path: '/q/limiter', data: window },
+      { op: 'create', path: '/q/limiter/count', data: count },
+    ]);
+    assert.deepEqual(windowOps(layout, { kind: 'count', version: 4, countVersion: 9, count }), [
+      { op: 'check', path: '/q/limiter', version: 4 },
+      { op: 'setData', path: '/q/limiter/count', data: count, version: 9 },
+    ]);
+    assert.deepEqual(windowOps(layout, { kind: 'reopen', version: 4, countVersion: 9, window, count }), [
+      { op: 'setData', path: '/q/limiter', data: window, version: 4 },
+      { op: 'setData', path: '/q/limiter/count', data: count, version: 9 },
+    ]);
+    assert.deepEqual(windowOps(layout, { kind: 'set', window, count }), [
+      { op: 'setData', path: '/q/limiter', data: window },
+      { op: 'setData', path: '/q/limiter/count', data: count },
+    ]);
+    assert.deepEqual(settingsCheckOp(layout, 9), { op: 'check', path: '/q/settings', version: 9 });
   });
 
   test('moveOps: record at the version read, old pointer (when any), new pointer', () => {

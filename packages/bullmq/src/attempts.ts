@@ -14,8 +14,10 @@ import {
   type JobRecord,
   type JobsOptions,
   keepPolicy,
+  type Lease,
   LostJobError,
   laneOf,
+  leaseOf,
   MAX_DELAY_MS,
   MAX_PRIORITY,
   newRecord,
@@ -113,11 +115,12 @@ export class Claimer {
       while (this.waiting.length > 0) {
         const batch = this.waiting.splice(0);
         try {
-          const jobs = await this.claim(batch.length);
+          const { jobs, ttl } = await this.claim(batch.length);
           batch.forEach((w, i) => {
             const job = jobs[i];
             if (!job) {
-              w.resolve(NOTHING);
+              // rate limited: BullMQ's Worker waits the ttl before it asks again
+              w.resolve(ttl > 0 ? [null, '', ttl, 0] : NOTHING);
               return;
             }
             this.ctx.held.set(job.record.id, { job, lock: w.token });
@@ -136,10 +139,11 @@ export class Claimer {
     }
   }
 
-  private async claim(max: number): Promise<ClaimedJob[]> {
-    if (await this.ctx.paused()) return [];
+  private async claim(max: number): Promise<{ jobs: ClaimedJob[]; ttl: number }> {
+    if (await this.ctx.paused()) return { jobs: [], ttl: 0 };
     const source = await this.ctx.source();
     const out: ClaimedJob[] = [];
+    let ttl = 0;
     for (let tries = 0; out.length < max && tries < CLAIM_TRIES; tries++) {
       let taken: Awaited<ReturnType<typeof source.take>>;
       try {
@@ -152,6 +156,10 @@ export class Claimer {
         if (out.length === 0) await this.drained();
         break;
       }
+      if (!Array.isArray(taken)) {
+        ttl = taken.ttl; // a global limit holds claims back (0: the global concurrency)
+        break;
+      }
       this.wasDrained = false;
       for (const job of taken) {
         // the previous attempt's worker died: BullMQ's Worker reports it as stalled
@@ -159,7 +167,7 @@ export class Claimer {
         out.push(job);
       }
     }
-    return out;
+    return { jobs: out, ttl };
   }
 
   /** BullMQ's global `drained` event: logged once when this worker first finds the queue empty. */
@@ -258,11 +266,11 @@ export async function extendLocks(
   duration: number,
 ): Promise<string[]> {
   const lost: string[] = [];
-  const leases: { id: string; token: number; progress?: unknown }[] = [];
+  const leases: Lease[] = [];
   jobIds.forEach((id, i) => {
     const held = ctx.held.get(id);
     if (!held || held.lock !== tokens[i]) lost.push(id);
-    else leases.push({ id, token: held.job.token, progress: held.progress });
+    else leases.push(leaseOf(held.job, held.progress));
   });
   if (leases.length === 0) return lost;
   const store = await ctx.store();
@@ -289,7 +297,7 @@ export async function updateProgress(ctx: BackendContext, jobId: string, progres
   const held = ctx.held.get(jobId);
   if (held) {
     held.progress = progress;
-    const lease = { id: jobId, token: held.job.token, progress };
+    const lease = leaseOf(held.job, progress);
     if (await reportProgress(store, lease, { workerId: ctx.claimOwner, lockDuration: ctx.lockDuration })) return;
     release(ctx, jobId, held.job.token);
   }

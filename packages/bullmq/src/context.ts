@@ -16,7 +16,7 @@ import {
   type Session,
   validateQueueName,
 } from '@zkq/core';
-import type { KeepJobs, QueueBaseOptions } from 'bullmq';
+import type { KeepJobs, QueueBaseOptions, RateLimiterOptions } from 'bullmq';
 
 /** zkq's connection options: where ZooKeeper is, how long a session lives, credentials, and the namespace. */
 export interface ZooKeeperConnectionOptions extends ConnectionOptions {
@@ -38,6 +38,8 @@ export interface BackendOptions extends QueueBaseOptions<ZooKeeperConnectionOpti
   removeOnFail?: boolean | number | KeepJobs;
   drainDelay?: number;
   concurrency?: number;
+  /** A Worker's rate limiter: applies queue-wide, as on BullMQ (validated by the factory). */
+  limiter?: RateLimiterOptions;
 }
 
 /** An attempt this backend holds: the protocol's claim and BullMQ's lock token for it. */
@@ -195,6 +197,7 @@ export class BackendContext {
       lockDuration: this.lockDuration,
       idlePollMs: (this.opts.drainDelay ?? 5) * 1000,
       onWarning: this.onError,
+      limiter: this.opts.limiter,
     });
     return this.jobSource;
   }

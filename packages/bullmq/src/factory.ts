@@ -1,5 +1,5 @@
 /** createZooKeeperBackend: the BackendFactory an app hands to BullMQ. */
-import { DEFAULT_PREFIX, validateConnection, validatePrefix } from '@zkq/core';
+import { DEFAULT_PREFIX, validateConnection, validatePrefix, validateRateLimit } from '@zkq/core';
 import type { BackendFactory, QueueBaseOptions } from 'bullmq';
 import { ZooKeeperQueueBackend } from './backend.js';
 import { BackendContext, type BackendOptions, SharedSession, type ZooKeeperConnectionOptions } from './context.js';
@@ -27,6 +27,8 @@ export const createZooKeeperBackend: BackendFactory<ZooKeeperQueueBackend, ZooKe
   factoryOpts = {},
 ) => {
   validateConnection(opts.connection);
+  const { limiter } = opts as BackendOptions;
+  if (limiter !== undefined) validateRateLimit(limiter); // a Worker's: refused in its constructor
   const { namespace, ...connection } = opts.connection;
   const ns = namespace ?? DEFAULT_PREFIX;
   validatePrefix(ns);

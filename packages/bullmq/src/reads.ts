@@ -9,13 +9,12 @@
  * Flows are not offered by this backend, so no job has children or
  * dependencies: their reads answer truthfully empty.
  */
-import { jobState, NoNodeError, type QueueStore, getMetrics as readMetrics } from '@zkq/core';
+import { isMaxed as coreIsMaxed, jobState, NoNodeError, type QueueStore, getMetrics as readMetrics } from '@zkq/core';
 import type { DependenciesOpts, JobJson, JobState, JobType } from 'bullmq';
 import { countPerPriority, countStates } from './census.js';
 import type { BackendContext } from './context.js';
 import { getDeduplicationJobId as keptJob } from './dedup.js';
 import { toJobJson } from './json.js';
-import { getQueueMetaField } from './meta.js';
 import { rangeOfState, redisRange } from './ranges.js';
 
 /** Nodes read at once when listing workers. */
@@ -182,12 +181,9 @@ function clientLine(fields: Record<string, unknown>): string {
     .join(' ');
 }
 
-/** Whether the queue's global concurrency (meta `concurrency`) is reached by its active jobs. */
+/** Whether the queue's global concurrency holds new jobs back (core's isMaxed). */
 export async function isMaxed(ctx: BackendContext): Promise<boolean> {
-  const concurrency = await getQueueMetaField(ctx, 'concurrency');
-  if (concurrency === null) return false;
-  const [active = 0] = await getCounts(ctx, ['active']);
-  return active >= Number(concurrency);
+  return coreIsMaxed(await ctx.store());
 }
 
 export async function getDependencyCounts(_ctx: BackendContext, _jobId: string, types: string[]): Promise<number[]> {

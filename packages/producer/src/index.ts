@@ -13,6 +13,8 @@ export {
   type KeepJobs,
   type QueueBaseOptions,
   type QueueOptions,
+  RateLimitError,
+  type RateLimiterOptions,
   UnrecoverableError,
 } from '@zkq/core';
 export { type BulkJob, Queue, type QueueListener } from './queue.js';

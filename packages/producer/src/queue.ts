@@ -22,9 +22,13 @@ import {
   enqueueJobs,
   type FinishedStatus,
   getDeduplicationJobId,
+  getGlobalConcurrency,
+  getGlobalRateLimit,
   getJobCounts,
   getMetrics,
+  getRateLimitTtl,
   InvalidArgumentError,
+  isMaxed,
   Job,
   type JobCounts,
   JobNotFoundError,
@@ -44,11 +48,17 @@ import {
   promoteJobs,
   type QueueOptions,
   QueueStore,
+  type RateLimiterOptions,
   removeJob,
+  removeRateLimit,
+  removeSettings,
   retryJobs,
   type Session,
   type Span,
   SpanKind,
+  setGlobalConcurrency,
+  setGlobalRateLimit,
+  setRateLimit,
   TelemetryAttributes,
   trace,
   validateConnection,
@@ -56,9 +66,11 @@ import {
   validateJobId,
   validateJobName,
   validateJobOptions,
+  validateLimit,
   validatePrefix,
   validateQueueName,
   validateTelemetry,
+  validateWindowMs,
 } from '@zkq/core';
 import { prometheusText } from './prometheus.js';
 
@@ -327,6 +339,63 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
 
   async isPaused(): Promise<boolean> {
     return (await this.store()).isPaused();
+  }
+
+  // ---- global limits (every worker of the queue, every process) --------------------
+
+  /**
+   * At most `concurrency` jobs of this queue run at once, whatever the
+   * workers (an integer >= 1). Resolves 1 when none was set (BullMQ's answer).
+   */
+  async setGlobalConcurrency(concurrency: number): Promise<number> {
+    validateLimit(concurrency, 'concurrency');
+    return setGlobalConcurrency(await this.store(), concurrency);
+  }
+
+  async getGlobalConcurrency(): Promise<number | null> {
+    return getGlobalConcurrency(await this.store());
+  }
+
+  /** Resolves 1 when a global concurrency was removed. */
+  async removeGlobalConcurrency(): Promise<number> {
+    return removeSettings(await this.store(), ['concurrency']);
+  }
+
+  /** At most `max` jobs started per `duration` ms by all workers together (integers >= 1). */
+  async setGlobalRateLimit(max: number, duration: number): Promise<number> {
+    validateLimit(max, 'max');
+    validateLimit(duration, 'duration');
+    return setGlobalRateLimit(await this.store(), max, duration);
+  }
+
+  async getGlobalRateLimit(): Promise<RateLimiterOptions | null> {
+    return getGlobalRateLimit(await this.store());
+  }
+
+  /** Resolves with how many of `max` and `duration` were removed. */
+  async removeGlobalRateLimit(): Promise<number> {
+    return removeSettings(await this.store(), ['max', 'duration']);
+  }
+
+  /** No worker of the queue starts a job for the next `ms` (0 or less ends such a window). */
+  async rateLimit(ms: number): Promise<void> {
+    validateWindowMs(ms);
+    await setRateLimit(await this.store(), ms);
+  }
+
+  /** BullMQ's getRateLimitTtl: ms left of the rate-limit window (-2 without one; 0 when `maxJobs` is not reached). */
+  async getRateLimitTtl(maxJobs?: number): Promise<number> {
+    return getRateLimitTtl(await this.store(), maxJobs);
+  }
+
+  /** Ends the rate-limit window; resolves 1 when one was live. */
+  async removeRateLimitKey(): Promise<number> {
+    return removeRateLimit(await this.store());
+  }
+
+  /** Whether the active jobs reach the global concurrency. */
+  async isMaxed(): Promise<boolean> {
+    return isMaxed(await this.store());
   }
 
   // ---- queue control (docs/queue-control.md) ---------------------------------

@@ -11,11 +11,13 @@ import {
   DEFAULT_KEEP_FAILED,
   type Finish,
   type FinishResult,
+  isRateLimitError,
   Job,
   type JobProgress,
   type KeepJobs,
   keepPolicy,
   LostJobError,
+  leaseOf,
   type Outcome,
   type QueueStore,
   renewLeases,
@@ -34,6 +36,8 @@ export interface AttemptDriver {
   /** The processor has settled: its slot may take the next job while the outcome is written. */
   released(): void;
   trim(kind: 'completed' | 'failed', keep: KeepJobs): void;
+  /** The processor threw a RateLimitError and its job is back to waiting: wait out the window. */
+  rateLimited(): void;
 }
 
 /** The Worker as an attempt sees it: events and errors. */
@@ -51,6 +55,8 @@ export class Attempt {
   private readonly logs: string[] = [];
   private progress: unknown;
   private revoked = false;
+  /** The processor threw a RateLimitError: the job goes back to waiting, uncounted and unreported. */
+  private limited = false;
   /** True while the processor runs (what `concurrency` counts). */
   processing = true;
 
@@ -76,7 +82,7 @@ export class Attempt {
   }
 
   lease(): Lease {
-    return { id: this.claimed.record.id, token: this.claimed.token, progress: this.progress };
+    return leaseOf(this.claimed, this.progress);
   }
 
   /** The claim was revoked: abort the processor; its result will be dropped. */
@@ -111,7 +117,7 @@ export class Attempt {
    * a job no longer owned is revoked here and now.
    */
   private async updateProgress(progress: JobProgress): Promise<void> {
-    const lease = { id: this.job.id, token: this.claimed.token, progress };
+    const lease = leaseOf(this.claimed, progress);
     const owned = await reportProgress(this.store, lease, {
       workerId: this.worker.id,
       lockDuration: this.opts.lockDuration,
@@ -137,7 +143,8 @@ export class Attempt {
       if (this.revoked) return this.lost(new LostJobError(this.job.id));
       const result = await this.write(outcome);
       if (!result.ok) return this.lost(result.error as Error);
-      this.report(outcome);
+      if (this.limited) this.driver.rateLimited();
+      else this.report(outcome);
     } finally {
       this.release();
       this.resolveDone();
@@ -170,6 +177,10 @@ export class Attempt {
     } catch (err) {
       this.release();
       if (this.driver.forced()) return undefined;
+      if (isRateLimitError(err)) {
+        this.limited = true;
+        return { kind: 'retry', reason: '', stacktrace: [], due: 0, skipAttempt: true };
+      }
       return this.failure(err instanceof Error ? err : new Error(String(err)), false);
     }
   }

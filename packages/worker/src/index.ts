@@ -5,6 +5,9 @@ export {
   type Metrics,
   type MetricsOptions,
   MetricsTime,
+  RATE_LIMIT_ERROR,
+  RateLimitError,
+  type RateLimiterOptions,
   type Telemetry,
   UnrecoverableError,
 } from '@zkq/core';

@@ -5,9 +5,11 @@ import {
   type KeepJobs,
   type MetricsOptions,
   type QueueBaseOptions,
+  type RateLimiterOptions,
   type Telemetry,
   validateConnection,
   validateMetricsOptions,
+  validateRateLimit,
   validateTelemetry,
 } from '@zkq/core';
 import type { BackoffStrategy } from './backoff.js';
@@ -77,6 +79,14 @@ export interface WorkerOptions extends QueueBaseOptions {
   metrics?: MetricsOptions;
   /** BullMQ's Telemetry (e.g. bullmq-otel): a `process` span per attempt, continuing the producer's trace. */
   telemetry?: Telemetry;
+  /**
+   * At most `max` jobs started per `duration` ms by all workers of the queue
+   * together (BullMQ's limiter: the queue's `setGlobalRateLimit` max wins, this
+   * duration wins). Enforced in the claim transaction, on ZooKeeper's clock.
+   */
+  limiter?: RateLimiterOptions;
+  /** Longest wait of a rate-limited worker before it looks again, ms. Default 30000. */
+  maximumRateLimitDelay?: number;
 }
 
 export const DEFAULT_LOCK_DURATION_MS = 30_000;
@@ -84,6 +94,8 @@ export const DEFAULT_STALLED_INTERVAL_MS = 30_000;
 export const DEFAULT_MAX_STALLED_COUNT = 1;
 export const DEFAULT_DRAIN_DELAY_S = 5;
 export const DEFAULT_RUN_RETRY_DELAY_MS = 1000;
+/** BullMQ's default longest wait of a rate-limited worker, ms. */
+export const DEFAULT_MAX_RATE_LIMIT_DELAY_MS = 30_000;
 
 function positiveInt(v: unknown, name: string): void {
   if (v !== undefined && (!Number.isInteger(v) || (v as number) < 1)) {
@@ -108,6 +120,8 @@ export function validateWorkerOptions(opts: unknown): asserts opts is WorkerOpti
   positive(o.lockRenewTime, 'lockRenewTime');
   positive(o.stalledInterval, 'stalledInterval');
   positive(o.drainDelay, 'drainDelay');
+  positive(o.maximumRateLimitDelay, 'maximumRateLimitDelay');
+  if (o.limiter !== undefined) validateRateLimit(o.limiter);
   if (o.maxStalledCount !== undefined && (!Number.isInteger(o.maxStalledCount) || o.maxStalledCount < 0)) {
     throw new InvalidArgumentError('maxStalledCount must be an integer >= 0', 'maxStalledCount');
   }

@@ -34,11 +34,14 @@ import {
   type Job,
   type JobProgress,
   JobSource,
+  liveWindow,
   openSession,
   QueueStore,
+  RateLimitError,
   type Session,
   SessionClosedError,
   type Span,
+  setRateLimit,
   Trimmer,
   validatePrefix,
   validateQueueName,
@@ -51,6 +54,7 @@ import { MetricsCollector } from './metrics-collector.js';
 import {
   DEFAULT_DRAIN_DELAY_S,
   DEFAULT_LOCK_DURATION_MS,
+  DEFAULT_MAX_RATE_LIMIT_DELAY_MS,
   DEFAULT_MAX_STALLED_COUNT,
   DEFAULT_RUN_RETRY_DELAY_MS,
   DEFAULT_STALLED_INTERVAL_MS,
@@ -115,6 +119,13 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private localPaused = false;
   private wakeLoop: (() => void) | undefined;
   private hadWork = false;
+  /** After a RateLimitError: no claim before this time (performance.now()). */
+  private limitedUntil = 0;
+
+  /** A RateLimitError to throw from a processor after `rateLimit(ms)` (BullMQ's Worker.RateLimitError). */
+  static RateLimitError(): RateLimitError {
+    return new RateLimitError();
+  }
 
   constructor(name: string, processor: Processor<DataType, ResultType, NameType> | string | URL, opts: WorkerOptions) {
     super();
@@ -202,6 +213,8 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       lockDuration: this.opts.lockDuration,
       idlePollMs: (this.opts.drainDelay ?? DEFAULT_DRAIN_DELAY_S) * 1000,
       onWarning: (err) => this.emitError(err),
+      limiter: this.opts.limiter,
+      maximumRateLimitDelay: this.opts.maximumRateLimitDelay,
     });
     this.renewer = new LeaseRenewer(
       store,
@@ -311,10 +324,32 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     this.source?.poke();
   }
 
-  private waitForNudge(): Promise<void> {
+  /** Waits for a nudge, or `ms` at most. */
+  private waitForNudge(ms?: number): Promise<void> {
     return new Promise((resolve) => {
-      this.wakeLoop = resolve;
+      const timer = ms === undefined ? undefined : setTimeout(() => this.nudge(), ms);
+      this.wakeLoop = () => {
+        clearTimeout(timer);
+        resolve();
+      };
     });
+  }
+
+  /**
+   * Opens a window of `ms` in which no worker of the queue starts a job
+   * (BullMQ's Worker.rateLimit); throw `Worker.RateLimitError()` from the
+   * processor next to put the current job back.
+   */
+  async rateLimit(ms: number): Promise<void> {
+    await this.waitUntilReady();
+    await setRateLimit(this.store as QueueStore, ms);
+  }
+
+  /** A processor threw RateLimitError: claim nothing until the queue's window ends (at most maximumRateLimitDelay). */
+  private async holdForRateLimit(): Promise<void> {
+    const ttl = (await liveWindow(this.store as QueueStore))?.ttl ?? 0;
+    const hold = Math.min(ttl, this.opts.maximumRateLimitDelay ?? DEFAULT_MAX_RATE_LIMIT_DELAY_MS);
+    this.limitedUntil = Math.max(this.limitedUntil, performance.now() + hold);
   }
 
   private async loop(): Promise<void> {
@@ -323,6 +358,12 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       if (this.queuePaused || this.localPaused) {
         source.leaveLine();
         await this.waitForNudge();
+        continue;
+      }
+      const hold = this.limitedUntil - performance.now();
+      if (hold > 0) {
+        source.leaveLine();
+        await this.waitForNudge(hold);
         continue;
       }
       const free = this.freeSlots();
@@ -375,6 +416,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       forced: () => this.forced,
       released: () => this.nudge(),
       trim: (kind, keep) => this.trimmer?.request(kind, keep),
+      rateLimited: () => void this.holdForRateLimit().catch((err) => this.emitError(err)),
     });
     this.attempts.set(claimed.record.id, attempt);
     this.tracing

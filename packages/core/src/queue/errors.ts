@@ -13,6 +13,28 @@ export class UnrecoverableError extends Error {
   }
 }
 
+/** The message of BullMQ's RateLimitError, which BullMQ's Worker also recognizes a rate-limit error by. */
+export const RATE_LIMIT_ERROR = 'bullmq:rateLimitExceeded';
+
+/**
+ * Throw it from a processor (`throw Worker.RateLimitError()`) after
+ * `worker.rateLimit(ms)`: the job goes back to waiting, its attempt not
+ * counted, and the worker claims nothing until the window ends (BullMQ's
+ * RateLimitError).
+ */
+export class RateLimitError extends Error {
+  readonly code = 'ZKQ_RATE_LIMITED';
+  constructor(message = RATE_LIMIT_ERROR) {
+    super(message);
+    this.name = 'RateLimitError';
+  }
+}
+
+/** Whether `err` asks for the job to wait out a rate limit (zkq's or BullMQ's RateLimitError, by its message). */
+export function isRateLimitError(err: unknown): boolean {
+  return err instanceof RateLimitError || (err instanceof Error && err.message === RATE_LIMIT_ERROR);
+}
+
 /** A job's serialized record would not fit in a znode (or passes `sizeLimit`); nothing was written. */
 export class PayloadTooLargeError extends InvalidArgumentError {
   override readonly code = 'ZKQ_PAYLOAD_TOO_LARGE';

@@ -52,9 +52,18 @@
  *                                     aside (global concurrency, rate limit max/duration,
  *                                     version...): a JSON object of strings, written by
  *                                     compare-and-set, created on first write
- *   limiter                           the global rate-limit window while one is set
- *                                     {"count","ms"}: it opened at the node's mtime and ends
- *                                     `ms` later, both times on ZooKeeper's clock (see clock)
+ *   limiter                           the rate-limit window, created on first use and never
+ *                                     deleted (so its version never repeats): {"ms","id"}
+ *                                     (+"manual"). It opened at the node's mtime (a write made
+ *                                     only to open a window) and ends `ms` later, both times on
+ *                                     ZooKeeper's clock (see clock). "ms": 0 = ended
+ *   limiter/count                     jobs started in the current window {"count"}, written by
+ *                                     the claim transaction at its version, beside a check of
+ *                                     the window's
+ *   slots/s-<k>                       EPHEMERAL, while a global concurrency N is set: one per
+ *                                     job running under it, k < N; created in the claim
+ *                                     transaction (the create is the test-and-set), deleted
+ *                                     with the claim node it is named in, created on first use
  *   clock                             empty; a write to it tells ZooKeeper's current time (the
  *                                     write's mtime), so a window is never judged on a client's clock
  *   dedup/<shard>/d-<id>              deduplication keys (`opts.deduplication`), id URI-encoded,
@@ -198,6 +207,8 @@ export class QueueLayout {
   readonly schedulersDir: string;
   readonly settings: string;
   readonly limiter: string;
+  readonly limiterCount: string;
+  readonly slotsDir: string;
   readonly clock: string;
   readonly dedupDir: string;
 
@@ -225,6 +236,8 @@ export class QueueLayout {
     this.metricsDir = `${this.root}/metrics`;
     this.settings = `${this.root}/settings`;
     this.limiter = `${this.root}/limiter`;
+    this.limiterCount = `${this.limiter}/count`;
+    this.slotsDir = `${this.root}/slots`;
     this.clock = `${this.root}/clock`;
     this.dedupDir = `${this.root}/dedup`;
   }
@@ -296,6 +309,11 @@ export class QueueLayout {
 
   claim(id: string): string {
     return `${this.claimsDir}/${id}`;
+  }
+
+  /** A global-concurrency slot by its name (`s-<k>`). */
+  slot(name: string): string {
+    return `${this.slotsDir}/${name}`;
   }
 
   /** The day directory of delayed jobs due at `due`. */

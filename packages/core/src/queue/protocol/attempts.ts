@@ -19,7 +19,16 @@ import { eventValue, type QueueEventRecord } from '../events.js';
 import { MAX_DELAY_MS } from '../options.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
-import { claimOps, type Destination, finishOps, moveOps, reclaimOps, renewOps, revokeOps } from './builders.js';
+import {
+  claimOps,
+  type Destination,
+  finishOps,
+  moveOps,
+  reclaimOps,
+  releaseOps,
+  renewOps,
+  revokeOps,
+} from './builders.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
 
 /** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
@@ -49,6 +58,10 @@ export interface ClaimedJob {
   claimedAt: number;
   /** The job was active when claimed: its previous attempt's worker died (a stall, counted in the record). */
   stalled: boolean;
+  /** The global-concurrency slot this attempt holds (`s-<k>`), claimed under a global concurrency. */
+  slot?: string;
+  /** The id of the rate-limit window that counted this attempt, claimed under a rate limit. */
+  window?: string;
 }
 
 export interface ClaimOptions {
@@ -73,21 +86,43 @@ export interface ClaimInfo {
   lockDuration: number;
   /** Latest progress reported by the processor. */
   progress?: unknown;
+  /** The global-concurrency slot held (deleted with this node). */
+  slot?: string;
+  /** The rate-limit window that counted the attempt. */
+  window?: string;
 }
 
 export function claimPayload(info: ClaimInfo): Buffer {
   return Buffer.from(JSON.stringify(info));
 }
 
-/** Claims as many of `candidates` as it can, in as few transactions as fit. */
-export async function claimJobs(store: QueueStore, candidates: Candidate[], o: ClaimOptions): Promise<ClaimResult> {
-  const { layout } = store;
-  const result: ClaimResult = { claimed: [], skipped: [] };
+/** A candidate read and ready to claim: its updated record, the token it will get. */
+export interface PreparedClaim {
+  candidate: Candidate;
+  updated: JobRecord;
+  /** The record version read (the claim writes at it). */
+  version: number;
+  token: number;
+  stalled: boolean;
+  record: Buffer;
+  /** `active`, after `stalled` when a dead worker's job is taken over (BullMQ logs both). */
+  events: QueueEventRecord[];
+}
+
+/**
+ * Reads the candidates' records and prepares their claims; candidates gone,
+ * not claimable or unreadable go to `result.skipped`.
+ */
+export async function prepareClaims(
+  store: QueueStore,
+  candidates: Candidate[],
+  o: ClaimOptions,
+  result: ClaimResult,
+): Promise<PreparedClaim[]> {
   const reads = await readRecords(store, candidates, result);
   const now = Date.now();
-  const claims: { candidate: Candidate; updated: JobRecord; token: number; stalled: boolean; unit: TxUnit }[] = [];
+  const prepared: PreparedClaim[] = [];
   for (const r of reads) {
-    if (!r) continue;
     // Only a waiting job (or a dead worker's active one) can be claimed; a stale view may list others.
     if (r.record.state !== 'waiting' && r.record.state !== 'active') {
       result.skipped.push({ candidate: r.candidate });
@@ -102,36 +137,72 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
       processedOn: now,
       processedBy: o.workerId,
     };
-    const id = r.candidate.id;
-    const token = r.version + 1;
-    const claim = claimPayload({ worker: o.workerId, token, lockDuration: o.lockDuration });
-    const ops = claimOps(layout, {
-      id,
-      pointer: r.candidate.pointer,
+    prepared.push({
+      candidate: r.candidate,
+      updated,
       version: r.version,
+      token: r.version + 1,
+      stalled: r.record.state === 'active',
       record: encodeRecord(updated),
-      claim,
+      events: [
+        ...(r.record.state === 'active' ? [{ event: 'stalled', jobId: r.candidate.id, prev: 'active', ts: now }] : []),
+        { event: 'active', jobId: r.candidate.id, prev: 'waiting', ts: now },
+      ],
     });
-    const active = { event: 'active', jobId: id, prev: 'waiting', ts: now };
-    // a job whose worker died is taken over: BullMQ logs it as stalled first
-    const events =
-      r.record.state === 'active' ? [{ event: 'stalled', jobId: id, prev: 'active', ts: now }, active] : [active];
-    const stalled = r.record.state === 'active';
-    claims.push({ candidate: r.candidate, updated, token, stalled, unit: { build: () => ({ ops, events }) } });
   }
+  return prepared;
+}
+
+/** The ops of one prepared claim, holding `limits` (the slot and window it was admitted by) when limited. */
+export function preparedClaimOps(
+  store: QueueStore,
+  c: PreparedClaim,
+  o: ClaimOptions,
+  limits: { slot?: string | undefined; window?: string | undefined } = {},
+): ProtocolOp[] {
+  const claim = claimPayload({ worker: o.workerId, token: c.token, lockDuration: o.lockDuration, ...limits });
+  return claimOps(store.layout, {
+    id: c.candidate.id,
+    pointer: c.candidate.pointer,
+    version: c.version,
+    record: c.record,
+    claim,
+    slot: limits.slot,
+  });
+}
+
+/** What an attempt holds once its claim committed. */
+export function claimedJob(
+  c: PreparedClaim,
+  claimedAt: number,
+  limits: { slot?: string | undefined; window?: string | undefined } = {},
+): ClaimedJob {
+  const job: ClaimedJob = {
+    record: c.updated,
+    token: c.token,
+    pointer: c.candidate.pointer,
+    claimedAt,
+    stalled: c.stalled,
+  };
+  if (limits.slot) job.slot = limits.slot;
+  if (limits.window) job.window = limits.window;
+  return job;
+}
+
+/** Claims as many of `candidates` as it can, in as few transactions as fit (no limit applies). */
+export async function claimJobs(store: QueueStore, candidates: Candidate[], o: ClaimOptions): Promise<ClaimResult> {
+  const result: ClaimResult = { claimed: [], skipped: [] };
+  const claims = await prepareClaims(store, candidates, o, result);
+  const units: TxUnit[] = claims.map((c) => {
+    const ops = preparedClaimOps(store, c, o);
+    return { build: () => ({ ops, events: c.events }) };
+  });
   const claimedAt = performance.now();
-  const written = await store.executor.run(claims.map((c) => c.unit));
+  const written = await store.executor.run(units);
   written.forEach((w, i) => {
-    const c = claims[i] as (typeof claims)[number];
-    if (w.ok) {
-      result.claimed.push({
-        record: c.updated,
-        token: c.token,
-        pointer: c.candidate.pointer,
-        claimedAt,
-        stalled: c.stalled,
-      });
-    } else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
+    const c = claims[i] as PreparedClaim;
+    if (w.ok) result.claimed.push(claimedJob(c, claimedAt));
+    else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
   });
   return result;
 }
@@ -169,7 +240,8 @@ async function readRecords(store: QueueStore, candidates: Candidate[], result: C
   return reads;
 }
 
-function isConflict(err: unknown): boolean {
+/** A failure that means another writer was first (not an error to report). */
+export function isConflict(err: unknown): boolean {
   return (err as ZooKeeperError | undefined)?.opIndex !== undefined || err instanceof NodeExistsError;
 }
 
@@ -180,6 +252,17 @@ export interface Lease {
   id: string;
   token: number;
   progress?: unknown;
+  /** The attempt's slot and window (kept in the claim node through renewals). */
+  slot?: string;
+  window?: string;
+}
+
+/** The lease of a claimed job, with its latest progress. */
+export function leaseOf(job: ClaimedJob, progress?: unknown): Lease {
+  const lease: Lease = { id: job.record.id, token: job.token, progress };
+  if (job.slot) lease.slot = job.slot;
+  if (job.window) lease.window = job.window;
+  return lease;
 }
 
 /**
@@ -210,8 +293,10 @@ function leaseUnit(
     token: lease.token,
     lockDuration: o.lockDuration,
     progress: lease.progress,
+    ...(lease.slot ? { slot: lease.slot } : {}),
+    ...(lease.window ? { window: lease.window } : {}),
   });
-  const r = { id: lease.id, token: lease.token, claim };
+  const r = { id: lease.id, token: lease.token, claim, slot: lease.slot };
   const ops = reclaim ? reclaimOps(store.layout, r) : renewOps(store.layout, r);
   return { lease, reclaim, events, build: () => (events ? { ops, events } : { ops }) };
 }
@@ -333,7 +418,7 @@ function finishUnit(
       const { job } = f;
       const ops = finishOps(
         store.layout,
-        { id: job.record.id, token: job.token, pointer: job.pointer, record, withClaim },
+        { id: job.record.id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot },
         to,
       );
       const built = { ops, events: [planned.event, ...(planned.also ?? [])], wakes: planned.to?.kind === 'ready' };
@@ -411,19 +496,22 @@ function failure(record: JobRecord, o: { reason: string; stacktrace: string[] })
 
 /**
  * After a finish written without its claim node, a claim may have reappeared
- * meanwhile: the renewer re-creates a vanished claim while the token holds.
- * Delete it only when it is that re-claim (same worker and token): a claim
- * of another attempt, after a retry, is never touched.
+ * meanwhile: the renewer re-creates a vanished claim (and its slot) while the
+ * token holds. Delete it only when it is that re-claim (same worker and
+ * token), with the slot it names: a claim of another attempt, after a retry,
+ * is never touched.
  */
 async function removeOwnReclaims(store: QueueStore, finished: Finish[]): Promise<void> {
   await Promise.all(
     finished.map(async (f) => {
-      const path = store.layout.claim(f.job.record.id);
+      const id = f.job.record.id;
       try {
-        const { data, stat } = await store.session.getData(path);
+        const { data, stat } = await store.session.getData(store.layout.claim(id));
         const info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
         if (info.token !== f.job.token || info.worker !== f.job.record.processedBy) return;
-        await store.session.delete(path, stat.version);
+        const slot = typeof info.slot === 'string' ? info.slot : undefined;
+        const ops = releaseOps(store.layout, { id, claimVersion: stat.version, slot });
+        await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
       } catch {
         // gone (the usual case), or changed: not ours to delete
       }
@@ -432,6 +520,14 @@ async function removeOwnReclaims(store: QueueStore, finished: Finish[]): Promise
 }
 
 // ---- the leader: stale claims -----------------------------------------------
+
+/** A claim judged stale: its node's version, the attempt's token, and the slot it names. */
+export interface StaleClaim {
+  id: string;
+  version: number;
+  token: number;
+  slot?: string;
+}
 
 /**
  * What the leader has seen of each claim node: its version and, on the
@@ -445,11 +541,11 @@ export class LeaseObserver {
    * their lease duration, with the version judged. A new leader starts
    * with nothing seen: it waits a full lease before revoking anything.
    */
-  async stale(store: QueueStore): Promise<{ id: string; version: number; token: number }[]> {
+  async stale(store: QueueStore): Promise<StaleClaim[]> {
     const { session, layout } = store;
     const ids = await store.children(layout.claimsDir);
     const now = performance.now();
-    const out: { id: string; version: number; token: number }[] = [];
+    const out: StaleClaim[] = [];
     const live = new Set(ids);
     for (const id of this.seen.keys()) if (!live.has(id)) this.seen.delete(id);
     await Promise.all(
@@ -472,7 +568,9 @@ export class LeaseObserver {
           return;
         }
         const lease = typeof info.lockDuration === 'number' ? info.lockDuration : Number.POSITIVE_INFINITY;
-        if (now - seen.since >= lease && typeof info.token === 'number') out.push({ id, version, token: info.token });
+        if (now - seen.since >= lease && typeof info.token === 'number') {
+          out.push({ id, version, token: info.token, ...(typeof info.slot === 'string' ? { slot: info.slot } : {}) });
+        }
       }),
     );
     return out;
@@ -491,7 +589,7 @@ export class LeaseObserver {
  */
 export async function revokeClaims(
   store: QueueStore,
-  stale: { id: string; version: number; token: number }[],
+  stale: StaleClaim[],
   fence: () => ProtocolOp[],
 ): Promise<string[]> {
   const units = stale.map((s) => ({
@@ -509,6 +607,7 @@ export async function revokeClaims(
         claimVersion: s.version,
         token: s.token,
         record: encodeRecord(record),
+        slot: s.slot,
       });
       return { ops, events: [{ event: 'stalled', jobId: s.id, ts: Date.now() }], wakes: true };
     },

@@ -95,28 +95,45 @@ export function parkOps(
  * Claim: the ready pointer seen is still there (a job finished and retried
  * meanwhile has a new one), the claim node is created (EPHEMERAL: the create
  * is the mutex), and the record is written at the version read. The new
- * version is the attempt's fencing token.
+ * version is the attempt's fencing token. Under a global concurrency the
+ * attempt's slot is created last (EPHEMERAL too: a slot taken meanwhile
+ * fails the claim), so claim node and slot live and die together.
  */
 export function claimOps(
   layout: QueueLayout,
-  c: { id: string; pointer: string; version: number; record: Buffer; claim: Buffer },
+  c: { id: string; pointer: string; version: number; record: Buffer; claim: Buffer; slot?: string | undefined },
 ): ProtocolOp[] {
-  return [
+  const ops: ProtocolOp[] = [
     { op: 'check', path: c.pointer, version: 0 },
     { op: 'create', path: layout.claim(c.id), data: c.claim, mode: 'ephemeral' },
     { op: 'setData', path: layout.job(c.id), data: c.record, version: c.version },
   ];
+  if (c.slot) ops.push(slotCreateOp(layout, c.slot));
+  return ops;
+}
+
+function slotCreateOp(layout: QueueLayout, slot: string): ProtocolOp {
+  return { op: 'create', path: layout.slot(slot), mode: 'ephemeral' };
 }
 
 /**
  * Finish (complete, fail, retry): the record written (or deleted) at the
- * token, the ready pointer and the claim deleted, the new pointer created.
+ * token, the ready pointer and the claim deleted (with the attempt's slot,
+ * which lives as long as the claim node naming it), the new pointer created.
  * `withClaim: false` when the claim vanished with an expired session: the
- * token alone proves that nobody claimed the job since.
+ * token alone proves that nobody claimed the job since, and the slot
+ * vanished with the claim (another attempt may hold that name by now).
  */
 export function finishOps(
   layout: QueueLayout,
-  f: { id: string; token: number; pointer: string; record: Buffer | undefined; withClaim: boolean },
+  f: {
+    id: string;
+    token: number;
+    pointer: string;
+    record: Buffer | undefined;
+    withClaim: boolean;
+    slot?: string | undefined;
+  },
   to: Destination | undefined,
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [
@@ -125,7 +142,10 @@ export function finishOps(
       : { op: 'delete', path: layout.job(f.id), version: f.token },
     { op: 'delete', path: f.pointer },
   ];
-  if (f.withClaim) ops.push({ op: 'delete', path: layout.claim(f.id), role: 'claim' });
+  if (f.withClaim) {
+    ops.push({ op: 'delete', path: layout.claim(f.id), role: 'claim' });
+    if (f.slot) ops.push({ op: 'delete', path: layout.slot(f.slot) });
+  }
   if (to) ops.push(pointerOp(layout, f.id, to));
   return ops;
 }
@@ -142,28 +162,54 @@ export function renewOps(layout: QueueLayout, r: { id: string; token: number; cl
   ];
 }
 
-/** Re-create a claim that vanished with an expired session, while the record is still at the token. */
-export function reclaimOps(layout: QueueLayout, r: { id: string; token: number; claim: Buffer }): ProtocolOp[] {
-  return [
+/**
+ * Re-create a claim that vanished with an expired session, while the record
+ * is still at the token, and its slot with it: a slot another attempt took
+ * meanwhile fails the re-claim (the job is lost here, not run over the limit).
+ */
+export function reclaimOps(
+  layout: QueueLayout,
+  r: { id: string; token: number; claim: Buffer; slot?: string | undefined },
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [
     { op: 'check', path: layout.job(r.id), version: r.token },
     { op: 'create', path: layout.claim(r.id), data: r.claim, mode: 'ephemeral', role: 'claim' },
   ];
+  if (r.slot) ops.push(slotCreateOp(layout, r.slot));
+  return ops;
+}
+
+/**
+ * Delete a claim node at the version read, and the slot it names: a worker
+ * removing its own re-claim after the finish was written without it.
+ */
+export function releaseOps(
+  layout: QueueLayout,
+  r: { id: string; claimVersion: number; slot?: string | undefined },
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [{ op: 'delete', path: layout.claim(r.id), version: r.claimVersion }];
+  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
+  return ops;
 }
 
 /**
  * Revoke a stale claim (the leader): delete the claim at the version judged
  * stale (a renewal since then wins) and write the record at the token, one
  * stall more, which moves the version on so that the late result is fenced
- * off. The ready pointer stays: the job is claimed again.
+ * off. The ready pointer stays: the job is claimed again. The slot named in
+ * the claim goes with it (the hung worker runs on outside the count; its
+ * result will be refused).
  */
 export function revokeOps(
   layout: QueueLayout,
-  r: { id: string; claimVersion: number; token: number; record: Buffer },
+  r: { id: string; claimVersion: number; token: number; record: Buffer; slot?: string | undefined },
 ): ProtocolOp[] {
-  return [
+  const ops: ProtocolOp[] = [
     { op: 'delete', path: layout.claim(r.id), version: r.claimVersion },
     { op: 'setData', path: layout.job(r.id), data: r.record, version: r.token },
   ];
+  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
+  return ops;
 }
 
 /**
@@ -221,4 +267,50 @@ export function trimOps(layout: QueueLayout, t: { id: string; pointer: string })
     { op: 'delete', path: t.pointer },
     { op: 'delete', path: layout.job(t.id) },
   ];
+}
+
+/**
+ * A write of the rate-limit window (see limits.ts). Its two nodes are never
+ * deleted, so a version seen once is never seen again. `open` creates them
+ * (no window yet), `count` counts into the live window (its node checked at
+ * the version read, the count written at its own), `reopen` opens the next
+ * window (the window node rewritten at the version read: its mtime, the new
+ * start, is the commit's time), `set` opens a window whatever is there (a
+ * manual window, or its end).
+ */
+export type WindowWrite =
+  | { kind: 'open'; window: Buffer; count: Buffer }
+  | { kind: 'count'; version: number; countVersion: number; count: Buffer }
+  | { kind: 'reopen'; version: number; countVersion: number; window: Buffer; count: Buffer }
+  | { kind: 'set'; window: Buffer; count: Buffer };
+
+/** The ops of a window write; all but `set` fail when another writer changed the window since it was read. */
+export function windowOps(layout: QueueLayout, w: WindowWrite): ProtocolOp[] {
+  switch (w.kind) {
+    case 'open':
+      return [
+        { op: 'create', path: layout.limiter, data: w.window },
+        { op: 'create', path: layout.limiterCount, data: w.count },
+      ];
+    case 'count':
+      return [
+        { op: 'check', path: layout.limiter, version: w.version },
+        { op: 'setData', path: layout.limiterCount, data: w.count, version: w.countVersion },
+      ];
+    case 'reopen':
+      return [
+        { op: 'setData', path: layout.limiter, data: w.window, version: w.version },
+        { op: 'setData', path: layout.limiterCount, data: w.count, version: w.countVersion },
+      ];
+    default:
+      return [
+        { op: 'setData', path: layout.limiter, data: w.window },
+        { op: 'setData', path: layout.limiterCount, data: w.count },
+      ];
+  }
+}
+
+/** The queue settings are still at the version a limited claim was decided on. */
+export function settingsCheckOp(layout: QueueLayout, version: number): ProtocolOp {
+  return { op: 'check', path: layout.settings, version };
 }

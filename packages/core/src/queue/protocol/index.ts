@@ -9,6 +9,9 @@
  * 5. `attempts.ts`    claim, renew, progress, finish; the leader's stale claims.
  * 6. `moves.ts`       enqueue-side moves: promotion, control (remove, retry,
  *                     promote, drain, clean), retention, the head scan.
+ * 7. `limits.ts`      a queue's global limits: settings, the rate-limit window.
+ * 8. `limited-claims.ts`  claims under those limits: slots and the window
+ *                     written in the claim transaction itself.
  *
  * A job is its record `jobs/<shard>/<id>` plus ONE pointer that says where it
  * is: a ready pointer (waiting, or active while a claim exists), a delayed
@@ -30,4 +33,6 @@ export * from './attempts.js';
 export * from './builders.js';
 export { Containers } from './containers.js';
 export * from './executor.js';
+export * from './limited-claims.js';
+export * from './limits.js';
 export * from './moves.js';

@@ -11,13 +11,27 @@
  * same jobs start taking them from a random offset within the head, so they
  * spread instead of racing for the single smallest node; a lone worker
  * always takes the head in order.
+ *
+ * Under a global limit (see LimitsView) claims take the limited path: a
+ * rate-limited take says for how long; a take that found the global
+ * concurrency reached waits in the same line, its first member watching the
+ * claims (every slot is released with a claim) instead of the head.
  */
 import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import { MalformedJobError } from '../errors.js';
-import { type Candidate, type ClaimedJob, claimJobs, quarantineMalformed } from '../protocol/attempts.js';
+import {
+  type Candidate,
+  type ClaimedJob,
+  type ClaimResult,
+  claimJobs,
+  quarantineMalformed,
+} from '../protocol/attempts.js';
+import { admit, claimLimited, readLimitState } from '../protocol/limited-claims.js';
+import { effectiveLimits, type RateLimit } from '../protocol/limits.js';
 import { scanHead } from '../protocol/moves.js';
 import type { QueueStore } from '../store.js';
 import { IdleLine } from './idle-line.js';
+import { LimitsView } from './limits-view.js';
 
 export interface JobSourceOptions {
   workerId: string;
@@ -26,7 +40,22 @@ export interface JobSourceOptions {
   idlePollMs: number;
   /** Told about nodes under the queue that are not zkq jobs (then moved to failed, or ignored). */
   onWarning: (err: Error) => void;
+  /** BullMQ's worker `limiter` (validated by the caller): applies queue-wide. */
+  limiter?: RateLimit | undefined;
+  /** Longest wait of a rate-limited `claim`, ms (BullMQ's maximumRateLimitDelay). Default 30000. */
+  maximumRateLimitDelay?: number | undefined;
 }
+
+/** A take that claimed nothing because of a limit: the rate limit (for `ttl` ms more) or the global concurrency. */
+export interface Limited {
+  limited: 'rate' | 'concurrency';
+  ttl: number;
+}
+
+/** BullMQ's default maximumRateLimitDelay, ms. */
+export const DEFAULT_MAX_RATE_LIMIT_DELAY_MS = 30_000;
+/** Reads of the limits a take makes when other workers keep changing them first. */
+const LIMITED_ROUNDS = 3;
 
 /** A view of the head older than this is scanned again (bounds priority inversion). */
 const VIEW_MAX_AGE_MS = 100;
@@ -50,6 +79,11 @@ export class JobSource {
   private readonly line: IdleLine;
   /** Ids of foreign pointers this worker leaves alone. */
   private readonly ignored = new Set<string>();
+  private readonly limits: LimitsView;
+  /** The global concurrency the last take found reached, if it did. */
+  private maxedAt: number | undefined;
+  /** The version of the window node ZooKeeper's clock showed ended (it is never asked twice). */
+  private endedWindow: number | undefined;
 
   constructor(
     private readonly store: QueueStore,
@@ -58,6 +92,7 @@ export class JobSource {
     private readonly o: JobSourceOptions,
   ) {
     this.line = new IdleLine(store);
+    this.limits = new LimitsView(store, o.limiter, o.onWarning, () => this.poke());
   }
 
   /** Leaves the line of idle workers (the worker is busy, paused or closing). */
@@ -81,28 +116,75 @@ export class JobSource {
    */
   async claim(max: number, onIdle: () => void): Promise<ClaimedJob[]> {
     const taken = await this.take(max);
-    if (taken !== 'idle') return taken;
-    onIdle();
-    await this.waitForWork();
+    if (Array.isArray(taken)) return taken;
+    if (taken === 'idle') onIdle();
+    if (taken !== 'idle' && taken.limited === 'rate') {
+      await this.sleep(Math.min(taken.ttl, this.o.maximumRateLimitDelay ?? DEFAULT_MAX_RATE_LIMIT_DELAY_MS));
+    } else await this.waitForWork();
     return [];
   }
 
   /**
    * Claims up to `max` jobs without waiting: 'idle' when nothing is
-   * claimable, [] when every candidate was taken by someone else first.
+   * claimable, [] when every candidate was taken by someone else first,
+   * Limited when a global limit holds claims back.
    */
-  async take(max: number): Promise<ClaimedJob[] | 'idle'> {
+  async take(max: number): Promise<ClaimedJob[] | 'idle' | Limited> {
+    await this.limits.start();
+    if (this.limits.limited) return this.takeLimited(max);
+    this.maxedAt = undefined;
+    const picked = await this.candidates(max);
+    if (picked === 'idle') return 'idle';
+    return this.settle(await claimJobs(this.store, picked, this.claimOptions()));
+  }
+
+  /** A take under a global limit: admitted by the limits read, in one transaction with them. */
+  private async takeLimited(max: number): Promise<ClaimedJob[] | 'idle' | Limited> {
+    for (let round = 0; round < LIMITED_ROUNDS; round++) {
+      let state = await readLimitState(this.store);
+      const w = state.window;
+      // a window already seen ended reads as ended on purpose (0 ms): no second look at the clock
+      if (w && w.version === this.endedWindow) state = { ...state, window: { ...w, ms: 0 } };
+      let admission = admit(state, this.o.limiter, max, await this.limits.clock.now(), false);
+      if (admission.kind === 'confirm') {
+        const now = await this.store.serverNow();
+        if (w && w.start + w.ms <= now) this.endedWindow = w.version;
+        admission = admit(state, this.o.limiter, max, now, true);
+      }
+      this.maxedAt = admission.kind === 'maxed' ? admission.concurrency : undefined;
+      if (admission.kind === 'rate') return { limited: 'rate', ttl: admission.ttl };
+      if (admission.kind === 'maxed') return { limited: 'concurrency', ttl: 0 };
+      if (admission.kind !== 'open') continue;
+      // Admitted with no limit in force: no manual window either, claims can take the plain path again.
+      const limits = effectiveLimits(state.settings?.fields, this.o.limiter);
+      if (!limits.rate && !limits.concurrency) this.limits.windowGone();
+      const picked = await this.candidates(admission.capacity);
+      if (picked === 'idle') return 'idle';
+      const result = await claimLimited(this.store, picked, this.claimOptions(), admission);
+      this.view.unshift(...result.left);
+      const claimed = await this.settle(result);
+      if (claimed.length > 0 || !result.raced) return claimed;
+    }
+    return [];
+  }
+
+  /** Up to `max` candidates from the view of the head (scanned again when stale), or 'idle'. */
+  private async candidates(max: number): Promise<Candidate[] | 'idle'> {
     const fresh = Date.now() - this.viewAt <= VIEW_MAX_AGE_MS;
     // A fresh scan that saw the whole head, all of it taken since: scanning again would find nothing
     // that the first idle worker, who watches the head, does not see too.
     const drained = this.view.length === 0 && this.sawWholeHead && fresh;
     if ((this.view.length === 0 || !fresh) && !drained) await this.rescan(max);
     if (this.view.length === 0) return 'idle';
-    const picked = this.pick(max);
-    const result = await claimJobs(this.store, picked, {
-      workerId: this.o.workerId,
-      lockDuration: this.o.lockDuration,
-    });
+    return this.pick(max);
+  }
+
+  private claimOptions() {
+    return { workerId: this.o.workerId, lockDuration: this.o.lockDuration };
+  }
+
+  /** Notes collisions, sets foreign nodes aside; resolves with the jobs claimed. */
+  private async settle(result: ClaimResult): Promise<ClaimedJob[]> {
     for (const { candidate, error } of result.skipped) {
       if (error === undefined || error instanceof NodeExistsError) this.lastCollision = Date.now();
       else await this.setAside(candidate, error);
@@ -110,6 +192,22 @@ export class JobSource {
     // Busy now: the next idle worker takes over the head, and sees only what is left.
     if (result.claimed.length > 0) this.line.leave();
     return result.claimed;
+  }
+
+  /** Waits `ms`, or less when poked (pause, close, new work). */
+  private sleep(ms: number): Promise<void> {
+    if (this.poked) {
+      this.poked = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.poke(), ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+    });
   }
 
   private async rescan(max: number): Promise<void> {
@@ -169,6 +267,18 @@ export class JobSource {
     }
   }
 
+  /**
+   * The global concurrency was reached: watch the claims (a slot is only ever
+   * released with its claim node), then look once more whether a job could
+   * be admitted now.
+   */
+  private async watchSlots(): Promise<void> {
+    await this.store.children(this.store.layout.claimsDir, this.onChange);
+    const state = await readLimitState(this.store);
+    const admission = admit(state, this.o.limiter, 1, await this.limits.clock.now(), false);
+    if (admission.kind !== 'maxed') this.poke();
+  }
+
   private waitOnce(pollMs: number): Promise<'wake' | 'line'> {
     if (this.poked) {
       this.poked = false;
@@ -195,6 +305,10 @@ export class JobSource {
           if (this.outOfLine) return this.line.leave();
           if (where === 'waiting' || !this.wake) return;
           later(pollMs);
+          if (this.maxedAt !== undefined) {
+            await this.watchSlots();
+            return;
+          }
           // Watch the wake-up node, then look once more: what arrived before the watch is seen now.
           // Only new work rewrites it; claims and finishes (and a dead worker's claim vanishing,
           // which the idle poll finds) do not wake the first in line.
