@@ -9,6 +9,7 @@
  *   npm run conformance -- --bullmq-dir ../bullmq
  *   options: --files queue,worker   --json out.json   --timeout 300 (s per file)
  *            --zookeeper host:port (use a running server)   --causes 25
+ *            --grep <regexp> (only the tests whose name matches; the others count as skipped)
  *            --skip-cleanup (triage: BullMQ's per-test cleanupQueue pauses and
  *            obliterates nothing, so a backend without them is not failed by
  *            every afterEach; not for the reference numbers)
@@ -69,6 +70,7 @@ const { values } = parseArgs({
     zookeeper: { type: 'string' },
     causes: { type: 'string', default: '25' },
     'skip-cleanup': { type: 'boolean', default: false },
+    grep: { type: 'string' },
   },
 });
 
@@ -204,6 +206,7 @@ async function runFile(name: string, zookeeper: string): Promise<FileResult> {
   const args = [vitest, 'run', '--config', generated.config, '--no-file-parallelism'];
   args.push(`--reporter=./${generated.reporter}`, '--reporter=default', '--reporter=json');
   args.push(`--outputFile.json=${join(logDir, `${name}.vitest.json`)}`, `tests/${name}.test.ts`);
+  if (values.grep) args.push(`--testNamePattern=${values.grep}`);
   const c = spawn(process.execPath, args, {
     cwd: dir,
     detached: true,
