@@ -9,19 +9,20 @@
  *   npm run conformance -- --bullmq-dir ../bullmq
  *   options: --files queue,worker   --json out.json   --timeout 300 (s per file)
  *            --zookeeper host:port (use a running server)   --causes 25
+ *            --grep <regexp> (only the tests whose name matches; the others count as skipped)
  *            --skip-cleanup (triage: BullMQ's per-test cleanupQueue pauses and
  *            obliterates nothing, so a backend without them is not failed by
  *            every afterEach; not for the reference numbers)
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startZooKeeper, type ZooKeeperServer } from '@zkq/testing';
 import { type FileResult, fileResult, readEvents, topCauses } from './conformance/results.js';
-import { ENV, GENERATED, writeVitestFiles } from './conformance/vitest-files.js';
+import { ENV, removeVitestFiles, vitestFiles, writeVitestFiles } from './conformance/vitest-files.js';
 
 /** The BullMQ tag whose suite was measured (the first with the pluggable backend seam we build against). */
 const BULLMQ_TAG = 'v6.2.0';
@@ -57,6 +58,8 @@ const DEFAULT_FILE_TIMEOUT_S = 300;
 const SESSION_TIMEOUT_MS = 10_000;
 /** After its results are in, vitest may wait on handles a failed test left open: give it this long. */
 const EXIT_GRACE_MS = 15_000;
+/** A file's output past this is dropped: a worker looping on an error can print gigabytes. */
+const LOG_LIMIT_BYTES = 20 * 1024 * 1024;
 
 const { values } = parseArgs({
   options: {
@@ -67,6 +70,7 @@ const { values } = parseArgs({
     zookeeper: { type: 'string' },
     causes: { type: 'string', default: '25' },
     'skip-cleanup': { type: 'boolean', default: false },
+    grep: { type: 'string' },
   },
 });
 
@@ -148,20 +152,23 @@ const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const backendEntry = join(repoRoot, 'packages', 'bullmq', 'src', 'index.ts');
 const runId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 const logDir = mkdtempSync(join(tmpdir(), 'zkq-conformance-'));
-writeVitestFiles(dir, backendEntry);
+const generated = vitestFiles(runId);
+writeVitestFiles(dir, generated, backendEntry);
 
 let server: ZooKeeperServer | undefined;
 let child: ChildProcess | undefined;
-// Ctrl-C: the test file's process group and the server go too.
+// Ctrl-C: the test file's process group, the generated files and the server go too.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     killGroup(child);
+    removeVitestFiles(dir, generated);
     process.exit(130);
   });
 }
 
+/** Kills a test file's process group: vitest and the workers it started. */
 function killGroup(c: ChildProcess | undefined): void {
-  if (c?.pid === undefined || c.exitCode !== null || c.signalCode !== null) return;
+  if (c?.pid === undefined) return;
   try {
     process.kill(-c.pid, 'SIGKILL');
   } catch {
@@ -169,18 +176,41 @@ function killGroup(c: ChildProcess | undefined): void {
   }
 }
 
+/** A log file that keeps the first LOG_LIMIT_BYTES written to it. */
+function cappedLog(path: string): { write: (chunk: Buffer) => void; close: () => void } {
+  const fd = openSync(path, 'w');
+  let written = 0;
+  let dropped = 0;
+  let open = true;
+  return {
+    write(chunk) {
+      if (!open) return;
+      const part = chunk.subarray(0, Math.max(0, LOG_LIMIT_BYTES - written));
+      if (part.length) writeSync(fd, part);
+      written += part.length;
+      dropped += chunk.length - part.length;
+    },
+    close() {
+      if (dropped) writeSync(fd, `\n[${dropped} more bytes of output dropped]\n`);
+      open = false;
+      closeSync(fd);
+    },
+  };
+}
+
 /** Runs one test file in its own vitest process (and process group), killed at its timeout. */
 async function runFile(name: string, zookeeper: string): Promise<FileResult> {
   const events = join(logDir, `${name}.events.ndjson`);
-  const log = openSync(join(logDir, `${name}.log`), 'w');
+  const log = cappedLog(join(logDir, `${name}.log`));
   const started = Date.now();
-  const args = [vitest, 'run', '--config', GENERATED.config, '--no-file-parallelism'];
-  args.push(`--reporter=./${GENERATED.reporter}`, '--reporter=default', '--reporter=json');
+  const args = [vitest, 'run', '--config', generated.config, '--no-file-parallelism'];
+  args.push(`--reporter=./${generated.reporter}`, '--reporter=default', '--reporter=json');
   args.push(`--outputFile.json=${join(logDir, `${name}.vitest.json`)}`, `tests/${name}.test.ts`);
+  if (values.grep) args.push(`--testNamePattern=${values.grep}`);
   const c = spawn(process.execPath, args, {
     cwd: dir,
     detached: true,
-    stdio: ['ignore', log, log],
+    stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       ...process.env,
       NO_COLOR: '1',
@@ -192,6 +222,8 @@ async function runFile(name: string, zookeeper: string): Promise<FileResult> {
     },
   });
   child = c;
+  c.stdout?.on('data', log.write);
+  c.stderr?.on('data', log.write);
   let timedOut = false;
   let endSeen: number | undefined;
   const exitCode = await new Promise<number | null>((done) => {
@@ -211,7 +243,7 @@ async function runFile(name: string, zookeeper: string): Promise<FileResult> {
       done(code);
     });
   });
-  closeSync(log);
+  log.close();
   child = undefined;
   return fileResult(name, events, { durationMs: Date.now() - started, timedOut, exitCode });
 }
@@ -292,5 +324,6 @@ try {
   console.error('the conformance run could not run:', err);
   process.exitCode = 1;
 } finally {
+  removeVitestFiles(dir, generated);
   await server?.stop();
 }
