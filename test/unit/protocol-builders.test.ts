@@ -476,7 +476,13 @@ describe('planFinish', () => {
     assert.deepEqual(plan.event, { event: 'delayed', jobId: 'j', delay: due, ts: NOW });
   });
 
-  test('retry now: waiting in the record lane (plain lane when none), waiting event from failed', () => {
+  test('retry due at a time already past: still delayed (the leader promotes it on ZooKeeper’s clock)', () => {
+    clock();
+    const plan = planFinish(finish({ kind: 'retry', reason: 'again', stacktrace: [], due: NOW - 10 }));
+    assert.deepEqual(plan.to, { kind: 'delayed', due: NOW - 10 });
+  });
+
+  test('retry now (due 0): waiting in the record lane (plain lane when none), waiting event from active', () => {
     clock();
     for (const [lane, expected] of [
       ['p-0000000004', 'p-0000000004'],
@@ -484,7 +490,7 @@ describe('planFinish', () => {
       [undefined, PLAIN_LANE],
     ] as const) {
       const over = lane === undefined ? {} : { lane };
-      const plan = planFinish(finish({ kind: 'retry', reason: 'again', stacktrace: [], due: NOW }, over));
+      const plan = planFinish(finish({ kind: 'retry', reason: 'again', stacktrace: [], due: 0 }, over));
       assert.deepEqual(plan.to, { kind: 'ready', lane: expected });
       assert.equal(plan.record?.state, 'waiting');
       assert.equal(plan.record?.finishedOn, undefined);

@@ -220,7 +220,8 @@ export class Attempt {
       const backoff = normalizeBackoff(record.opts.backoff);
       const delay = await backoffDelay(backoff, attemptsMade, err, this.job, this.opts.settings?.backoffStrategy);
       if (delay >= 0) {
-        return { kind: 'retry', reason: err.message, stacktrace, due: this.store.clock.fromLocal(Date.now() + delay) };
+        const due = delay > 0 ? this.store.clock.fromLocal(Date.now() + delay) : 0;
+        return { kind: 'retry', reason: err.message, stacktrace, due };
       }
     }
     return { kind: 'failed', reason: err.message, stacktrace, remove: this.keep('failed') === 'remove' };

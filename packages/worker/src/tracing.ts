@@ -27,10 +27,10 @@ import {
 } from '@zkq/core';
 
 /** The span operation of an outcome (BullMQ's names). */
-export function finishOperation(outcome: Outcome, now = Date.now()): 'complete' | 'fail' | 'retry' | 'delay' {
+export function finishOperation(outcome: Outcome): 'complete' | 'fail' | 'retry' | 'delay' {
   if (outcome.kind === 'completed') return 'complete';
   if (outcome.kind === 'failed') return 'fail';
-  return outcome.due > now ? 'delay' : 'retry';
+  return outcome.due > 0 ? 'delay' : 'retry';
 }
 
 export class WorkerTracing {

@@ -335,6 +335,7 @@ export type Outcome =
       kind: 'retry';
       reason: string;
       stacktrace: string[];
+      /** 0: waiting again now; else delayed until this time on ZooKeeper's clock. */
       due: number;
       /** Not a failed attempt (a job the processor moved back itself): attemptsMade stays. */
       skipAttempt?: boolean;
@@ -474,7 +475,8 @@ export function planFinish(f: Finish): {
     };
   }
   const retried = { ...base, ...failure(record, o), attemptsMade, finishedOn: undefined };
-  if (o.due > now) {
+  // due 0: again now; any other due (on ZooKeeper's clock) waits in delayed, promoted by the leader on that clock
+  if (o.due > 0) {
     const due = Math.min(o.due, now + MAX_DELAY_MS); // a custom backoff past 100 years waits 100 years
     return {
       record: { ...retried, state: 'delayed', due },
