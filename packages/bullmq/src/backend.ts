@@ -183,6 +183,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
       'moveToFinished',
       held.progress,
     );
+    await this.ctx.countFinished('completed', finishedOn);
     return { result: fetchNext && !this.closing ? await this.moveToActive(token) : undefined, finishedOn };
   }
 
@@ -209,6 +210,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
       'moveToFinished',
       held.progress,
     );
+    await this.ctx.countFinished('failed', finishedOn);
     return { result: fetchNext && !this.closing ? await this.moveToActive(token) : undefined, finishedOn };
   }
 

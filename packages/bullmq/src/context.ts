@@ -7,9 +7,11 @@ import { hostname } from 'node:os';
 import {
   type ClaimedJob,
   type ConnectionOptions,
+  DEFAULT_METRICS_DATA_POINTS,
   Finisher,
   Housekeeper,
   JobSource,
+  MetricsCollector,
   NoNodeError,
   openSession,
   QueueStore,
@@ -40,6 +42,8 @@ export interface BackendOptions extends QueueBaseOptions<ZooKeeperConnectionOpti
   concurrency?: number;
   /** A Worker's rate limiter: applies queue-wide, as on BullMQ (validated by the factory). */
   limiter?: RateLimiterOptions;
+  /** BullMQ's Worker `metrics` option: per-minute counts of finished jobs, kept for `maxDataPoints` minutes. */
+  metrics?: { maxDataPoints?: number };
 }
 
 /** An attempt this backend holds: the protocol's claim and BullMQ's lock token for it. */
@@ -98,6 +102,7 @@ export class BackendContext {
   private readonly stalledIds: string[] = [];
   private jobSource: JobSource | undefined;
   private finisherInstance: Finisher | undefined;
+  private metrics: MetricsCollector | undefined;
   private housekeeper: Housekeeper | undefined;
   private pausedFlag: Promise<boolean> | undefined;
   /** This backend's id among the queue's workers (membership, election). */
@@ -139,6 +144,14 @@ export class BackendContext {
   /** The stalled jobs noted since the last call. */
   takeStalled(): string[] {
     return this.stalledIds.splice(0);
+  }
+
+  /** Counts a finished job in the queue's metrics, when the Worker has the `metrics` option. */
+  async countFinished(kind: 'completed' | 'failed', ts: number): Promise<void> {
+    if (!this.opts.metrics) return;
+    const max = this.opts.metrics.maxDataPoints ?? DEFAULT_METRICS_DATA_POINTS;
+    this.metrics ??= new MetricsCollector(await this.store(), max, this.onError);
+    this.metrics.record(kind, ts);
   }
 
   /** Finishes of overlapping calls share transactions (a Worker at concurrency N). */
@@ -237,6 +250,7 @@ export class BackendContext {
   }
 
   async close(): Promise<void> {
+    await this.metrics?.close(); // writes what was counted
     this.jobSource?.leaveLine();
     this.jobSource?.poke();
     await this.housekeeper?.close();

@@ -35,6 +35,7 @@ import {
   type JobProgress,
   JobSource,
   liveWindow,
+  MetricsCollector,
   openSession,
   QueueStore,
   RateLimitError,
@@ -50,7 +51,6 @@ import { Attempt } from './attempt.js';
 
 import { setWorkerStore } from './internals.js';
 import { LeaseRenewer } from './lease-renewer.js';
-import { MetricsCollector } from './metrics-collector.js';
 import {
   DEFAULT_DRAIN_DELAY_S,
   DEFAULT_LOCK_DURATION_MS,

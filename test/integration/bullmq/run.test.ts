@@ -70,3 +70,24 @@ test('one store, two front-ends: zkq runs what BullMQ added, BullMQ runs what zk
     timeoutMs: 15_000,
   });
 });
+
+test("a BullMQ Worker's metrics option: finished jobs counted per minute, read with getMetrics", async (t) => {
+  const { connection } = await bullEnv(t);
+  const queue = new Queue('metered', { connection });
+  t.after(() => queue.close());
+  let settled = 0;
+  const worker = new Worker(
+    'metered',
+    async (job) => {
+      if (job.data.fail) throw new Error('no');
+    },
+    { connection, metrics: { maxDataPoints: 10 } },
+  );
+  worker.on('completed', () => settled++);
+  worker.on('failed', () => settled++);
+  await queue.addBulk([0, 1, 2, 3, 4].map((i) => ({ name: 'm', data: { fail: i >= 3 } })));
+  await waitFor(async () => settled === 5, { timeoutMs: 15_000, what: 'five jobs finished' });
+  await worker.close(); // writes what it counted
+  assert.equal((await queue.getMetrics('completed')).meta.count, 3);
+  assert.equal((await queue.getMetrics('failed')).meta.count, 2);
+});

@@ -9,15 +9,11 @@
  * queue was deleted is dropped rather than risk counting it twice. Counts
  * not yet written when the process dies are lost (at most one interval's).
  */
-import {
-  type MetricsKind,
-  type MinutePoint,
-  NoNodeError,
-  notePoint,
-  OutcomeUnknownError,
-  type QueueStore,
-  recordMetrics,
-} from '@zkq/core';
+import { NoNodeError } from '../../zk/errors.js';
+import { recordMetrics } from '../metrics.js';
+import { type MetricsKind, type MinutePoint, notePoint } from '../metrics-series.js';
+import { OutcomeUnknownError } from '../protocol/executor.js';
+import type { QueueStore } from '../store.js';
 
 /** How often a worker writes its counts at most, ms. */
 export const METRICS_FLUSH_MS = 5000;
