@@ -1,5 +1,11 @@
 export { buildParser, main } from './cli.js';
 export {
+  createZooKeeperDashboard,
+  ZooKeeperBullMQAdapter,
+  type ZooKeeperDashboard,
+  type ZooKeeperDashboardOptions,
+} from './dashboard.js';
+export {
   CliError,
   describeError,
   EXIT,

@@ -101,15 +101,31 @@ export async function withReader<T>(
 /** Every queue under the namespace (nodes with a readable `meta`), sorted, each opened for reading. */
 export async function withEveryQueue<T>(args: GlobalArgs, fn: (reader: QueueReader) => Promise<T>): Promise<T[]> {
   const results = await inNamespace(args, async (session) => {
-    const names = (await session.getChildren('/')).filter(isQueueName).sort();
     const out: T[] = [];
-    for (const name of names) {
-      const store = new QueueStore(session, name);
-      if (await store.attach().catch(() => false)) out.push(await fn(new QueueReader(store)));
-    }
+    for (const store of await queueStoresIn(session)) out.push(await fn(new QueueReader(store)));
     return out;
   });
   return results ?? [];
+}
+
+/** The names of every queue under the namespace, sorted; creates nothing. */
+export async function listQueueNames(args: GlobalArgs): Promise<string[]> {
+  return (await inNamespace(args, queueNamesIn)) ?? [];
+}
+
+/** The queues under a session's namespace, sorted (a session rooted at the namespace). */
+export async function queueNamesIn(session: Session): Promise<string[]> {
+  return (await queueStoresIn(session)).map((s) => s.queue);
+}
+
+async function queueStoresIn(session: Session): Promise<QueueStore[]> {
+  const names = (await session.getChildren('/')).filter(isQueueName).sort();
+  const stores: QueueStore[] = [];
+  for (const name of names) {
+    const store = new QueueStore(session, name);
+    if (await store.attach().catch(() => false)) stores.push(store);
+  }
+  return stores;
 }
 
 function isQueueName(name: string): boolean {

@@ -1,0 +1,82 @@
+/**
+ * `zkq dashboard [queues...]`: bull-board over the namespace's queues (see
+ * dashboard.ts) on an HTTP port, until SIGINT/SIGTERM. Named queues must
+ * exist (exit 8); without names it shows every queue, new ones included.
+ */
+import type { Server } from 'node:http';
+import express from 'express';
+import type { Argv } from 'yargs';
+import { connectionOf, type GlobalArgs, prefixOf, zooKeeperOptions } from '../context.js';
+import { createZooKeeperDashboard } from '../dashboard.js';
+import { CliError, UsageError } from '../errors.js';
+import { createLogger } from '../logger.js';
+import { printJson, println } from '../output.js';
+import { assertQueueExists } from '../reader.js';
+import { nextSignal } from './dev-server.js';
+
+export const DASHBOARD_PORT = 3000;
+export const DASHBOARD_HOST = '127.0.0.1';
+
+function listen(app: express.Express, port: number, host: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host);
+    server.once('listening', () => resolve(server));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new CliError(`port ${port} is in use on ${host}; pick one with --port, or --port 0 for any`)
+          : err,
+      ),
+    );
+  });
+}
+
+export function registerDashboardCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
+  return y.command(
+    'dashboard [queues..]',
+    'Serve bull-board for the queues (default: every queue under the namespace) until Ctrl-C',
+    (b) =>
+      zooKeeperOptions(
+        b.positional('queues', { type: 'string', array: true, describe: 'Queue names (default: every queue)' }),
+      )
+        .option('port', { type: 'number', default: DASHBOARD_PORT, describe: 'HTTP port (0: any free port)' })
+        .option('host', { type: 'string', default: DASHBOARD_HOST, describe: 'Address to listen on' })
+        .option('read-only', { type: 'boolean', default: false, describe: 'No retry, remove, pause... from the board' })
+        .option('json', { type: 'boolean', default: false, describe: 'Print the address as JSON' })
+        .example('$0 dashboard', 'Every queue, at http://127.0.0.1:3000/')
+        .example('$0 dashboard emails reports --port 8080', 'Two queues on port 8080')
+        .example('$0 dashboard --host 0.0.0.0 --read-only', 'On every interface, to look at only'),
+    async (argv) => {
+      if (!Number.isInteger(argv.port) || argv.port < 0 || argv.port > 65535) {
+        throw new UsageError('--port must be a port number (0: any free port)');
+      }
+      const log = createLogger(argv, 'stderr');
+      const names = (argv.queues ?? []).map(String);
+      for (const name of names) await assertQueueExists(argv, name);
+      const stopped = nextSignal();
+      const dashboard = await createZooKeeperDashboard({
+        connection: { ...connectionOf(argv), namespace: prefixOf(argv) },
+        ...(names.length > 0 ? { queues: names } : {}),
+        readOnly: argv.readOnly,
+      });
+      let server: Server | undefined;
+      try {
+        const app = express();
+        app.use('/', dashboard.router);
+        server = await listen(app, argv.port, argv.host);
+        const address = server.address();
+        const port = typeof address === 'object' && address ? address.port : argv.port;
+        const host = argv.host.includes(':') ? `[${argv.host}]` : argv.host;
+        const url = `http://${host}:${port}/`;
+        if (argv.json) printJson({ url, namespace: prefixOf(argv), queues: dashboard.queues() });
+        else println(`dashboard is serving at ${url} (${dashboard.queues().length} queues under /${prefixOf(argv)})`);
+        const signal = await stopped;
+        log.info({ signal }, 'stopping the dashboard');
+      } finally {
+        server?.closeAllConnections();
+        await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+        await dashboard.close();
+      }
+    },
+  );
+}
