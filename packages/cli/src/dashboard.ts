@@ -45,7 +45,7 @@ export interface ZooKeeperDashboard {
 }
 
 /** What the board shows about ZooKeeper, fetched at most once per FACTS_TTL_MS. */
-class ZooKeeperFacts {
+export class ZooKeeperFacts {
   private serverInfo: { at: number; value: Promise<ZooKeeperServerInfo | undefined> } | undefined;
 
   constructor(

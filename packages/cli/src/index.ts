@@ -4,6 +4,7 @@ export {
   ZooKeeperBullMQAdapter,
   type ZooKeeperDashboard,
   type ZooKeeperDashboardOptions,
+  ZooKeeperFacts,
 } from './dashboard.js';
 export {
   CliError,
