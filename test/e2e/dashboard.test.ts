@@ -86,7 +86,7 @@ test('dashboard shows a queue in Chromium with its counts, and its retry button 
   const screenshot = async (label: string) => {
     mkdirSync(ARTIFACTS, { recursive: true });
     const path = join(ARTIFACTS, `dashboard-${label}.png`);
-    await page.screenshot({ path, fullPage: true });
+    await page.screenshot({ path });
     t.diagnostic(`screenshot: ${path}`);
     console.log(`dashboard screenshot: ${path}`);
   };
@@ -121,6 +121,9 @@ test('dashboard shows a queue in Chromium with its counts, and its retry button 
     );
     const shown = await tabCounts(page);
     for (const state of SHOWN_STATES) assert.equal(shown[state], expected[state], state);
+    // The latest jobs are listed (the failed one among them) before the picture is taken.
+    await page.waitForSelector(`ul[class*="statusTabs"]`);
+    await page.waitForSelector(`div[class*="card"] a[href*="/queue/${name}/${bad.id}"]`);
     await screenshot(env.namespace);
 
     // Retry the failed job from its card.
