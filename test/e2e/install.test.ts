@@ -14,7 +14,10 @@ import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { REPO } from './cli.js';
 
-const PACKAGES = ['testing', 'core', 'producer', 'worker', 'cli'];
+/** Every workspace package (their build output is copied into the clone). */
+const PACKAGES: string[] = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).workspaces.map((w: string) =>
+  w.replace('packages/', ''),
+);
 const COMMAND_TIMEOUT_MS = 120_000;
 
 /** The environment without what a surrounding `npm run` set for its own scripts. */
