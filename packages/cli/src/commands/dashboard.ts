@@ -4,10 +4,9 @@
  * exist (exit 8); without names it shows every queue, new ones included.
  */
 import type { Server } from 'node:http';
-import express from 'express';
+import type express from 'express';
 import type { Argv } from 'yargs';
 import { connectionOf, type GlobalArgs, prefixOf, zooKeeperOptions } from '../context.js';
-import { createZooKeeperDashboard } from '../dashboard.js';
 import { CliError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { printJson, println } from '../output.js';
@@ -54,6 +53,11 @@ export function registerDashboardCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> 
       const names = (argv.queues ?? []).map(String);
       for (const name of names) await assertQueueExists(argv, name);
       const stopped = nextSignal();
+      // loaded here, not at start-up: bull-board, express and BullMQ cost every other command nothing
+      const [{ createZooKeeperDashboard }, { default: express }] = await Promise.all([
+        import('../dashboard.js'),
+        import('express'),
+      ]);
       const dashboard = await createZooKeeperDashboard({
         connection: { ...connectionOf(argv), namespace: prefixOf(argv) },
         ...(names.length > 0 ? { queues: names } : {}),
