@@ -17,7 +17,7 @@
  * means the start of the new one.
  */
 import { randomBytes } from 'node:crypto';
-import { NodeExistsError, NoNodeError, type QueueStore, sequenceOf, type Watcher, WatchLoop } from '@zkq/core';
+import { keepListenerRegistered, NoNodeError, type QueueStore, sequenceOf, type Watcher, WatchLoop } from '@zkq/core';
 import type { BackendContext } from './context.js';
 
 /** A log node: its name and its sequence number. */
@@ -107,27 +107,13 @@ export class EventLog {
     this.dollar ??= this.tail();
     const store = await this.ctx.store();
     const loop = new WatchLoop<void>(store.session, {
-      read: (watch) => this.keepRegistered(store, watch),
+      read: (watch) => keepListenerRegistered(store.session, store.layout, this.id, watch),
       onRead: () => undefined,
       onError: this.ctx.onError,
     });
     this.registration = loop;
     if (this.closedFlag) return loop.close();
     await loop.start();
-  }
-
-  private async keepRegistered(store: QueueStore, watch: Watcher): Promise<void> {
-    const { session, layout } = store;
-    const node = `${layout.eventListeners}/${this.id}`;
-    if (await session.exists(node, { watch })) return;
-    try {
-      await session.create(node, undefined, 'ephemeral');
-    } catch (err) {
-      if (err instanceof NodeExistsError) return;
-      if (!(err instanceof NoNodeError)) throw err;
-      // The queue was obliterated: register once it is made again (the watch says when).
-      if (await session.exists(layout.eventListeners, { watch })) throw err; // made meanwhile: try again
-    }
   }
 
   /** Resolves on the first listing after `version`, on close, or after `ms` (no limit when not finite). */

@@ -26,7 +26,7 @@ import {
   DEFAULT_PREFIX,
   InvalidArgumentError,
   type JobProgress,
-  NodeExistsError,
+  keepListenerRegistered,
   NoNodeError,
   openSession,
   type QueueBaseOptions,
@@ -38,7 +38,6 @@ import {
   validateJobId,
   validatePrefix,
   validateQueueName,
-  type Watcher,
   WatchLoop,
 } from '@zkq/core';
 import { FinishedWaiters } from './finished-waiters.js';
@@ -127,7 +126,10 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
       this.cursor = names.reduce((max, n) => Math.max(max, sequenceOf(n)), -1);
     }
     const registration = new WatchLoop<void>(session, {
-      read: (watch) => this.register(watch),
+      read: (watch) => {
+        const { session, layout } = this.store as QueueStore;
+        return keepListenerRegistered(session, layout, this.id, watch);
+      },
       onRead: () => undefined,
       onError: (err) => this.fail(err),
     });
@@ -137,21 +139,6 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
     } catch (err) {
       registration.close();
       throw err;
-    }
-  }
-
-  /** Keeps `events/listeners/<id>` present: watches it, and creates it when missing. */
-  private async register(watch: Watcher): Promise<void> {
-    const { session, layout } = this.store as QueueStore;
-    const node = `${layout.eventListeners}/${this.id}`;
-    if (await session.exists(node, { watch })) return;
-    try {
-      await session.create(node, undefined, 'ephemeral');
-    } catch (err) {
-      if (err instanceof NodeExistsError) return;
-      if (!(err instanceof NoNodeError)) throw err;
-      await session.ensurePath(layout.eventListeners); // the queue was obliterated and made again
-      await session.create(node, undefined, 'ephemeral');
     }
   }
 

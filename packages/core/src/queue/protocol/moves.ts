@@ -21,7 +21,7 @@ import {
 import { encodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore, StoredJob } from '../store.js';
 import type { KeepJobs } from '../types.js';
-import { type Candidate, PLAIN_LANE } from './attempts.js';
+import { type Candidate, PLAIN_LANE, type Place } from './attempts.js';
 import { eventOp, moveOps, removeOps, rewriteOps, trimOps } from './builders.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
 
@@ -188,21 +188,7 @@ export function toReady(
   from: string | undefined,
   events: QueueEventRecord[],
 ): Move {
-  const id = record.id;
-  const data = encodeRecord(record);
-  const lane = record.lane ?? PLAIN_LANE;
-  return {
-    id,
-    build: async () => ({
-      ops: moveOps(
-        store.layout,
-        { id, version: stored.version, record: data, from },
-        await store.destination({ kind: 'ready', lane }),
-      ),
-      events,
-      wakes: true,
-    }),
-  };
+  return moveTo(store, stored, record, from, { kind: 'ready', lane: record.lane ?? PLAIN_LANE }, events);
 }
 
 /** A move of `stored`, a delayed job, to its new due time `record.due`, from `from` (its old pointer). */
@@ -213,17 +199,26 @@ export function toDelayed(
   from: string | undefined,
   events: QueueEventRecord[],
 ): Move {
+  return moveTo(store, stored, record, from, { kind: 'delayed', due: record.due }, events);
+}
+
+/** The record at the version read, its old pointer deleted, its new one in `place`; a ready place wakes a worker. */
+function moveTo(
+  store: QueueStore,
+  stored: StoredJob,
+  record: JobRecord,
+  from: string | undefined,
+  place: Place,
+  events: QueueEventRecord[],
+): Move {
   const id = record.id;
   const data = encodeRecord(record);
   return {
     id,
     build: async () => ({
-      ops: moveOps(
-        store.layout,
-        { id, version: stored.version, record: data, from },
-        await store.destination({ kind: 'delayed', due: record.due }),
-      ),
+      ops: moveOps(store.layout, { id, version: stored.version, record: data, from }, await store.destination(place)),
       events,
+      wakes: place.kind === 'ready',
     }),
   };
 }
