@@ -21,10 +21,10 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startZooKeeper, type ZooKeeperServer } from '@zkq/testing';
-import { type FileResult, fileResult, readEvents, topCauses } from './conformance/results.js';
+import { type FileResult, fileResult, note, readEvents, table, topCauses } from './conformance/results.js';
 import { ENV, removeVitestFiles, vitestFiles, writeVitestFiles } from './conformance/vitest-files.js';
 
-/** The BullMQ tag whose suite was measured (the first with the pluggable backend seam we build against). */
+/** The BullMQ tag whose suite was measured (it has the pluggable backend seam). */
 const BULLMQ_TAG = 'v6.2.0';
 /** The shared files: not about Redis or one client library; 691 tests pass on Redis. */
 const SHARED_FILES = [
@@ -248,39 +248,6 @@ async function runFile(name: string, zookeeper: string): Promise<FileResult> {
   return fileResult(name, events, { durationMs: Date.now() - started, timedOut, exitCode });
 }
 
-function note(r: FileResult): string {
-  const parts: string[] = [];
-  if (r.timedOut) parts.push(`killed at ${timeoutS} s`);
-  if (r.fileError) parts.push(`file error: ${r.fileError.slice(0, 100)}`);
-  if (r.unhandled.length) parts.push(`${r.unhandled.length} unhandled error(s)`);
-  return parts.join('; ');
-}
-
-function table(results: FileResult[]): string {
-  const sum = (k: 'passed' | 'failed' | 'skipped' | 'total') => results.reduce((n, r) => n + r[k], 0);
-  const rows = [
-    ['file', 'passed', 'failed', 'skipped', 'total', 'time', 'note'],
-    ...results.map((r) => [
-      r.file,
-      String(r.passed),
-      String(r.failed),
-      String(r.skipped),
-      String(r.total),
-      `${Math.round(r.durationMs / 1000)} s`,
-      note(r),
-    ]),
-    ['TOTAL', String(sum('passed')), String(sum('failed')), String(sum('skipped')), String(sum('total')), '', ''],
-  ];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) =>
-    r
-      .map((cell, i) => (i === 0 || i === r.length - 1 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(rows[0]!), ...rows.slice(1, -1).map(line), '-'.repeat(60), line(rows.at(-1)!)].join('\n');
-}
-
-// npm install rewrites BullMQ's lock file, so only zkq's tree is checked for edits
 const bullmqCommit = describeCommit(dir, false);
 const zkqCommit = describeCommit(repoRoot, true);
 console.log(`BullMQ ${version} (${bullmqCommit}) at ${dir}; zkq ${zkqCommit}`);
@@ -297,12 +264,12 @@ try {
   for (const name of files) {
     const r = await runFile(name, zookeeper);
     results.push(r);
-    const tail = note(r);
+    const tail = note(r, timeoutS);
     console.log(
       `${name}: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped of ${r.total}${tail ? ` (${tail})` : ''}`,
     );
   }
-  console.log(`\n${table(results)}\n`);
+  console.log(`\n${table(results, timeoutS)}\n`);
   const causes = topCauses(results, Number(values.causes) || 25);
   if (causes.length) {
     console.log('most frequent first errors of failed tests:');

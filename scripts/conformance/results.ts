@@ -157,3 +157,39 @@ export function topCauses(results: FileResult[], limit: number): [string, number
     .slice(0, limit)
     .map(([cause, g]) => [cause, g.n, [...g.files]]);
 }
+
+/** What a file's row notes besides its counts. */
+export function note(r: FileResult, timeoutS: number): string {
+  const parts: string[] = [];
+  if (r.timedOut) parts.push(`killed at ${timeoutS} s`);
+  if (r.fileError) parts.push(`file error: ${r.fileError.slice(0, 100)}`);
+  if (r.unhandled.length) parts.push(`${r.unhandled.length} unhandled error(s)`);
+  return parts.join('; ');
+}
+
+/** The per-file table with totals. */
+export function table(results: FileResult[], timeoutS: number): string {
+  const sum = (k: 'passed' | 'failed' | 'skipped' | 'total') => results.reduce((n, r) => n + r[k], 0);
+  const rows = [
+    ['file', 'passed', 'failed', 'skipped', 'total', 'time', 'note'],
+    ...results.map((r) => [
+      r.file,
+      String(r.passed),
+      String(r.failed),
+      String(r.skipped),
+      String(r.total),
+      `${Math.round(r.durationMs / 1000)} s`,
+      note(r, timeoutS),
+    ]),
+    ['TOTAL', String(sum('passed')), String(sum('failed')), String(sum('skipped')), String(sum('total')), '', ''],
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) =>
+    r
+      .map((cell, i) => (i === 0 || i === r.length - 1 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [line(rows[0]!), ...rows.slice(1, -1).map(line), '-'.repeat(60), line(rows.at(-1)!)].join('\n');
+}
+
+// npm install rewrites BullMQ's lock file, so only zkq's tree is checked for edits
