@@ -530,15 +530,8 @@ describe('planFinish', () => {
 });
 
 describe('promotedRecord', () => {
-  test('automatic promotion: waiting, due cleared, delay kept', () => {
-    const r = promotedRecord(record({ state: 'delayed', due: NOW, delay: 5000 }), false);
-    assert.equal(r.state, 'waiting');
-    assert.equal(r.due, undefined);
-    assert.equal(r.delay, 5000);
-  });
-
-  test('manual promotion: waiting, due and delay cleared', () => {
-    const r = promotedRecord(record({ state: 'delayed', due: NOW, delay: 5000 }), true);
+  test('a promotion, due or by hand: waiting, due and delay cleared (as BullMQ does)', () => {
+    const r = promotedRecord(record({ state: 'delayed', due: NOW, delay: 5000 }));
     assert.equal(r.state, 'waiting');
     assert.equal(r.due, undefined);
     assert.equal(r.delay, 0);

@@ -140,7 +140,7 @@ export async function promoteJob(store: QueueStore, id: string): Promise<void> {
       throw new JobStateError(id, `is ${stored.record.state}, not delayed: cannot promote it`);
     }
     const pointer = await findPointer(store, stored.record);
-    const record = promotedRecord(stored.record, true);
+    const record = promotedRecord(stored.record);
     return { move: toReady(store, stored, record, pointer, [waitingEvent(id, 'delayed')]), result: undefined };
   });
 }
@@ -181,7 +181,7 @@ export async function promoteJobs(store: QueueStore, opts: { count?: number } = 
     const moves: Move[] = [];
     for (const j of await readJobs(store, chunk)) {
       if (j.stored?.record.state !== 'delayed') continue;
-      const record = promotedRecord(j.stored.record, true);
+      const record = promotedRecord(j.stored.record);
       moves.push(toReady(store, j.stored, record, j.pointer, [waitingEvent(j.id, 'delayed')]));
     }
     moved += (await applyMoves(store, moves)).length;

@@ -175,9 +175,9 @@ export async function applyMoves(store: QueueStore, moves: Move[], fence?: () =>
   return moves.filter((_, i) => results[i]?.ok).map((m) => m.id);
 }
 
-/** The record of a job moved back to waiting by a promotion; `manual` (promote()) also clears the delay. */
-export function promotedRecord(r: JobRecord, manual: boolean): JobRecord {
-  return { ...r, state: 'waiting', due: undefined, ...(manual ? { delay: 0 } : {}) };
+/** The record of a job moved back to waiting by a promotion, due or by hand: no due time, no delay left (BullMQ's). */
+export function promotedRecord(r: JobRecord): JobRecord {
+  return { ...r, state: 'waiting', due: undefined, delay: 0 };
 }
 
 /** A move of `stored` to the ready lane its record names, from `from` (its old pointer). */
@@ -336,7 +336,7 @@ async function promotions(store: QueueStore, pointers: string[]): Promise<Move[]
         return removal(store, { id, version: undefined, pointer }, []); // removed meanwhile, or foreign
       }
       const events = [{ event: 'waiting', jobId: id, prev: 'delayed', ts: Date.now() }];
-      return toReady(store, stored as StoredJob, promotedRecord(stored.record, false), pointer, events);
+      return toReady(store, stored as StoredJob, promotedRecord(stored.record), pointer, events);
     }),
   );
 }
