@@ -13,3 +13,9 @@ export async function queueEnv(t: { name?: string }, sessionTimeout = 4000): Pro
     prefix: uniqueRoot(t.name ?? 'q').slice(1),
   };
 }
+
+/** The same, plus the connection BullMQ's classes on `@zkq/bullmq` take (the prefix as `namespace`). */
+export async function bullEnv(t: { name?: string }) {
+  const env = await queueEnv(t);
+  return { env, connection: { ...env.connection, namespace: env.prefix } };
+}

@@ -11,15 +11,10 @@ import { createZooKeeperBackend } from '@zkq/bullmq';
 import { InvalidArgumentError } from '@zkq/core';
 import { Queue as ZkqQueue } from '@zkq/producer';
 import { withBackend } from 'bullmq';
-import { queueEnv } from '../../helpers/queue.js';
+import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker, QueueEvents } = withBackend(createZooKeeperBackend);
-
-async function bullEnv(t: { name?: string }) {
-  const env = await queueEnv(t);
-  return { env, connection: { ...env.connection, namespace: env.prefix } };
-}
 
 type Deduplicated = { jobId: string; deduplicationId: string; deduplicatedJobId: string };
 

@@ -9,17 +9,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend, type ZooKeeperQueueBackend } from '@zkq/bullmq';
 import { withBackend } from 'bullmq';
-import { queueEnv } from '../../helpers/queue.js';
+import { bullEnv } from '../../helpers/queue.js';
 import { expire, waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker, QueueEvents, QueueEventsProducer } = withBackend(createZooKeeperBackend);
 
 type Seen = { event: string; args: Record<string, unknown>; id: string };
-
-async function bullEnv(t: { name?: string }) {
-  const env = await queueEnv(t);
-  return { env, connection: { ...env.connection, namespace: env.prefix } };
-}
 
 /** Records every `names` event a QueueEvents emits, in order. */
 function collect(qe: { on(event: string, fn: (...a: any[]) => void): unknown }, names: string[]): Seen[] {

@@ -9,15 +9,10 @@ import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { Queue as ZkqQueue } from '@zkq/producer';
 import { withBackend } from 'bullmq';
-import { queueEnv } from '../../helpers/queue.js';
+import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const { Queue } = withBackend(createZooKeeperBackend);
-
-async function bullEnv(t: { name?: string }) {
-  const env = await queueEnv(t);
-  return { env, connection: { ...env.connection, namespace: env.prefix } };
-}
 
 test('a Queue writes its meta; settings are shared by every Queue of the queue', async (t) => {
   const { connection } = await bullEnv(t);

@@ -8,15 +8,10 @@ import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { Queue as ZkqQueue } from '@zkq/producer';
 import { type JobType, withBackend } from 'bullmq';
-import { queueEnv } from '../../helpers/queue.js';
+import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker } = withBackend(createZooKeeperBackend);
-
-async function bullEnv(t: { name?: string }) {
-  const env = await queueEnv(t);
-  return { env, connection: { ...env.connection, namespace: env.prefix } };
-}
 
 const PAUSED = 'paused' as JobType;
 const idsOf = (jobs: { id?: string | undefined }[]) => jobs.map((j) => j.id);

@@ -8,15 +8,10 @@ import { createZooKeeperBackend } from '@zkq/bullmq';
 import { Queue as ZkqQueue } from '@zkq/producer';
 import { Worker as ZkqWorker } from '@zkq/worker';
 import { withBackend } from 'bullmq';
-import { queueEnv } from '../../helpers/queue.js';
+import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker } = withBackend(createZooKeeperBackend);
-
-async function bullEnv(t: { name?: string }) {
-  const env = await queueEnv(t);
-  return { env, connection: { ...env.connection, namespace: env.prefix } };
-}
 
 test('a BullMQ Worker runs jobs a BullMQ Queue added: results, retries with backoff, failures', async (t) => {
   const { connection } = await bullEnv(t);

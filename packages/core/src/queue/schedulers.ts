@@ -24,30 +24,9 @@ import { encodeRecord, type JobRecord, newRecord } from './record.js';
 import type { QueueStore } from './store.js';
 import type { JobsOptions } from './types.js';
 
-/** A scheduler as stored. */
-export interface SchedulerRecord {
-  id: string;
-  /** Name of the jobs it adds. */
-  name: string;
-  /** Time of the current iteration, ms since the epoch. */
-  next: number;
-  /** Iterations added so far. */
-  ic: number;
-  every?: number;
-  pattern?: string;
-  tz?: string;
-  startDate?: number;
-  endDate?: number;
-  limit?: number;
-  offset?: number;
-  /** The template's data, as JSON text. */
-  data: string;
-  /** The template's job options. */
-  opts: JobsOptions;
-}
-
 /** What an upsert stores besides the template. */
 export interface SchedulerSpec {
+  /** Name of the jobs it adds. */
   name: string;
   every?: number;
   pattern?: string;
@@ -56,6 +35,20 @@ export interface SchedulerSpec {
   endDate?: number;
   limit?: number;
   offset?: number | null;
+}
+
+/** A scheduler as stored: its spec, its template and its current iteration. */
+export interface SchedulerRecord extends Omit<SchedulerSpec, 'offset'> {
+  id: string;
+  /** Time of the current iteration, ms since the epoch. */
+  next: number;
+  /** Iterations added so far. */
+  ic: number;
+  offset?: number;
+  /** The template's data, as JSON text. */
+  data: string;
+  /** The template's job options. */
+  opts: JobsOptions;
 }
 
 /** The iteration job's options for `next` (built by the caller, BullMQ's JobScheduler). */
