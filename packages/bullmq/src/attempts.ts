@@ -11,6 +11,7 @@ import {
   DEFAULT_KEEP_FAILED,
   type EnqueueEntry,
   type Finish,
+  type FlowJob,
   type JobRecord,
   type JobsOptions,
   keepPolicy,
@@ -20,8 +21,10 @@ import {
   leaseOf,
   MAX_DELAY_MS,
   MAX_PRIORITY,
+  NodeExistsError,
   newRecord,
   type Outcome,
+  type QueueStore,
   renewLeases,
   reportProgress,
   type Trimmer,
@@ -32,6 +35,7 @@ import type { BackendContext, Held } from './context.js';
 import { addEntries, checkDeduplication } from './dedup.js';
 import { rewriteRecord } from './edits.js';
 import { NotSupportedError } from './errors.js';
+import { addFlowEntries, missingParent, parentLinkOf } from './flows.js';
 import { finishedError, toJobJson } from './json.js';
 
 /** BullMQ's `[jobData, id, rateLimitDelay, delayUntil]`, empty when nothing was claimed. */
@@ -62,12 +66,43 @@ export async function addJobs(ctx: BackendContext, entries: AddEntry[]): Promise
   const prepared: EnqueueEntry[] = entries.map((e) =>
     toEntry(e, e.jobId || (ids.shift() as string), (t) => store.clock.fromLocal(t)),
   );
-  return addEntries(ctx, prepared);
+  if (!prepared.some((p) => p.record.parentLink)) return addEntries(ctx, prepared);
+  // a job with a parent goes on its own, counted into its parent's dependencies in its transaction
+  const out: string[] = [];
+  for (const p of prepared) {
+    if (!p.record.parentLink) {
+      out.push(...(await addEntries(ctx, [p])));
+      continue;
+    }
+    const [[err, res] = [null, 0]] = await addFlowEntries(store, [{ queue: ctx.name, record: p.record, lane: p.lane }]);
+    if (res === ErrorCode.ParentJobNotExist) missingParent(ctx, p.record.parentLink, 'addJob');
+    // a custom id that exists answers with that id, as without a parent
+    if (err && !(err instanceof NodeExistsError && p.custom)) throw err;
+    out.push(p.record.id);
+  }
+  return out;
+}
+
+/**
+ * A job of a flow (FlowProducer's entries, roots first): a parent with
+ * children parks in waiting-children (`addToWaitingChildren`).
+ */
+export function toFlowJob(
+  store: QueueStore,
+  e: { jobData: JobJson; jobId: string; parentKeyOpts: ParentKeyOpts; queueName: string },
+): FlowJob {
+  const entry = toEntry({ job: e.jobData, jobId: e.jobId, parentKeyOpts: e.parentKeyOpts }, e.jobId, (t) =>
+    store.clock.fromLocal(t),
+  );
+  return { queue: e.queueName, record: entry.record, lane: entry.lane };
 }
 
 function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string, toServer: (t: number) => number): EnqueueEntry {
   const opts = job.opts ?? {};
-  if (parentKeyOpts?.parentKey || opts.parent) throw new NotSupportedError('flows (parent and children jobs)');
+  const parentLink = parentLinkOf(job, parentKeyOpts);
+  if (parentLink && opts.deduplication) {
+    throw new NotSupportedError('deduplication on a job with a parent');
+  }
   if ((opts as { repeat?: unknown }).repeat) throw new NotSupportedError('repeatable jobs (job schedulers)');
   if ((opts as { debounce?: unknown }).debounce) throw new NotSupportedError('debounce (use deduplication)');
   checkDeduplication(opts.deduplication);
@@ -81,10 +116,13 @@ function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string, toServer: 
   const delay = Math.min(Math.max(opts.delay ?? 0, 0), MAX_DELAY_MS);
   const now = Date.now();
   const timestamp = job.timestamp || now;
-  const state = delay > 0 ? 'delayed' : 'waiting';
+  const parked = parentKeyOpts?.addToWaitingChildren === true;
+  const state = parked ? 'waiting-children' : delay > 0 ? 'delayed' : 'waiting';
   const record = newRecord(id, job.name, JSON.parse(job.data || '{}'), opts as JobsOptions, state, now);
   record.timestamp = timestamp;
-  if (delay > 0) record.due = toServer(timestamp + delay);
+  if (parentLink) record.parentLink = parentLink;
+  // a parent's delay counts from its release (BullMQ), so it has no due time while it waits
+  if (delay > 0 && !parked) record.due = toServer(timestamp + delay);
   return { record, lane: laneOf(priority, lifo), custom: Boolean(jobId) };
 }
 
@@ -124,7 +162,7 @@ export class Claimer {
               return;
             }
             this.ctx.held.set(job.record.id, { job, lock: w.token });
-            const json = toJobJson(job.record);
+            const json = toJobJson(job.record, this.ctx.prefix);
             // A job whose workers kept dying fails instead of running again (BullMQ's maxStalledCount),
             // failed by BullMQ's Worker as on Redis: it adds a scheduler's next iteration first.
             if (job.record.stalledCounter > this.ctx.maxStalledCount) json.deferredFailure = STALLED_TOO_OFTEN;
@@ -283,7 +321,7 @@ export async function extendLocks(
  * Forgets the attempt at `token` on `jobId`, and only it: a job this backend
  * claimed again meanwhile (a new token) stays held.
  */
-function release(ctx: BackendContext, jobId: string, token: number | undefined): void {
+export function release(ctx: BackendContext, jobId: string, token: number | undefined): void {
   if (ctx.held.get(jobId)?.job.token === token) ctx.held.delete(jobId);
 }
 

@@ -33,6 +33,7 @@ import * as control from './control.js';
 import * as dedup from './dedup.js';
 import { NotSupportedError } from './errors.js';
 import * as events from './events.js';
+import * as flows from './flows.js';
 import * as meta from './meta.js';
 import * as reads from './reads.js';
 import * as schedulers from './schedulers.js';
@@ -152,8 +153,21 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return attempts.addJobs(this.ctx, entries);
   }
 
-  async addFlow(): Promise<[Error | null, string | number][]> {
-    throw new NotSupportedError('flows (FlowProducer)');
+  async addFlow(
+    entries: { jobData: JobJson; jobId: string; parentKeyOpts: ParentKeyOpts; prefix: string; queueName: string }[],
+  ): Promise<[Error | null, string | number][]> {
+    if (entries.length === 0) return [];
+    // a FlowProducer's backend is bound to no queue: the flow runs from its root's
+    const store = await this.ctx.shared.store((entries[0] as { queueName: string }).queueName);
+    await store.init();
+    if (entries.some((e) => e.jobData.opts?.deduplication)) {
+      throw new NotSupportedError('deduplication on a flow node');
+    }
+    if (entries.some((e) => (e.jobData.opts?.delay ?? 0) > 0)) await store.clock.now(); // due times: ZooKeeper's clock
+    return flows.addFlowEntries(
+      store,
+      entries.map((e) => attempts.toFlowJob(store, e)),
+    );
   }
 
   // ---- running --------------------------------------------------------------
@@ -170,6 +184,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     fetchNext: boolean,
   ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
     const held = await attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
+    await flows.checkCompletable(this.ctx, held.job.record);
     const remove = attempts.retention(
       this.ctx,
       () => this.trimmer(),
@@ -245,8 +260,11 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return [];
   }
 
-  async moveToWaitingChildren(_jobId: string, _token: string, _opts?: MoveToWaitingChildrenOpts): Promise<boolean> {
-    throw new NotSupportedError('flows (waiting-children)');
+  async moveToWaitingChildren(jobId: string, token: string, _opts?: MoveToWaitingChildrenOpts): Promise<boolean> {
+    const held = await attempts.heldBy(this.ctx, jobId, token, 'moveToWaitingChildren');
+    const parked = await flows.moveToWaitingChildren(this.ctx, held);
+    if (parked) attempts.release(this.ctx, jobId, held.job.token);
+    return parked;
   }
 
   async moveJobFromActiveToWait(jobId: string, token?: string): Promise<number> {
@@ -370,19 +388,19 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   getDependencyCounts(jobId: string, types: string[]): Promise<number[]> {
-    return reads.getDependencyCounts(this.ctx, jobId, types);
+    return flows.getDependencyCounts(this.ctx, jobId, types);
   }
 
   getDependencies(jobId: string, opts: DependenciesOpts): ReturnType<IQueueBackend['getDependencies']> {
-    return reads.getDependencies(this.ctx, jobId, opts);
+    return flows.getDependencies(this.ctx, jobId, opts);
   }
 
   getProcessedChildrenValues(jobId: string): Promise<Record<string, string>> {
-    return reads.getProcessedChildrenValues(this.ctx, jobId);
+    return flows.getProcessedChildrenValues(this.ctx, jobId);
   }
 
   getIgnoredChildrenFailures(jobId: string): Promise<Record<string, string>> {
-    return reads.getIgnoredChildrenFailures(this.ctx, jobId);
+    return flows.getIgnoredChildrenFailures(this.ctx, jobId);
   }
 
   getDeduplicationJobId(deduplicationId: string): Promise<string | null> {
@@ -424,11 +442,11 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   removeUnprocessedChildren(jobId: string): Promise<void> {
-    return control.removeUnprocessedChildren(this.ctx, jobId);
+    return flows.removeUnprocessedChildren(this.ctx, jobId);
   }
 
   removeChildDependency(jobId: string, parentKey: string): Promise<boolean> {
-    return control.removeChildDependency(this.ctx, jobId, parentKey);
+    return flows.removeChildDependency(this.ctx, jobId, parentKey);
   }
 
   retryFinishedJob<T = unknown, R = unknown, N extends string = string>(

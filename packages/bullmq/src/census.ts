@@ -8,10 +8,10 @@
  * - `prioritized`: the other lanes, lowest priority number first, FIFO inside.
  * - `active`: the claims, in claim order (their czxid).
  * - `delayed`: by due time; `completed` and `failed`: in finishing order.
- * - `paused`, `waiting-children`, `repeat`: empty. BullMQ 6 keeps the
- *   waiting jobs of a paused queue in `wait` (its `paused` list is only read
- *   from queues made by older versions), and there are no flows or job
- *   schedulers here.
+ * - `waiting-children`: parents waiting for their children, in parking order.
+ * - `paused`, `repeat`: empty. BullMQ 6 keeps the waiting jobs of a paused
+ *   queue in `wait` (its `paused` list is only read from queues made by
+ *   older versions), and job schedulers are listed by their own calls.
  *
  * Unlike a Lua script on Redis, a count or a page is read in several
  * requests, not as one snapshot: a job that moves meanwhile may be counted
@@ -133,6 +133,8 @@ export async function countStates(store: QueueStore, types: string[], delayedBef
       case 'completed':
       case 'failed':
         return sizeOf(store, layout.finishedDir(type));
+      case 'waiting-children':
+        return sizeOf(store, layout.childrenDir);
       default:
         return 0;
     }

@@ -80,6 +80,19 @@ export class SharedSession {
     return this.session;
   }
 
+  /**
+   * The store of `queue` on this session: one per queue, shared by the
+   * backends of one connection, and all of one family (a flow's transaction
+   * spans queues: see QueueStore.sibling).
+   */
+  async store(queue: string): Promise<QueueStore> {
+    const session = await this.get();
+    if (!this.first || this.first.session !== session) this.first = new QueueStore(session, queue);
+    return this.first.sibling(queue);
+  }
+
+  private first: QueueStore | undefined;
+
   /** The session if it was ever opened (for close). */
   opened(): Promise<Session> | undefined {
     return this.session;
@@ -165,7 +178,7 @@ export class BackendContext {
   store(): Promise<QueueStore> {
     if (this.name === '') return Promise.reject(new Error('this backend is bound to no queue; use forQueue(name)'));
     this.storePromise ??= (async () => {
-      const store = new QueueStore(await this.shared.get(), this.name);
+      const store = await this.shared.store(this.name);
       await store.init();
       return store;
     })().catch((err) => {

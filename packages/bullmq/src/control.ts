@@ -19,13 +19,13 @@ import {
   promoteJob,
   QueueNotEmptyError,
   readScheduler,
-  removeJob,
   retryJob,
   retryJobs,
 } from '@zkq/core';
 import { ErrorCode, type FinishedStatus, type RetryOptions } from 'bullmq';
 import type { AnyJob } from './attempts.js';
 import type { BackendContext } from './context.js';
+import { removeTree } from './flows.js';
 import { finishedError } from './json.js';
 
 export { addLog, changeDelay, changePriority, clearLogs, updateData } from './edits.js';
@@ -117,7 +117,7 @@ export async function promoteJobs(ctx: BackendContext, count?: number): Promise<
 }
 
 /** Removes a job that is not running: 1, or 0 while it is active. A missing job counts as removed (BullMQ's 1). */
-export async function remove(ctx: BackendContext, jobId: string, _removeChildren: boolean): Promise<number> {
+export async function remove(ctx: BackendContext, jobId: string, removeChildren: boolean): Promise<number> {
   const store = await ctx.store();
   // a scheduler's pending iteration goes with its scheduler (removeJobScheduler), not alone
   const stored = await store.getJob(jobId);
@@ -128,23 +128,7 @@ export async function remove(ctx: BackendContext, jobId: string, _removeChildren
       throw finishedError(ErrorCode.JobBelongsToJobScheduler, jobId, 'removeJob');
     }
   }
-  try {
-    await removeJob(store, jobId);
-    return 1;
-  } catch (err) {
-    if (err instanceof JobStateError) return 0;
-    throw err;
-  }
-}
-
-/** zkq has no flows yet: no job has children. */
-export async function removeUnprocessedChildren(_ctx: BackendContext, _jobId: string): Promise<void> {}
-
-/** zkq has no flows yet: no job has a parent, so there is no dependency to remove (false). */
-export async function removeChildDependency(ctx: BackendContext, jobId: string, _parentKey: string): Promise<boolean> {
-  const store = await ctx.store();
-  if (!(await store.getJob(jobId))) throw finishedError(ErrorCode.JobNotExist, jobId, 'removeChildDependency');
-  return false;
+  return (await removeTree(store, jobId, removeChildren)) ? 1 : 0;
 }
 
 /**

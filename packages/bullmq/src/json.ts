@@ -4,10 +4,10 @@
  * return value and stack trace as JSON strings.
  */
 import type { JobRecord, JobState } from '@zkq/core';
-import { ErrorCode, type JobJson } from 'bullmq';
+import { ErrorCode, type JobJson, UnrecoverableError } from 'bullmq';
 
-/** A stored record in the shape `Job.fromJSON` reads. */
-export function toJobJson(record: JobRecord, progress?: unknown): JobJson {
+/** A stored record in the shape `Job.fromJSON` reads; `prefix` qualifies a parent's key as BullMQ's. */
+export function toJobJson(record: JobRecord, prefix: string, progress?: unknown): JobJson {
   const json: JobJson = {
     id: record.id,
     name: record.name,
@@ -31,6 +31,14 @@ export function toJobJson(record: JobRecord, progress?: unknown): JobJson {
   if (repeatJobKey) json.repeatJobKey = repeatJobKey;
   const deduplicationId = record.opts.deduplication?.id;
   if (deduplicationId) json.deduplicationId = deduplicationId;
+  if (record.deferredFailure) json.deferredFailure = record.deferredFailure;
+  const link = record.parentLink;
+  if (link) {
+    const queueKey = `${prefix}:${link.queue}`;
+    json.parentKey = `${queueKey}:${link.id}`;
+    json.parent = { id: link.id, queueKey };
+    for (const k of ['fpof', 'cpof', 'idof', 'rdof'] as const) if (link[k]) json.parent[k] = true;
+  }
   return json;
 }
 
@@ -66,6 +74,20 @@ export function finishedError(code: ErrorCode, jobId: string, command: string, s
     case ErrorCode.JobLockMismatch:
       message = `Lock mismatch for job ${jobId}. Cmd ${command} from ${state}`;
       break;
+    case ErrorCode.JobPendingChildren:
+      message = `Job ${jobId} has pending dependencies. ${command}`;
+      break;
+    case ErrorCode.ParentJobNotExist: // jobId: the parent's key
+      message = `Missing key for parent job ${jobId}. ${command}`;
+      break;
+    case ErrorCode.ParentJobCannotBeReplaced: // jobId: the parent's key
+      message = `The parent job ${jobId} cannot be replaced. ${command}`;
+      break;
+    case ErrorCode.JobHasFailedChildren:
+      return Object.assign(
+        new UnrecoverableError(`Cannot complete job ${jobId} because it has at least one failed child. ${command}`),
+        { code },
+      );
     default:
       message = `Unknown code ${code} error for ${jobId}. ${command}`;
   }

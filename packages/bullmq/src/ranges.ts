@@ -73,6 +73,11 @@ function finishedWalk(store: QueueStore, kind: 'completed' | 'failed'): Walk {
   return (reverse) => bucketSegments(store, store.layout.finishedDir(kind), reverse, new Set());
 }
 
+/** Parents waiting for their children, in parking order. */
+function parkedWalk(store: QueueStore): Walk {
+  return (reverse) => bucketSegments(store, store.layout.childrenDir, reverse, new Set());
+}
+
 /** Delayed jobs by due time, an hour at a time (its buckets are not in due order, so it is read whole). */
 function delayedWalk(store: QueueStore): Walk {
   return async function* (reverse) {
@@ -185,6 +190,8 @@ export async function rangeOfState(
     case 'completed':
     case 'failed':
       return pageOf(finishedWalk(store, type as 'completed' | 'failed'), reverse, start, end);
+    case 'waiting-children':
+      return pageOf(parkedWalk(store), reverse, start, end);
     default:
       return [];
   }

@@ -10,7 +10,7 @@
  * dependencies: their reads answer truthfully empty.
  */
 import { isMaxed as coreIsMaxed, jobState, NoNodeError, type QueueStore, getMetrics as readMetrics } from '@zkq/core';
-import type { DependenciesOpts, JobJson, JobState, JobType } from 'bullmq';
+import type { JobJson, JobState, JobType } from 'bullmq';
 import { countPerPriority, countStates } from './census.js';
 import type { BackendContext } from './context.js';
 import { getDeduplicationJobId as keptJob } from './dedup.js';
@@ -51,9 +51,9 @@ export async function isJobInState(ctx: BackendContext, state: string, jobId: st
     case 'completed':
     case 'failed':
     case 'delayed':
+    case 'waiting-children':
       return (await getState(ctx, jobId)) === state;
     case 'paused':
-    case 'waiting-children':
       return false;
     default:
       throw new Error(`Unknown job state: ${state}`);
@@ -65,7 +65,7 @@ export async function getJobData(ctx: BackendContext, jobId: string): Promise<Jo
   const store = await ctx.store();
   const [stored, claim] = await Promise.all([store.getJob(jobId), store.getClaim(jobId)]);
   if (!stored) return undefined;
-  return toJobJson(stored.record, claim?.progress);
+  return toJobJson(stored.record, ctx.prefix, claim?.progress);
 }
 
 /** Jobs per type, in order; `delayedTs` counts only delayed jobs due before it. */
@@ -184,50 +184,6 @@ function clientLine(fields: Record<string, unknown>): string {
 /** Whether the queue's global concurrency holds new jobs back (core's isMaxed). */
 export async function isMaxed(ctx: BackendContext): Promise<boolean> {
   return coreIsMaxed(await ctx.store());
-}
-
-export async function getDependencyCounts(_ctx: BackendContext, _jobId: string, types: string[]): Promise<number[]> {
-  return types.map(() => 0);
-}
-
-/** A job's children by kind: none (every cursor 0: nothing more to read). */
-export async function getDependencies(
-  _ctx: BackendContext,
-  _jobId: string,
-  opts: DependenciesOpts,
-): Promise<{
-  nextFailedCursor?: number;
-  failed?: string[];
-  nextIgnoredCursor?: number;
-  ignored?: Record<string, unknown>;
-  nextProcessedCursor?: number;
-  processed?: Record<string, unknown>;
-  nextUnprocessedCursor?: number;
-  unprocessed?: string[];
-}> {
-  if (!opts.processed && !opts.unprocessed && !opts.ignored && !opts.failed) {
-    return { processed: {}, unprocessed: [], failed: [], ignored: {} };
-  }
-  return {
-    ...(opts.processed ? { processed: {}, nextProcessedCursor: 0 } : {}),
-    ...(opts.unprocessed ? { unprocessed: [], nextUnprocessedCursor: 0 } : {}),
-    ...(opts.ignored ? { ignored: {}, nextIgnoredCursor: 0 } : {}),
-    ...(opts.failed ? { failed: [], nextFailedCursor: 0 } : {}),
-  };
-}
-
-export async function getProcessedChildrenValues(
-  _ctx: BackendContext,
-  _jobId: string,
-): Promise<Record<string, string>> {
-  return {};
-}
-
-export async function getIgnoredChildrenFailures(
-  _ctx: BackendContext,
-  _jobId: string,
-): Promise<Record<string, string>> {
-  return {};
 }
 
 /** The job a live deduplication key keeps, or null (dedup.ts). */

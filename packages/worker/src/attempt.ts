@@ -158,6 +158,8 @@ export class Attempt {
       this.worker.emit('stalled', this.job.id, 'active');
       return this.failure(new Error('job stalled more than allowable limit'), true);
     }
+    // a child failed this parent (failParentOnFailure) while it waited: it fails without running
+    if (record.deferredFailure) return this.failure(new Error(record.deferredFailure), true);
     let proof: number | undefined = this.claimed.claimedAt;
     // Checked right before the processor starts, with no wait in between (see renewBeforeStart).
     while (performance.now() - proof >= this.opts.lockDuration / 2) {
@@ -255,7 +257,7 @@ export class Attempt {
       job.returnvalue = outcome.returnvalue;
       this.worker.emit('completed', job, outcome.returnvalue, 'active');
       this.trim('completed');
-    } else {
+    } else if (outcome.kind !== 'waiting-children') {
       job.failedReason = outcome.reason;
       this.worker.emit('failed', job, new Error(outcome.reason), 'active');
       if (outcome.kind === 'failed') this.trim('failed');

@@ -30,6 +30,7 @@ import {
 export function finishOperation(outcome: Outcome): 'complete' | 'fail' | 'retry' | 'delay' {
   if (outcome.kind === 'completed') return 'complete';
   if (outcome.kind === 'failed') return 'fail';
+  if (outcome.kind === 'waiting-children') return 'delay';
   return outcome.due > 0 ? 'delay' : 'retry';
 }
 
@@ -97,7 +98,7 @@ export class WorkerTracing {
     if (!span) return;
     if (outcome.kind === 'completed') {
       span.addEvent('job completed', { [TelemetryAttributes.JobResult]: JSON.stringify(outcome.returnvalue) });
-    } else {
+    } else if (outcome.kind !== 'waiting-children') {
       span.addEvent('job failed', { [TelemetryAttributes.JobFailedReason]: outcome.reason });
     }
     span.setAttributes({ [TelemetryAttributes.JobAttemptsMade]: attemptsMade });

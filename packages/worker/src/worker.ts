@@ -434,7 +434,8 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   /** Writes an attempt's outcome (batched by the Finisher), traced, and counted in the queue's metrics. */
   private async writeOutcome(f: Finish, span: Span | undefined): Promise<FinishResult> {
     const result = await this.tracing.finish(f, span, () => (this.finisher as Finisher).finish(f));
-    if (result.ok && f.outcome.kind !== 'retry') this.collector?.record(f.outcome.kind);
+    const kind = f.outcome.kind;
+    if (result.ok && (kind === 'completed' || kind === 'failed')) this.collector?.record(kind);
     return result;
   }
 

@@ -29,6 +29,8 @@ import { laneOf } from './layout.js';
 import {
   applyMoves,
   delayedPointers,
+  detachOps,
+  dropDepsOps,
   type Located,
   type Move,
   pointersIn,
@@ -103,7 +105,16 @@ export async function removeJob(store: QueueStore, id: string): Promise<boolean>
     const events = [removedEvent(id, stored.record)];
     // BullMQ releases the job's deduplication key with it (a ttl key too)
     const release = await releaseOps(store, stored.record);
-    const move = removal(store, { id, version: stored.version, pointer }, events, release);
+    // a child leaves its parent's dependencies (the last one releases it); a parent's go with it
+    const detach = await detachOps(store, stored.record);
+    const drop = await dropDepsOps(store, id);
+    const move = removal(
+      store,
+      { id, version: stored.version, pointer },
+      [...events, ...(detach?.events ?? [])],
+      [...release, ...drop, ...(detach?.ops ?? [])],
+      detach?.wakes === true,
+    );
     return { move, result: true };
   });
 }
@@ -426,6 +437,8 @@ export async function findPointer(store: QueueStore, r: JobRecord): Promise<stri
       }
       return undefined;
     }
+    case 'waiting-children':
+      return r.parked;
     default:
       return search(layout.finishedDir(r.state), 'sequence');
   }

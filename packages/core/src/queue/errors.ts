@@ -104,3 +104,27 @@ export class LayoutVersionError extends ZkqError {
     );
   }
 }
+
+/** A job names a parent (`opts.parent`) that does not exist; nothing was written. */
+export class MissingParentError extends ZkqError {
+  constructor(readonly parentKey: string) {
+    super('ZKQ_MISSING_PARENT', `parent job ${parentKey} does not exist`);
+  }
+}
+
+/** A parent asked to wait for its children has none pending: it goes on (not an error to report). */
+export class NoPendingChildrenError extends ZkqError {
+  constructor(readonly jobId: string) {
+    super('ZKQ_NO_PENDING_CHILDREN', `job ${jobId} has no pending children`);
+  }
+}
+
+/** A parent asked to wait for its children has a child that failed it (failParentOnFailure). */
+export class FailedChildrenError extends ZkqError {
+  constructor(
+    readonly jobId: string,
+    readonly reason: string,
+  ) {
+    super('ZKQ_FAILED_CHILDREN', `job ${jobId} has failed children: ${reason}`);
+  }
+}

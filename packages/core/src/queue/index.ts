@@ -23,8 +23,10 @@ export {
 export { type AttemptHooks, type FinishedWaiter, Job, jobState } from './job.js';
 export {
   BUCKET_CAPACITY,
+  type ChildKey,
   DELAY_DAY_MS,
   DELAY_WINDOW_MS,
+  type DepKind,
   dueOfDelayed,
   ID_BLOCK_SIZE,
   idOfDelayed,
@@ -36,6 +38,7 @@ export {
   MAX_PRIORITY,
   numberOf,
   pad10,
+  parseDepEntry,
   QueueLayout,
   shardOf,
   validateCustomJobId,

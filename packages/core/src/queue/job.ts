@@ -197,6 +197,8 @@ export async function jobState(store: QueueStore, id: string): Promise<JobState 
       return 'failed';
     case 'delayed':
       return 'delayed';
+    case 'waiting-children':
+      return 'waiting-children';
     default:
       return stored.record.priority > 0 ? 'prioritized' : 'waiting';
   }

@@ -73,6 +73,17 @@
  *                                     mtime on ZooKeeper's clock. A key whose job finished, or
  *                                     whose ttl ran out, is stale and taken over by the next add
  *                                     (see dedup.ts)
+ *   waiting-children/b-<bucket>/w-<jobId>
+ *                                     parents waiting for their children (flows), created on
+ *                                     first use; the record names its pointer (`parked`)
+ *   deps/<shard>/<jobId>              a parent's dependencies, sharded like jobs, created with
+ *                                     its first child: {"pending": n, "failed"?: child key}.
+ *                                     Every change of a child's standing is written at this
+ *                                     node's version, so the last child to finish is the one
+ *                                     that releases the parent, in its own finish transaction
+ *   deps/<shard>/<jobId>/<k>-<queue>:<childId>
+ *                                     one per child: k = u unprocessed, p processed (data: its
+ *                                     return value), i ignored, f failed (data: the reason)
  * ```
  *
  * Every container of pointers (a lane, an hour of delayed jobs, a finished set)
@@ -183,6 +194,21 @@ export function numberOf(name: string): number {
   return Number(name.slice(2));
 }
 
+/** A child's standing in its parent's dependencies: unprocessed, processed, ignored, failed. */
+export type DepKind = 'u' | 'p' | 'i' | 'f';
+
+/** A job anywhere in the namespace: its queue and id (a flow's child or parent). */
+export interface ChildKey {
+  queue: string;
+  id: string;
+}
+
+/** The kind and child named by a dependency entry `<k>-<queue>:<id>`. */
+export function parseDepEntry(name: string): { kind: DepKind; child: ChildKey } | undefined {
+  const m = /^([upif])-([A-Za-z0-9._-]+):(.+)$/.exec(name);
+  return m ? { kind: m[1] as DepKind, child: { queue: m[2] as string, id: m[3] as string } } : undefined;
+}
+
 /** Paths of one queue, relative to the session namespace (the prefix). */
 export class QueueLayout {
   readonly root: string;
@@ -211,6 +237,8 @@ export class QueueLayout {
   readonly slotsDir: string;
   readonly clock: string;
   readonly dedupDir: string;
+  readonly childrenDir: string;
+  readonly depsDir: string;
 
   constructor(readonly queue: string) {
     validateQueueName(queue);
@@ -240,6 +268,8 @@ export class QueueLayout {
     this.slotsDir = `${this.root}/slots`;
     this.clock = `${this.root}/clock`;
     this.dedupDir = `${this.root}/dedup`;
+    this.childrenDir = `${this.root}/waiting-children`;
+    this.depsDir = `${this.root}/deps`;
   }
 
   /** Directories created once per queue (shards included). */
@@ -279,6 +309,21 @@ export class QueueLayout {
   /** A deduplication key's node (its id, URI-encoded: deduplication ids are free-form). */
   dedupKey(id: string): string {
     return `${this.dedupShard(id)}/d-${encodeURIComponent(id)}`;
+  }
+
+  /** The shard directory of dependency nodes (created on first use). */
+  depsShard(id: string): string {
+    return `${this.depsDir}/${shardOf(id)}`;
+  }
+
+  /** A parent's dependency node. */
+  deps(id: string): string {
+    return `${this.depsShard(id)}/${id}`;
+  }
+
+  /** One child's entry under its parent's dependency node (`kind`: u, p, i or f). */
+  depEntry(parentId: string, kind: DepKind, child: ChildKey): string {
+    return `${this.deps(parentId)}/${kind}-${child.queue}:${child.id}`;
   }
 
   shard(shard: string): string {

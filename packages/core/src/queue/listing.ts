@@ -28,13 +28,14 @@ export type JobCounts = Record<string, number>;
 export async function getJobCounts(store: QueueStore, types: JobType[]): Promise<JobCounts> {
   await store.init();
   const { layout } = store;
-  const [lanes, claims, delayed, completed, failed, paused] = await Promise.all([
+  const [lanes, claims, delayed, completed, failed, paused, parents] = await Promise.all([
     laneCounts(store),
     store.children(layout.claimsDir),
     countDelayed(store),
     countUnder(store, layout.completedDir),
     countUnder(store, layout.failedDir),
     store.isPaused(),
+    countUnder(store, layout.childrenDir),
   ]);
   const active = claims.length;
   let plain = 0;
@@ -55,7 +56,7 @@ export async function getJobCounts(store: QueueStore, types: JobType[]): Promise
     waiting: paused ? 0 : waiting,
     wait: paused ? 0 : waiting,
     paused: paused ? waiting : 0,
-    'waiting-children': 0,
+    'waiting-children': parents,
     repeat: 0,
   };
   const wanted = types.length
@@ -81,6 +82,8 @@ export async function listJobIds(store: QueueStore, type: JobType, limit: number
     case 'completed':
     case 'failed':
       return take(pointersIn(store, layout.finishedDir(type), 200, asc ? 'sequence' : 'reverse'));
+    case 'waiting-children':
+      return take(pointersIn(store, layout.childrenDir, 200, asc ? 'sequence' : 'reverse'));
     case 'delayed':
       return take(
         (async function* () {

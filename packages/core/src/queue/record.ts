@@ -17,7 +17,22 @@ import type { JobJson, JobProgress, JobsOptions } from './types.js';
 export const MAX_RECORD_BYTES = 512 * 1024;
 
 /** Where the job is, as the record says (active is told by the claim node, not here). */
-export type RecordState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';
+export type RecordState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed' | 'waiting-children';
+
+/**
+ * A child's link to its parent job (flows): the parent's queue (in the same
+ * namespace) and id, and what the child's final failure does to it, BullMQ's
+ * `failParentOnFailure` (fpof), `continueParentOnFailure` (cpof),
+ * `ignoreDependencyOnFailure` (idof), `removeDependencyOnFailure` (rdof).
+ */
+export interface ParentLink {
+  queue: string;
+  id: string;
+  fpof?: boolean;
+  cpof?: boolean;
+  idof?: boolean;
+  rdof?: boolean;
+}
 
 export interface JobRecord extends JobJson {
   /** Format version of the record. */
@@ -31,6 +46,14 @@ export interface JobRecord extends JobJson {
   due?: number;
   /** Log lines (`job.log`), bounded by `keepLogs`. */
   logs?: string[];
+  /** The parent this job is a dependency of (flows). */
+  parentLink?: ParentLink;
+  /** While waiting for its children: the path of its waiting-children pointer. */
+  parked?: string;
+  /** Set when the job's dependency node was made with it (a flow's parent). */
+  hasDeps?: boolean;
+  /** A reason to fail the job at its next claim instead of running it (a child failed with fpof). */
+  deferredFailure?: string;
 }
 
 /** Throws InvalidJobDataError when `value` does not survive a JSON round trip. */

@@ -60,16 +60,31 @@ export class QueueStore {
   /** Ids wanted by the callers waiting for a refill. */
   private idDemand = 0;
   private idRefill: Promise<void> | undefined;
+  /** The stores of the other queues this one's flows reach, sharing its session and containers. */
+  private readonly family: Map<string, QueueStore>;
 
   constructor(
     readonly session: Session,
     readonly queue: string,
+    shared?: { family: Map<string, QueueStore>; containers: Containers },
   ) {
     this.layout = new QueueLayout(queue);
     this.events = new EventSink(session, this.layout);
-    this.containers = new Containers(session, this.layout);
+    // one Containers per session: a transaction spanning queues forgets a removed bucket of any of them
+    this.containers = shared?.containers ?? new Containers(session, this.layout);
     this.executor = new TxExecutor(session, this.layout, this.containers, this.events);
     this.clock = new ServerClock(this);
+    this.family = shared?.family ?? new Map([[queue, this]]);
+  }
+
+  /** The store of queue `queue` on this session (this one for its own name): a flow's other queues. */
+  sibling(queue: string): QueueStore {
+    let store = this.family.get(queue);
+    if (!store) {
+      store = new QueueStore(this.session, queue, { family: this.family, containers: this.containers });
+      this.family.set(queue, store);
+    }
+    return store;
   }
 
   /** Creates the queue's directories once (idempotent; `meta` is written last as the marker). */
@@ -203,6 +218,12 @@ export class QueueStore {
         return { kind: 'ready', bucket: await containers.slot(layout.lane(place.lane)) };
       case 'delayed':
         return { kind: 'delayed', due: place.due, bucket: await containers.slot(layout.delayHour(place.due)) };
+      case 'waiting-children':
+        return {
+          kind: 'waiting-children',
+          bucket: await containers.slot(layout.childrenDir),
+          stamp: Math.floor(Date.now() / 1000),
+        };
       default:
         return { kind: place.kind, bucket: await containers.slot(layout.finishedDir(place.kind)) };
     }

@@ -24,12 +24,14 @@ import {
   type Destination,
   finishOps,
   moveOps,
+  parkedPath,
   reclaimOps,
   releaseOps,
   renewOps,
   revokeOps,
 } from './builders.js';
-import type { ProtocolOp, TxUnit } from './executor.js';
+import type { Built, ProtocolOp, TxUnit } from './executor.js';
+import { joinBuilt, parkShare, type Settlement, settleChildOps } from './flows.js';
 
 /** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
 export const MAX_PROGRESS_BYTES = 64 * 1024;
@@ -331,6 +333,8 @@ export async function reportProgress(store: QueueStore, lease: Lease, o: ClaimOp
 export type Outcome =
   | { kind: 'completed'; returnvalue: unknown; remove: boolean }
   | { kind: 'failed'; reason: string; stacktrace: string[]; remove: boolean }
+  /** A parent waits for its children (moveToWaitingChildren); it is claimed again once they are done. */
+  | { kind: 'waiting-children' }
   | {
       kind: 'retry';
       reason: string;
@@ -403,9 +407,12 @@ function finishUnit(
     round,
     build: async () => {
       let planned = planFinish(f);
+      const { job } = f;
+      const id = job.record.id;
+      let to = planned.to && (await store.destination(planned.to));
       let record: Buffer | undefined;
       try {
-        record = planned.record && encodeRecord(planned.record);
+        record = planned.record && encodeRecord(parkedAt(planned.record, to));
       } catch (error) {
         if (!(error instanceof PayloadTooLargeError) || f.outcome.kind !== 'completed') throw error;
         // the return value does not fit: the job fails with the reason instead of being lost
@@ -413,27 +420,41 @@ function finishUnit(
           ...f,
           outcome: { kind: 'failed', reason: error.message, stacktrace: [], remove: false },
         });
+        to = planned.to && (await store.destination(planned.to));
         record = planned.record && encodeRecord(planned.record);
       }
-      const to = planned.to && (await store.destination(planned.to));
-      const { job } = f;
       const ops = finishOps(
         store.layout,
-        { id: job.record.id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot },
+        { id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot },
         to,
       );
-      const built = { ops, events: [planned.event, ...(planned.also ?? [])], wakes: planned.to?.kind === 'ready' };
+      let built: Built = { ops, events: [planned.event, ...(planned.also ?? [])], wakes: planned.to?.kind === 'ready' };
+      // after the fence (the record at the token): a parent parking writes its dependencies,
+      // a child done for good settles its standing with its parent
+      if (planned.to?.kind === 'waiting-children') built = joinBuilt(built, { ops: await parkShare(store, id) });
+      const settlement = planned.settlement;
+      if (settlement && job.record.parentLink) {
+        built = joinBuilt(built, await settleChildOps(store, job.record, settlement));
+      }
       // only a job added with keepLastIfActive reads its key here, and only when it is done for good
-      return f.outcome.kind === 'retry' ? built : withHandoff(store, job.record, built, handoff);
+      return f.outcome.kind === 'retry' || f.outcome.kind === 'waiting-children'
+        ? built
+        : withHandoff(store, job.record, built, handoff);
     },
   };
+}
+
+/** A record parked in waiting-children names its pointer (not sequential: its path is known now). */
+function parkedAt(record: JobRecord, to: Destination | undefined): JobRecord {
+  return to?.kind === 'waiting-children' ? { ...record, parked: parkedPath(record.id, to) } : record;
 }
 
 /** A place to send a job, before Containers picked its bucket. */
 export type Place =
   | { kind: 'ready'; lane: string }
   | { kind: 'delayed'; due: number }
-  | { kind: 'completed' | 'failed' };
+  | { kind: 'completed' | 'failed' }
+  | { kind: 'waiting-children' };
 
 /** The record, new place and event of a finish (pure, but for the clock). */
 export function planFinish(f: Finish): {
@@ -442,6 +463,8 @@ export function planFinish(f: Finish): {
   event: QueueEventRecord;
   /** Events that follow it (BullMQ's `retries-exhausted` after a final failure). */
   also?: QueueEventRecord[];
+  /** What the job's parent, if any, learns: set when the job is done for good. */
+  settlement?: Settlement;
 } {
   const { record } = f.job;
   const now = Date.now();
@@ -453,11 +476,13 @@ export function planFinish(f: Finish): {
   const attemptsMade = record.attemptsMade + (o.kind === 'retry' && o.skipAttempt ? 0 : 1);
   if (o.kind === 'completed') {
     const event = { event: 'completed', jobId: id, returnvalue: eventValue(o.returnvalue), prev: 'active', ts: now };
-    if (o.remove) return { record: undefined, to: undefined, event };
+    const settlement: Settlement = { kind: 'processed', value: o.returnvalue };
+    if (o.remove) return { record: undefined, to: undefined, event, settlement };
     return {
       record: { ...base, state: 'completed', returnvalue: o.returnvalue, attemptsMade },
       to: { kind: 'completed' },
       event,
+      settlement,
     };
   }
   if (o.kind === 'failed') {
@@ -466,12 +491,24 @@ export function planFinish(f: Finish): {
       attemptsMade >= (record.opts.attempts ?? 1)
         ? [{ event: 'retries-exhausted', jobId: id, attemptsMade, ts: now }]
         : [];
-    if (o.remove) return { record: undefined, to: undefined, event, also };
+    const settlement: Settlement = { kind: 'failed', reason: o.reason };
+    if (o.remove) return { record: undefined, to: undefined, event, also, settlement };
     return {
       record: { ...base, ...failure(record, o), state: 'failed', attemptsMade },
       to: { kind: 'failed' },
       event,
       also,
+      settlement,
+    };
+  }
+  if (o.kind === 'waiting-children') {
+    const parked: JobRecord = { ...record, state: 'waiting-children', hasDeps: true };
+    if (f.logs?.length) parked.logs = base.logs;
+    if (f.progress !== undefined) parked.progress = base.progress;
+    return {
+      record: parked,
+      to: { kind: 'waiting-children' },
+      event: { event: 'waiting-children', jobId: id, prev: 'active', ts: now },
     };
   }
   const retried = { ...base, ...failure(record, o), attemptsMade, finishedOn: undefined };

@@ -8,14 +8,24 @@
  * attempt's token), or a check of it.
  */
 import type { QueueEventRecord } from '../events.js';
-import type { QueueLayout } from '../layout.js';
+import { pad10, type QueueLayout } from '../layout.js';
 import type { ProtocolOp } from './executor.js';
 
 /** Where a job's new pointer goes: a bucket path chosen by Containers, and the kind of pointer. */
 export type Destination =
   | { kind: 'ready'; bucket: string }
   | { kind: 'delayed'; bucket: string; due: number }
-  | { kind: 'completed' | 'failed'; bucket: string };
+  | { kind: 'completed' | 'failed'; bucket: string }
+  | { kind: 'waiting-children'; bucket: string; stamp: number };
+
+/**
+ * The path of a waiting-children pointer `w-<id>-<10 digits>`: not
+ * sequential (the parent's record names it, so it is known before the
+ * write); its number, the second it parked, orders listings as a sequence does.
+ */
+export function parkedPath(id: string, to: { bucket: string; stamp: number }): string {
+  return `${to.bucket}/w-${id}-${pad10(to.stamp)}`;
+}
 
 /** The create of a job's pointer at `to` (role `into`: its bucket may have been removed). */
 export function pointerOp(layout: QueueLayout, id: string, to: Destination): ProtocolOp {
@@ -29,6 +39,8 @@ export function pointerOp(layout: QueueLayout, id: string, to: Destination): Pro
       };
     case 'delayed':
       return { op: 'create', path: `${to.bucket}/${layout.delayedName(to.due, id)}`, role: 'into' };
+    case 'waiting-children':
+      return { op: 'create', path: parkedPath(id, to), role: 'into' };
     default:
       return {
         op: 'create',

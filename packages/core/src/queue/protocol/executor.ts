@@ -13,6 +13,9 @@
  *   builds the unit again; anything else goes to the caller's `onConflict`,
  *   which may offer a unit to try instead (a finish without its vanished
  *   claim), or lets the unit fail with the error.
+ * - **Re-reads.** An op of role `reread` was written at a version read while
+ *   building its unit (a flow parent's dependencies); when it fails, another
+ *   writer went first, and the unit is built again from a fresh read.
  * - **Fences.** Ops of role `fence` (a leader's election check) come first in
  *   every `multi`; a failed fence ends the whole run with FencedError.
  * - **Unknown outcomes.** A `multi` whose reply never came (connection loss,
@@ -47,7 +50,12 @@ export type OpRole =
   /** A create inside a bucketed container that readers may remove: NoNode means build again. */
   | 'into'
   /** The job's claim node: the caller decides (a finish goes on without a vanished claim). */
-  | 'claim';
+  | 'claim'
+  /**
+   * A write at a version its unit read while being built (a flow parent's
+   * dependencies, shared by siblings): on conflict the unit is built again.
+   */
+  | 'reread';
 
 export type ProtocolOp = Op & { role?: OpRole };
 
@@ -102,6 +110,12 @@ export const MAX_OPS = 1000;
 export const TX_BYTE_BUDGET = MULTI_BYTE_LIMIT - MULTI_OVERHEAD_BYTES - 1024;
 /** Times a unit is built again after its container vanished, or sent again after an unknown outcome. */
 const MAX_RETRIES = 8;
+/**
+ * Times a unit is built again after a `reread` op met a newer version: each
+ * conflict means another unit went through, so a sibling among many waits
+ * its turn at most once per sibling.
+ */
+const MAX_REREADS = 1000;
 /** Receipts deleted per multi, and how long deletions wait to be batched, ms. */
 const RECEIPT_BATCH = 500;
 const RECEIPT_FLUSH_MS = 20;
@@ -115,6 +129,13 @@ interface Entry<U extends TxUnit> {
   built?: Built;
   bytes: number;
   retries: number;
+  rereads?: number;
+  /**
+   * Built again after a `reread` conflict: sent in a multi of its own, after
+   * the units before it (one of which may be the sibling it conflicted with
+   * inside the same multi, not applied yet when it failed).
+   */
+  solo?: boolean;
 }
 
 interface Batch<U extends TxUnit> {
@@ -206,6 +227,7 @@ export class TxExecutor {
     let opCount = fence.length;
     let taken = 0;
     for (const entry of queue) {
+      if (entry.solo && entries.length > 0) break;
       if (!entry.built) {
         try {
           entry.built = await entry.unit.build();
@@ -233,6 +255,7 @@ export class TxExecutor {
       bytes += entry.bytes;
       opCount += entry.built.ops.length;
       taken++;
+      if (entry.solo) break;
     }
     if (entries.length === 0) return { taken };
     const ops: ProtocolOp[] = [...fence];
@@ -321,6 +344,12 @@ export class TxExecutor {
       this.containers.forget(op.path.slice(0, op.path.lastIndexOf('/')));
       entry.built = undefined;
       entry.retries++;
+      return [...rest, entry];
+    }
+    if (op.role === 'reread' && (entry.rereads ?? 0) < MAX_REREADS) {
+      entry.built = undefined;
+      entry.rereads = (entry.rereads ?? 0) + 1;
+      entry.solo = true;
       return [...rest, entry];
     }
     const instead = o.onConflict?.(entry.unit, err as ZooKeeperError, op);

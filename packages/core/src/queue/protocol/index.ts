@@ -33,6 +33,7 @@ export * from './attempts.js';
 export * from './builders.js';
 export { Containers } from './containers.js';
 export * from './executor.js';
+export * from './flows.js';
 export * from './limited-claims.js';
 export * from './limits.js';
 export * from './moves.js';

@@ -261,9 +261,11 @@ export function removal(
   r: { id: string; version: number | undefined; pointer: string | undefined },
   events: QueueEventRecord[],
   also: ProtocolOp[] = [],
+  /** The removal releases a parent into waiting in this queue. */
+  wakes = false,
 ): Move {
   const ops = [...removeOps(store.layout, r), ...also];
-  return { id: r.id, build: () => ({ ops, events }) };
+  return { id: r.id, build: () => ({ ops, events, wakes }) };
 }
 
 // ---- promotion (the leader) -------------------------------------------------

@@ -1,0 +1,414 @@
+/**
+ * Flows: parents and their children, in any queues of one namespace.
+ *
+ * A parent's dependencies live in its own queue, at `deps/<shard>/<id>`:
+ * the node's data counts the children still pending, and one entry per
+ * child says where it stands (`u` unprocessed, `p` processed with its
+ * return value, `i` ignored, `f` failed). Every change of a child's standing
+ * writes that node at the version read, in the transaction of the change
+ * itself (the child's finish, its removal, the parent's park), so:
+ *
+ * - the last pending child to finish sees the count reach 0 and releases the
+ *   parent from `waiting-children` in its own finish transaction: nothing is
+ *   left for a crash to lose between "last child done" and "parent ready";
+ * - two siblings finishing at once cannot both see the same count: the
+ *   second write fails and its unit is built again (role `reread`);
+ * - a parent parking itself (moveToWaitingChildren) writes the node too, so
+ *   a child finishing meanwhile either sees it parked or fails and re-reads.
+ *
+ * The parent's record, whose version is its attempt's fencing token, is
+ * written only while the parent is not active: released from
+ * waiting-children, or given a deferred failure while it waits. An active
+ * parent learns of a failed child from the node's `failed` when it parks.
+ */
+import { NoNodeError } from '../../zk/errors.js';
+import { FailedChildrenError, MissingParentError, NoPendingChildrenError } from '../errors.js';
+import type { QueueEventRecord } from '../events.js';
+import { type ChildKey, type DepKind, parseDepEntry } from '../layout.js';
+import { decodeRecord, encodeRecord, type JobRecord, type ParentLink } from '../record.js';
+import type { QueueStore, StoredJob } from '../store.js';
+import { moveOps, parkedPath, pointerOp } from './builders.js';
+import type { Built, ProtocolOp } from './executor.js';
+
+const EMPTY = Buffer.alloc(0);
+
+/** A parent's dependency node: children still pending, and the first child that failed its parent (fpof). */
+export interface DepsNode {
+  pending: number;
+  failed?: string;
+}
+
+/** What a child's final outcome means to its parent. */
+export type Settlement = { kind: 'processed'; value: unknown } | { kind: 'failed'; reason: string };
+
+/** A parent as read for a change of its dependencies. */
+interface ParentRead {
+  store: QueueStore;
+  deps: { node: DepsNode; version: number } | undefined;
+  parent: StoredJob | undefined;
+  /** The child's `u` entry exists: it is still a pending dependency. */
+  pending: boolean;
+}
+
+/** The key BullMQ-style callers name a child by: `<queue>:<id>`. */
+export function childKey(c: ChildKey): string {
+  return `${c.queue}:${c.id}`;
+}
+
+function depsData(node: DepsNode): Buffer {
+  return Buffer.from(JSON.stringify(node));
+}
+
+/** Reads a parent's dependency node, its record and the child's pending entry, in one request. */
+async function readParent(store: QueueStore, link: ChildKey, child?: ChildKey): Promise<ParentRead> {
+  const ps = store.sibling(link.queue);
+  const { layout } = ps;
+  const reads = [
+    { op: 'getData' as const, path: layout.deps(link.id) },
+    { op: 'getData' as const, path: layout.job(link.id) },
+    ...(child ? [{ op: 'getData' as const, path: layout.depEntry(link.id, 'u', child) }] : []),
+  ];
+  const [deps, rec, entry] = await store.session.readMulti(reads);
+  const failedRead = [deps, rec, entry].find((r) => r && !r.ok && !(r.error instanceof NoNodeError));
+  if (failedRead && !failedRead.ok) throw failedRead.error;
+  return {
+    store: ps,
+    deps: deps?.ok ? { node: JSON.parse(deps.data.toString()) as DepsNode, version: deps.stat.version } : undefined,
+    parent: rec?.ok ? { record: decodeRecord(rec.data, layout.job(link.id)), version: rec.stat.version } : undefined,
+    pending: entry?.ok === true,
+  };
+}
+
+/**
+ * Ops and events that belong to another queue than the executing store's:
+ * its events as an explicit event node (when it has listeners), its wake-up
+ * as an explicit rewrite of its `head`.
+ */
+function share(
+  store: QueueStore,
+  target: QueueStore,
+  part: { ops: ProtocolOp[]; events: QueueEventRecord[]; wakes: boolean },
+): Built {
+  if (target === store) return part;
+  const ops = [...part.ops];
+  const ev = target.events.op(part.events);
+  if (ev) ops.push(ev);
+  if (part.wakes) ops.push({ op: 'setData', path: target.layout.head, data: EMPTY });
+  return { ops };
+}
+
+/** Joins built parts into one unit's ops, events and wake-up. */
+export function joinBuilt(...parts: (Built | undefined)[]): Built {
+  const out: Built = { ops: [], events: [] };
+  for (const p of parts) {
+    if (!p) continue;
+    out.ops.push(...p.ops);
+    out.events?.push(...(p.events ?? []));
+    if (p.wakes) out.wakes = true;
+  }
+  return out;
+}
+
+/**
+ * Moves a parent out of waiting-children (its record at the version read):
+ * to waiting, or delayed by its own delay, with a deferred failure to act
+ * on at its next claim when a child failed it.
+ */
+async function releaseParent(ps: QueueStore, parent: StoredJob, deferredFailure?: string) {
+  const r = parent.record;
+  const delay = r.delay ?? 0;
+  const due = delay > 0 ? ps.clock.fromLocal(Date.now() + delay) : 0;
+  const record: JobRecord = { ...r, state: due ? 'delayed' : 'waiting', parked: undefined };
+  if (due) record.due = due;
+  if (deferredFailure) record.deferredFailure = deferredFailure;
+  const to = await ps.destination(due ? { kind: 'delayed', due } : { kind: 'ready', lane: r.lane ?? 'p-0000000000' });
+  const ops = moveOps(
+    ps.layout,
+    { id: r.id, version: parent.version, record: encodeRecord(record), from: r.parked },
+    to,
+  );
+  const ts = Date.now();
+  const events: QueueEventRecord[] = [
+    due
+      ? { event: 'delayed', jobId: r.id, delay: due, ts }
+      : { event: 'waiting', jobId: r.id, prev: 'waiting-children', ts },
+  ];
+  return { ops: ops.map(reread), events, wakes: !due };
+}
+
+function reread(op: ProtocolOp): ProtocolOp {
+  return op.role ? op : { ...op, role: 'reread' };
+}
+
+/**
+ * The ops that record a child's final outcome in its parent's dependencies,
+ * releasing the parent when that was the last pending child (or the child's
+ * failure policy says to go on now), for the child's finish transaction.
+ * None when the child is no longer a pending dependency, or the policy
+ * leaves a failure pending (BullMQ's default: the parent waits). Written at
+ * the versions read, role `reread`: a sibling first makes the unit build again.
+ */
+export async function settleChildOps(store: QueueStore, child: JobRecord, s: Settlement): Promise<Built | undefined> {
+  const link = child.parentLink;
+  if (!link) return undefined;
+  const me: ChildKey = { queue: store.queue, id: child.id };
+  let kind: DepKind | undefined;
+  let data = EMPTY;
+  let go = false; // release the parent whatever is pending
+  let failed: string | undefined;
+  if (s.kind === 'processed') {
+    kind = 'p';
+    data = Buffer.from(JSON.stringify(s.value ?? null));
+  } else if (link.fpof) {
+    kind = 'f';
+    data = Buffer.from(s.reason);
+    // BullMQ's reason names the child by its full key, `<prefix>:<queue>:<id>`
+    failed = `child ${store.session.namespace.replace(/^\//, '')}:${childKey(me)} failed`;
+    go = true;
+  } else if (link.cpof || link.idof) {
+    kind = 'i';
+    data = Buffer.from(s.reason);
+    go = link.cpof === true;
+  } else if (!link.rdof) return undefined; // a plain failure stays pending: the parent waits
+  const read = await readParent(store, link, me);
+  if (!read.deps || !read.pending) return undefined;
+  const ps = read.store;
+  const node: DepsNode = { ...read.deps.node, pending: Math.max(0, read.deps.node.pending - 1) };
+  if (failed && !node.failed) node.failed = failed;
+  const ops: ProtocolOp[] = [
+    { op: 'setData', path: ps.layout.deps(link.id), data: depsData(node), version: read.deps.version, role: 'reread' },
+    { op: 'delete', path: ps.layout.depEntry(link.id, 'u', me), role: 'reread' },
+  ];
+  if (kind) ops.push({ op: 'create', path: ps.layout.depEntry(link.id, kind, me), data });
+  const parent = read.parent;
+  if (parent?.record.state === 'waiting-children' && (go || node.pending === 0)) {
+    return joinBuilt({ ops }, share(store, ps, await releaseParent(ps, parent, failed)));
+  }
+  if (failed && parent && (parent.record.state === 'waiting' || parent.record.state === 'delayed')) {
+    // not running yet: it fails at its claim (an active parent finds `failed` when it parks)
+    const record = encodeRecord({ ...parent.record, deferredFailure: failed });
+    ops.push({ op: 'setData', path: ps.layout.job(link.id), data: record, version: parent.version, role: 'reread' });
+  }
+  return { ops };
+}
+
+/**
+ * The share of a parent parking itself in waiting-children (moveToWaitingChildren):
+ * its dependency node rewritten at the version read, so that a child
+ * finishing meanwhile re-reads and sees it parked. Throws
+ * NoPendingChildrenError when nothing is pending (the parent goes on), and
+ * FailedChildrenError when a child failed it.
+ */
+export async function parkShare(store: QueueStore, id: string): Promise<ProtocolOp[]> {
+  const read = await readParent(store, { queue: store.queue, id });
+  if (read.deps?.node.failed) throw new FailedChildrenError(id, read.deps.node.failed);
+  if (!read.deps || read.deps.node.pending === 0) throw new NoPendingChildrenError(id);
+  return [
+    {
+      op: 'setData',
+      path: store.layout.deps(id),
+      data: depsData(read.deps.node),
+      version: read.deps.version,
+      role: 'reread',
+    },
+  ];
+}
+
+// ---- adding ------------------------------------------------------------------
+
+/** A job of a flow: its queue, record (with `parentLink` for a child) and lane. */
+export interface FlowJob {
+  queue: string;
+  record: JobRecord;
+  lane: string;
+}
+
+/**
+ * The unit that adds a flow, whole, in one transaction: every record and
+ * pointer (a parent with children in the flow parks in waiting-children),
+ * each such parent's dependency node and entries, and for a child of a job
+ * outside the flow, that parent's node counted up at the version read.
+ * Throws MissingParentError when such a parent does not exist.
+ */
+export async function flowUnit(store: QueueStore, jobs: readonly FlowJob[]): Promise<Built> {
+  const inFlow = new Set(jobs.map((j) => childKey({ queue: j.queue, id: j.record.id })));
+  const children = new Map<string, ChildKey[]>();
+  for (const j of jobs) {
+    const link = j.record.parentLink;
+    if (!link) continue;
+    const key = childKey(link);
+    children.set(key, [...(children.get(key) ?? []), { queue: j.queue, id: j.record.id }]);
+  }
+  const parts: Built[] = [];
+  for (const j of jobs) {
+    const js = store.sibling(j.queue);
+    await js.init();
+    const key = childKey({ queue: j.queue, id: j.record.id });
+    const mine = children.get(key);
+    const r = j.record;
+    const place =
+      mine && r.state === 'waiting-children'
+        ? ({ kind: 'waiting-children' } as const)
+        : r.state === 'delayed'
+          ? ({ kind: 'delayed', due: r.due ?? Date.now() } as const)
+          : ({ kind: 'ready', lane: j.lane } as const);
+    const to = await js.destination(place);
+    const record: JobRecord = { ...r, lane: j.lane };
+    if (to.kind === 'waiting-children') record.parked = parkedPath(r.id, to);
+    if (mine) record.hasDeps = true;
+    const ops: ProtocolOp[] = [
+      { op: 'create', path: js.layout.job(r.id), data: encodeRecord(record) },
+      pointerOp(js.layout, r.id, to),
+    ];
+    if (mine) {
+      await js.ensureDir(js.layout.depsShard(r.id));
+      ops.push({ op: 'create', path: js.layout.deps(r.id), data: depsData({ pending: mine.length }) });
+      for (const c of mine) ops.push({ op: 'create', path: js.layout.depEntry(r.id, 'u', c), data: EMPTY });
+    }
+    const ts = Date.now();
+    const second: QueueEventRecord =
+      to.kind === 'waiting-children'
+        ? { event: 'waiting-children', jobId: r.id, ts }
+        : to.kind === 'delayed'
+          ? { event: 'delayed', jobId: r.id, delay: to.due, ts }
+          : { event: 'waiting', jobId: r.id, ts };
+    const events = [{ event: 'added', jobId: r.id, name: r.name, ts }, second];
+    parts.push(share(store, js, { ops, events, wakes: to.kind === 'ready' }));
+  }
+  // children of jobs outside the flow: count them into those parents' nodes
+  for (const [key, kids] of children) {
+    if (inFlow.has(key)) continue;
+    const link = (jobs.find((j) => j.record.parentLink && childKey(j.record.parentLink) === key)?.record.parentLink ??
+      {}) as ParentLink;
+    const read = await readParent(store, link);
+    if (!read.parent) throw new MissingParentError(key);
+    const ps = read.store;
+    await ps.ensureDir(ps.layout.depsShard(link.id));
+    const node: DepsNode = { ...(read.deps?.node ?? { pending: 0 }) };
+    node.pending += kids.length;
+    const path = ps.layout.deps(link.id);
+    const ops: ProtocolOp[] = [
+      read.deps
+        ? { op: 'setData', path, data: depsData(node), version: read.deps.version, role: 'reread' }
+        : { op: 'create', path, data: depsData(node), role: 'reread' },
+      // the parent is still where it was read (a parent released or removed meanwhile is read again)
+      { op: 'check', path: ps.layout.job(link.id), version: read.parent.version, role: 'reread' },
+      ...kids.map((c): ProtocolOp => ({ op: 'create', path: ps.layout.depEntry(link.id, 'u', c), data: EMPTY })),
+    ];
+    parts.push({ ops });
+  }
+  return joinBuilt(...parts);
+}
+
+/** Adds a flow in one transaction (see flowUnit); throws what failed it, nothing written then. */
+export async function addFlow(store: QueueStore, jobs: readonly FlowJob[]): Promise<void> {
+  await store.init();
+  const [result] = await store.executor.run([{ build: () => flowUnit(store, jobs) }]);
+  if (!result?.ok) throw result?.error;
+}
+
+// ---- detaching and removing ----------------------------------------------------
+
+/**
+ * The ops that take a pending child out of its parent's dependencies (it is
+ * removed, or detached by hand), releasing a parent left with nothing
+ * pending. None when it is not a pending dependency. Written at the versions
+ * read (no role: the caller plans again after a conflict).
+ */
+export async function detachOps(store: QueueStore, child: JobRecord): Promise<Built | undefined> {
+  const link = child.parentLink;
+  if (!link) return undefined;
+  const me: ChildKey = { queue: store.queue, id: child.id };
+  const read = await readParent(store, link, me);
+  if (!read.deps || !read.pending) return undefined;
+  const ps = read.store;
+  const node: DepsNode = { ...read.deps.node, pending: Math.max(0, read.deps.node.pending - 1) };
+  const ops: ProtocolOp[] = [
+    { op: 'setData', path: ps.layout.deps(link.id), data: depsData(node), version: read.deps.version },
+    { op: 'delete', path: ps.layout.depEntry(link.id, 'u', me) },
+  ];
+  const parent = read.parent;
+  if (parent?.record.state === 'waiting-children' && node.pending === 0) {
+    const released = await releaseParent(ps, parent);
+    const plain = { ...released, ops: released.ops.map(({ role: _r, ...op }) => op as ProtocolOp) };
+    return joinBuilt({ ops }, share(store, ps, plain));
+  }
+  return { ops };
+}
+
+/** The ops that delete a parent's dependency node and its entries (with the parent); none without one. */
+export async function dropDepsOps(store: QueueStore, id: string): Promise<ProtocolOp[]> {
+  const path = store.layout.deps(id);
+  const names = await store.children(path);
+  const stat = names.length > 0 ? true : await store.session.exists(path);
+  if (!stat) return [];
+  return [...names.map((n): ProtocolOp => ({ op: 'delete', path: `${path}/${n}` })), { op: 'delete', path }];
+}
+
+// ---- reading -----------------------------------------------------------------
+
+/** A parent's dependencies, by standing. */
+export interface Dependencies {
+  processed: { child: ChildKey; value: unknown }[];
+  unprocessed: ChildKey[];
+  ignored: { child: ChildKey; reason: string }[];
+  failed: { child: ChildKey; reason: string }[];
+}
+
+/** The names of a parent's dependency entries (none without a node). */
+async function entries(store: QueueStore, id: string) {
+  const names = await store.children(store.layout.deps(id));
+  return names.flatMap((n) => {
+    const e = parseDepEntry(n);
+    return e ? [{ name: n, ...e }] : [];
+  });
+}
+
+/** Counts of a parent's dependencies by standing. */
+export async function dependencyCounts(
+  store: QueueStore,
+  id: string,
+): Promise<{ processed: number; unprocessed: number; ignored: number; failed: number }> {
+  const counts = { processed: 0, unprocessed: 0, ignored: 0, failed: 0 };
+  const names: Record<DepKind, keyof typeof counts> = { p: 'processed', u: 'unprocessed', i: 'ignored', f: 'failed' };
+  for (const e of await entries(store, id)) counts[names[e.kind]]++;
+  return counts;
+}
+
+/** Dependency entries read at once. */
+const DEPS_READ = 100;
+
+/** A parent's dependencies, with the values of processed children and the reasons of the others. */
+export async function getDependencies(store: QueueStore, id: string): Promise<Dependencies> {
+  const out: Dependencies = { processed: [], unprocessed: [], ignored: [], failed: [] };
+  const list = (await entries(store, id)).sort((a, b) => a.name.localeCompare(b.name));
+  const withData = list.filter((e) => e.kind !== 'u');
+  for (const e of list) if (e.kind === 'u') out.unprocessed.push(e.child);
+  const base = store.layout.deps(id);
+  for (let i = 0; i < withData.length; i += DEPS_READ) {
+    const batch = withData.slice(i, i + DEPS_READ);
+    const replies = await store.session.readMulti(
+      batch.map((e) => ({ op: 'getData' as const, path: `${base}/${e.name}` })),
+    );
+    batch.forEach((e, j) => {
+      const reply = replies[j];
+      if (!reply?.ok) return; // moved meanwhile
+      const text = reply.data.toString();
+      if (e.kind === 'p') out.processed.push({ child: e.child, value: text ? JSON.parse(text) : null });
+      else if (e.kind === 'i') out.ignored.push({ child: e.child, reason: text });
+      else out.failed.push({ child: e.child, reason: text });
+    });
+  }
+  return out;
+}
+
+/** A parent's dependency node, or undefined without one. */
+export async function readDeps(store: QueueStore, id: string): Promise<DepsNode | undefined> {
+  try {
+    const { data } = await store.session.getData(store.layout.deps(id));
+    return JSON.parse(data.toString()) as DepsNode;
+  } catch (err) {
+    if (err instanceof NoNodeError) return undefined;
+    throw err;
+  }
+}
