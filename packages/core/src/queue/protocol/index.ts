@@ -12,6 +12,10 @@
  * 7. `limits.ts`      a queue's global limits: settings, the rate-limit window.
  * 8. `limited-claims.ts`  claims under those limits: slots and the window
  *                     written in the claim transaction itself.
+ * 9. `flows.ts`       parents and children across queues: a parent's
+ *                     dependency node, written at its version by every
+ *                     change of a child's standing, in that change's own
+ *                     transaction; the last child releases the parent.
  *
  * A job is its record `jobs/<shard>/<id>` plus ONE pointer that says where it
  * is: a ready pointer (waiting, or active while a claim exists), a delayed
