@@ -31,7 +31,7 @@ import {
   revokeOps,
 } from './builders.js';
 import type { Built, ProtocolOp, TxUnit } from './executor.js';
-import { joinBuilt, parkShare, type Settlement, settleChildOps } from './flows.js';
+import { dropDepsOps, joinBuilt, parkShare, type Settlement, settleChildOps } from './flows.js';
 
 /** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
 export const MAX_PROGRESS_BYTES = 64 * 1024;
@@ -432,6 +432,8 @@ function finishUnit(
       // after the fence (the record at the token): a parent parking writes its dependencies,
       // a child done for good settles its standing with its parent
       if (planned.to?.kind === 'waiting-children') built = joinBuilt(built, { ops: await parkShare(store, id) });
+      // a parent removed as it finishes takes its dependencies with it
+      if (!planned.record && job.record.hasDeps) built = joinBuilt(built, { ops: await dropDepsOps(store, id, 'reread') });
       const settlement = planned.settlement;
       if (settlement && job.record.parentLink) {
         built = joinBuilt(built, await settleChildOps(store, job.record, settlement));

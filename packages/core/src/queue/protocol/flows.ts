@@ -262,6 +262,8 @@ export async function flowUnit(store: QueueStore, jobs: readonly FlowJob[]): Pro
     ];
     if (mine) {
       await js.ensureDir(js.layout.depsShard(r.id));
+      // a node left by an earlier job of this id (trimmed since): the record's create proves it gone
+      ops.push(...(await dropDepsOps(js, r.id, 'reread')));
       ops.push({ op: 'create', path: js.layout.deps(r.id), data: depsData({ pending: mine.length }) });
       for (const c of mine) ops.push({ op: 'create', path: js.layout.depEntry(r.id, 'u', c), data: EMPTY });
     }
@@ -336,13 +338,57 @@ export async function detachOps(store: QueueStore, child: JobRecord): Promise<Bu
   return { ops };
 }
 
-/** The ops that delete a parent's dependency node and its entries (with the parent); none without one. */
-export async function dropDepsOps(store: QueueStore, id: string): Promise<ProtocolOp[]> {
+/**
+ * The ops that delete a parent's dependency node and its entries (with the
+ * parent); none without one. They fail if a child changed an entry
+ * meanwhile: `reread` for a unit whose build reads again (else the caller
+ * plans again).
+ */
+export async function dropDepsOps(store: QueueStore, id: string, role?: 'reread'): Promise<ProtocolOp[]> {
   const path = store.layout.deps(id);
   const names = await store.children(path);
   const stat = names.length > 0 ? true : await store.session.exists(path);
   if (!stat) return [];
-  return [...names.map((n): ProtocolOp => ({ op: 'delete', path: `${path}/${n}` })), { op: 'delete', path }];
+  const del = (p: string): ProtocolOp => (role ? { op: 'delete', path: p, role } : { op: 'delete', path: p });
+  return [...names.map((n) => del(`${path}/${n}`)), del(path)];
+}
+
+/** Dependency nodes read at once by the sweep. */
+const SWEEP_BATCH = 100;
+
+/**
+ * Deletes the dependency nodes of parents that are gone (retention trimmed
+ * them, or they were removed as they finished): the leader's tidy-up, one
+ * shard at a time. Each deletion proves its parent absent by creating and
+ * deleting the parent's record node in the same transaction, so a parent
+ * added again meanwhile keeps its node. Resolves with the nodes deleted.
+ */
+export async function sweepOrphanDeps(store: QueueStore, fence: () => ProtocolOp[]): Promise<number> {
+  const { layout, session } = store;
+  let swept = 0;
+  for (const shard of await store.children(layout.depsDir)) {
+    const ids = await store.children(`${layout.depsDir}/${shard}`);
+    for (let i = 0; i < ids.length; i += SWEEP_BATCH) {
+      const batch = ids.slice(i, i + SWEEP_BATCH);
+      const replies = await session.readMulti(batch.map((id) => ({ op: 'getData' as const, path: layout.job(id) })));
+      const orphans = batch.filter((_, j) => {
+        const r = replies[j];
+        return r && !r.ok && r.error instanceof NoNodeError;
+      });
+      const units = orphans.map((id) => ({
+        build: async (): Promise<Built> => ({
+          ops: [
+            { op: 'create', path: layout.job(id), data: EMPTY },
+            ...(await dropDepsOps(store, id, 'reread')),
+            { op: 'delete', path: layout.job(id) },
+          ],
+        }),
+      }));
+      const results = await store.executor.run(units, { fence, receipt: false });
+      swept += results.filter((r) => r.ok).length;
+    }
+  }
+  return swept;
 }
 
 // ---- reading -----------------------------------------------------------------

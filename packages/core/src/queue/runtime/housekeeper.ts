@@ -12,7 +12,8 @@
  *   time (at most PROMOTE_POLL_MS), woken early by watches on the delayed
  *   containers. A failed promotion is retried after a pause, for as long as
  *   it leads;
- * - removes receipts left by clients that died before deleting them.
+ * - removes receipts left by clients that died before deleting them, and the
+ *   dependency nodes of parents that retention trimmed.
  * Every write carries the election's fence: a deposed leader's writes fail
  * instead of racing the new one's, so two leaders never act at once.
  */
@@ -25,6 +26,7 @@ import {
   type ProtocolOp,
   promoteDue,
   revokeClaims,
+  sweepOrphanDeps,
   sweepReceipts,
 } from '../protocol/index.js';
 import type { QueueStore } from '../store.js';
@@ -145,6 +147,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     if (!this.leading || performance.now() - this.lastSweep < RECEIPT_SWEEP_MS) return;
     this.lastSweep = performance.now();
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
+    await sweepOrphanDeps(this.store, this.fence);
   }
 
   private async promoteLoop(term: number): Promise<void> {

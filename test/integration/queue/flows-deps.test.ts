@@ -1,0 +1,68 @@
+/**
+ * A parent's dependency node lives and dies with the parent: removed with a
+ * parent removed as it finishes, swept by the leader after retention trimmed
+ * the parent, and never in the way of a new job of the same id.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createZooKeeperBackend } from '@zkq/bullmq';
+import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core';
+import { type Job, withBackend } from 'bullmq';
+import { bullEnv } from '../../helpers/queue.js';
+import { waitFor } from '../../helpers/zk.js';
+
+const { Queue, Worker, FlowProducer } = withBackend(createZooKeeperBackend);
+
+async function rawStore(t: { after: (fn: () => unknown) => void }, env: Awaited<ReturnType<typeof bullEnv>>['env']) {
+  const session = await openSession(env.connection, env.prefix);
+  t.after(() => session.close());
+  return new QueueStore(session, 'q');
+}
+
+const tree = (id: string, opts: Record<string, unknown> = {}) => ({
+  name: 'parent',
+  queueName: 'q',
+  opts: { jobId: id, ...opts },
+  children: [{ name: 'child', queueName: 'q', data: {} }],
+});
+
+test('a parent removed as it completes takes its dependencies; the same flow can be added again', async (t) => {
+  const { env, connection } = await bullEnv(t);
+  const flow = new FlowProducer({ connection });
+  const queue = new Queue('q', { connection });
+  const worker = new Worker('q', async (job: Job) => job.name, { connection });
+  t.after(() => Promise.all([flow.close(), queue.close(), worker.close()]));
+  const store = await rawStore(t, env);
+  await flow.add(tree('p-1', { removeOnComplete: true }));
+  await waitFor(async () => (await queue.getJob('p-1')) === undefined, { timeoutMs: 15_000 });
+  assert.equal(await store.session.exists(store.layout.deps('p-1')), null);
+  await flow.add(tree('p-1', { removeOnComplete: true }));
+  await waitFor(async () => (await queue.getJobCounts('completed')).completed === 2, { timeoutMs: 15_000 });
+});
+
+test('the leader sweeps the dependencies of a trimmed parent; a new parent of that id is not in the way', async (t) => {
+  const { env, connection } = await bullEnv(t);
+  const flow = new FlowProducer({ connection });
+  const queue = new Queue('q', { connection });
+  t.after(() => Promise.all([flow.close(), queue.close()]));
+  const store = await rawStore(t, env);
+  // trimmed parents: record and pointer go, the dependency node stays (retention reads no record)
+  await flow.add(tree('p-2'));
+  await flow.add(tree('p-3'));
+  for (const id of ['p-2', 'p-3']) {
+    const parked = (await store.getJob(id))?.record.parked as string;
+    await store.session.delete(parked);
+    await store.session.delete(store.layout.job(id));
+  }
+  // a new flow reusing p-3 replaces its old node in its own transaction
+  await flow.add(tree('p-3'));
+  assert.deepEqual(await (await queue.getJob('p-3'))?.getDependenciesCount(), {
+    processed: 0,
+    unprocessed: 1,
+    ignored: 0,
+    failed: 0,
+  });
+  assert.equal(await sweepOrphanDeps(store, () => []), 1, 'only the orphan is swept');
+  assert.equal(await store.session.exists(store.layout.deps('p-2')), null);
+  assert.notEqual(await store.session.exists(store.layout.deps('p-3')), null, 'a live parent keeps its node');
+});
