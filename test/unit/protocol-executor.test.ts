@@ -571,3 +571,37 @@ describe('order', () => {
     assert.deepEqual(session.sent.flatMap(unitsIn), ['u0', 'u0', 'u1', 'u2']);
   });
 });
+
+describe('re-reads', () => {
+  test('siblings writing one node at the version they read, in one multi: each goes through, rebuilt from a fresh read', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const node = layout.deps('parent');
+    let version = 0; // what the server holds: a multi is applied whole, or not at all
+    session.respond = (multi) => {
+      let next = version;
+      multi.forEach((op, i) => {
+        if (op.op !== 'setData' || op.path !== node) return;
+        if (op.version !== next) throw atOp(new BadVersionError(node), i);
+        next++;
+      });
+      version = next;
+      return session.applied(multi);
+    };
+    const sibling = (name: string) =>
+      unit(name, () => [setOp(name), { op: 'setData', path: node, data: Buffer.alloc(1), version, role: 'reread' }]);
+    const units = [sibling('a'), sibling('b'), sibling('c')];
+    const results = await executor.run(units);
+    assert.ok(results.every(ok));
+    assert.equal(version, 3);
+    // the first multi held all three and failed at b; then a, then b alone (built anew), then c as
+    // first built (stale: it fails), then c alone, built anew
+    assert.deepEqual(
+      session.sent.map((m) => unitsIn(body(m))),
+      [['a', 'b', 'c'], ['a'], ['b'], ['c'], ['c']],
+    );
+    assert.deepEqual(
+      units.map((u) => u.builds),
+      [1, 2, 2],
+    );
+  });
+});
