@@ -1,15 +1,17 @@
 /**
  * A parent's dependency node lives and dies with the parent: removed with a
  * parent removed as it finishes, swept by the leader after retention trimmed
- * the parent, and never in the way of a new job of the same id.
+ * the parent, and never in the way of a new job of the same id; a child's
+ * settlement survives its worker's session expiry.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core';
+import { Worker as ZkqWorker } from '@zkq/worker';
 import { type Job, withBackend } from 'bullmq';
 import { bullEnv } from '../../helpers/queue.js';
-import { waitFor } from '../../helpers/zk.js';
+import { expire, nextEvent, waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker, FlowProducer } = withBackend(createZooKeeperBackend);
 
@@ -65,4 +67,54 @@ test('the leader sweeps the dependencies of a trimmed parent; a new parent of th
   assert.equal(await sweepOrphanDeps(store, () => []), 1, 'only the orphan is swept');
   assert.equal(await store.session.exists(store.layout.deps('p-2')), null);
   assert.notEqual(await store.session.exists(store.layout.deps('p-3')), null, 'a live parent keeps its node');
+});
+
+test('session expiry while the last child runs: it still settles, and releases its parent once', async (t) => {
+  const { env, connection } = await bullEnv(t);
+  const flow = new FlowProducer({ connection });
+  const queue = new Queue('q', { connection });
+  t.after(() => Promise.all([flow.close(), queue.close()]));
+  const added = await flow.add({
+    name: 'parent',
+    queueName: 'q',
+    children: [{ name: 'child', queueName: 'kids', data: {} }],
+  });
+  let open!: () => void;
+  const release = new Promise<void>((r) => {
+    open = r;
+  });
+  let started!: () => void;
+  const running = new Promise<void>((r) => {
+    started = r;
+  });
+  // the child runs in zkq's own Worker, whose session is at hand
+  const kids = new ZkqWorker(
+    'kids',
+    async () => {
+      started();
+      await release;
+      return 'kid done';
+    },
+    { connection: env.connection, prefix: env.prefix, lockDuration: 60_000 },
+  );
+  t.after(() => kids.close());
+  let parentRuns = 0;
+  const parents = new Worker(
+    'q',
+    async (job: Job) => {
+      parentRuns++;
+      return Object.values(await job.getChildrenValues());
+    },
+    { connection },
+  );
+  t.after(() => parents.close());
+  await running;
+  const session = await kids.client;
+  const renewed = nextEvent(session, 'reconnected');
+  await expire(session);
+  await renewed;
+  open();
+  await waitFor(async () => (await added.job.getState()) === 'completed', { timeoutMs: 20_000 });
+  assert.deepEqual((await queue.getJob(added.job.id as string))?.returnvalue, ['kid done']);
+  assert.equal(parentRuns, 1);
 });
