@@ -62,6 +62,8 @@ function depsData(node: DepsNode): Buffer {
 /** Reads a parent's dependency node, its record and the child's pending entry, in one request. */
 async function readParent(store: QueueStore, link: ChildKey, child?: ChildKey): Promise<ParentRead> {
   const ps = store.sibling(link.queue);
+  // its listeners, followed from now on: a release written from here logs the parent's event there
+  if (ps !== store) await ps.events.start().catch(() => undefined);
   const { layout } = ps;
   const reads = [
     { op: 'getData' as const, path: layout.deps(link.id) },
