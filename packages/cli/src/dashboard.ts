@@ -3,8 +3,9 @@
  * backend, shown by bull-board's `BullMQAdapter` as it is. Where bull-board
  * would ask Redis about itself, a subclass of the adapter answers with
  * ZooKeeper's figures (`mntr`/`srvr`), the queue's leader and its live
- * workers; `<base>/zookeeper.json` gives all of them, linked from the board.
- * Looking creates nothing: no namespace node, no queue, no meta write.
+ * workers; `<base>/zookeeper.json` gives all of them, linked from the board,
+ * and bull-board's messages name ZooKeeper (dashboard-wording.ts). Looking
+ * creates nothing: no namespace node, no queue, no meta write.
  * Used by `zkq dashboard` and mountable in any Express app.
  */
 import { createBullBoard } from '@bull-board/api';
@@ -16,6 +17,7 @@ import { type Queue, withBackend } from 'bullmq';
 import express, { type Router } from 'express';
 import { currentLeader, liveWorkers, type WorkerInfo } from './commands/inspect.js';
 import { NamespaceReader } from './dashboard-namespace.js';
+import { bullBoardUiPath, wordingRouter } from './dashboard-wording.js';
 import { type ZooKeeperServerInfo, zooKeeperInfo } from './zookeeper-info.js';
 
 /** How often the board looks for new and deleted queues. */
@@ -73,8 +75,8 @@ export class ZooKeeperFacts {
 }
 
 /**
- * BullMQAdapter for a queue on ZooKeeper: bull-board's "Redis details" show
- * ZooKeeper's, its workers list is zkq's live workers, and the queue's
+ * BullMQAdapter for a queue on ZooKeeper: bull-board's server panel shows
+ * ZooKeeper's figures, its workers list is zkq's live workers, and the queue's
  * description names its leader, its workers and the server's znode count.
  */
 export class ZooKeeperBullMQAdapter extends BullMQAdapter {
@@ -95,13 +97,13 @@ export class ZooKeeperBullMQAdapter extends BullMQAdapter {
   override async getDatastoreStats(): Promise<Awaited<ReturnType<BullMQAdapter['getDatastoreStats']>>> {
     const info = await this.facts.server();
     if (!info) return null;
-    // bull-board's fields are Redis's: `os` carries where the server is and its znodes,
-    // `blocked` its outstanding requests; no memory (ZooKeeper reports no JVM figures in mntr).
+    // bull-board's fields are Redis's: `os` (shown as "Server") carries where the server is and
+    // its znodes, `blocked` its outstanding requests; no memory (mntr reports no JVM figures).
     return {
       version: `ZooKeeper ${info.version}`,
       mode: info.mode === 'standalone' ? 'standalone' : 'cluster',
       port: Number(info.server.split(':').pop()),
-      os: `${info.mode} at ${info.server}, ${info.znodeCount} znodes, ${info.watchCount ?? '?'} watches`,
+      os: `${info.server}, ${info.znodeCount} znodes, ${info.watchCount ?? '?'} watches`,
       uptime: Math.round((info.uptimeMs ?? 0) / 1000),
       clients: { connected: info.connections, blocked: info.outstandingRequests },
     };
@@ -166,12 +168,14 @@ export async function createZooKeeperDashboard(opts: ZooKeeperDashboardOptions):
   /** The BullMQ Queues of queues that left the board, still closing. */
   const closing = new Set<Promise<void>>();
 
+  const uiBasePath = bullBoardUiPath();
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(basePath === '/' ? '' : basePath);
   const board = createBullBoard({
     queues: [],
     serverAdapter,
     options: {
+      uiBasePath,
       uiConfig: {
         boardTitle: 'zkq',
         miscLinks: [{ text: 'ZooKeeper', url: `${basePath === '/' ? '' : basePath}/zookeeper.json` }],
@@ -236,6 +240,7 @@ export async function createZooKeeperDashboard(opts: ZooKeeperDashboardOptions):
       next(err);
     }
   });
+  router.use(wordingRouter(uiBasePath));
   router.use(serverAdapter.getRouter());
 
   return {
