@@ -2,8 +2,10 @@
 // The functions handed to page.evaluate/waitForFunction run in the page.
 /**
  * `zkq dashboard` in a real headless Chromium: bull-board lists the queue,
- * shows the counts the Queue API gives, and its retry button moves a failed
- * job back to waiting. Writes a screenshot under test/artifacts/.
+ * shows the counts the Queue API gives, its retry button moves a failed
+ * job back to waiting, and its server panel is titled "ZooKeeper details";
+ * pause, resume, promote and remove through the board's API reach the queue.
+ * Writes screenshots under test/artifacts/.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
@@ -63,7 +65,7 @@ test('dashboard shows a queue in Chromium with its counts, and its retry button 
     { timeoutMs: 60_000, intervalMs: 100, what: 'one completed and one failed job' },
   );
   await worker.close();
-  await queue.add('later', { n: 3 }, { delay: 3_600_000 });
+  const later = await queue.add('later', { n: 3 }, { delay: 3_600_000 });
   await queue.add('queued', { n: 4 });
   await queue.add('queued', { n: 5 });
   const expected = await queue.getJobCounts(...SHOWN_STATES);
@@ -96,12 +98,17 @@ test('dashboard shows a queue in Chromium with its counts, and its retry button 
     await page.goto(base, { waitUntil: 'domcontentloaded', timeout: UI_TIMEOUT_MS });
     await page.waitForSelector(`nav a[title="${name}"]`);
     await page.click(`nav a[title="${name}"]`);
-    await page.waitForFunction(
-      (n) => document.querySelector('h1')?.textContent === n && /znodes/.test(document.body.innerText),
+    // (a poll whose four-letter words failed, on a loaded machine, says "figures unavailable"
+    // until the next one: wait for the description, then check the text it had)
+    const described = await page.waitForFunction(
+      (n) => {
+        const text = document.querySelector('p[class*="description"]')?.textContent ?? '';
+        return document.querySelector('h1')?.textContent === n && /znodes$/.test(text) && text;
+      },
       {},
       name,
     );
-    const description = await page.$eval('p[class*="description"]', (p) => p.textContent ?? '');
+    const description = String(await described.jsonValue());
     assert.match(description, /^leader: \S+ · \d+ live workers? · ZooKeeper [\d.]+ standalone, \d+ znodes$/);
 
     // The counts shown are the Queue's.
@@ -155,13 +162,41 @@ test('dashboard shows a queue in Chromium with its counts, and its retry button 
         document.querySelector('a[href$="?status=failed"] span[class*="badge"]')?.textContent?.trim() === '0',
       { timeout: UI_TIMEOUT_MS },
     );
+
+    // The header's server panel names ZooKeeper (bull-board's own title is "Redis details"), and so does the page.
+    // (once the retry's question has gone: a click while a dialog closes is taken as a click outside it)
+    await page.waitForFunction(() => !document.querySelector('[role="dialog"], [role="alertdialog"]'));
+    await page.click('header ul[class*="actions"] > li:first-child > button');
+    await page.waitForSelector('[role="dialog"] ul[class*="redisStats"] li');
+    assert.equal(await page.$eval('[role="dialog"] h2', (h) => h.textContent), 'ZooKeeper details');
+    const rows = await page.$$eval('[role="dialog"] ul[class*="redisStats"] li', (items) =>
+      Object.fromEntries(items.map((li) => [li.children[0]?.textContent, li.children[1]?.textContent])),
+    );
+    assert.match(rows.Version ?? '', /^ZooKeeper \d+\.\d+/);
+    assert.equal(rows.Mode, 'standalone');
+    assert.match(rows.Server ?? '', /^127\.0\.0\.1:\d+, \d+ znodes, \d+ watches$/);
+    assert.match(rows['Outstanding requests'] ?? '', /^\d+$/);
+    assert.doesNotMatch(await page.evaluate(() => document.body.innerText), /Redis/);
+    await page.waitForFunction(() =>
+      document
+        .querySelector('[role="dialog"]')
+        ?.getAnimations({ subtree: true })
+        .every((a) => a.playState !== 'running'),
+    );
+    await screenshot(`${env.namespace}-zookeeper`);
   } catch (err) {
     await screenshot(`${env.namespace}-failure`).catch(() => {});
     throw err;
   }
 
   // ZooKeeper's figures where bull-board shows Redis's, and the JSON route linked from the board.
-  const stats = (await (await fetch(`${base}api/redis/stats`)).json()) as Record<string, any>;
+  const stats = await waitFor(
+    async () => {
+      const r = await fetch(`${base}api/redis/stats`);
+      return r.ok ? ((await r.json()) as Record<string, any>) : undefined;
+    },
+    { what: "the server's figures (a failed four-letter word is asked again after 2 s)" },
+  );
   assert.match(stats.version, /^ZooKeeper \d/);
   assert.equal(stats.mode, 'standalone');
   const zk = (await (await fetch(`${base}zookeeper.json`)).json()) as Record<string, any>;
@@ -171,6 +206,20 @@ test('dashboard shows a queue in Chromium with its counts, and its retry button 
     zk.queues.map((q: { queue: string }) => q.queue),
     [name],
   );
+
+  // The board's other actions reach the queue too, through the API its buttons call.
+  const put = async (path: string) => {
+    const r = await fetch(`${base}api/queues/${name}/${path}`, { method: 'PUT' });
+    assert.ok(r.ok, `${path} answered ${r.status}`);
+  };
+  await put('pause');
+  await waitFor(() => queue.isPaused(), { what: 'the queue paused from the board' });
+  await put('resume');
+  await waitFor(async () => !(await queue.isPaused()), { what: 'the queue resumed from the board' });
+  await put(`${later.id}/promote`);
+  assert.equal(await queue.getJobState(later.id ?? ''), 'waiting');
+  await put(`${later.id}/clean`);
+  assert.equal(await queue.getJob(later.id ?? ''), undefined, 'removed');
 
   dashboard.kill('SIGTERM');
   const r = await within(dashboard.exited, 60_000, 'dashboard exit');

@@ -3,21 +3,24 @@
  * backend, shown by bull-board's `BullMQAdapter` as it is. Where bull-board
  * would ask Redis about itself, a subclass of the adapter answers with
  * ZooKeeper's figures (`mntr`/`srvr`), the queue's leader and its live
- * workers; `<base>/zookeeper.json` gives all of them, linked from the board.
+ * workers; `<base>/zookeeper.json` gives all of them, linked from the board,
+ * and bull-board's messages name ZooKeeper (dashboard-wording.ts). Looking
+ * creates nothing: no namespace node, no queue, no meta write.
  * Used by `zkq dashboard` and mountable in any Express app.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { createZooKeeperBackend, type ZooKeeperConnectionOptions } from '@zkq/bullmq';
-import { DEFAULT_PREFIX, openSession, type Session } from '@zkq/core';
+import { DEFAULT_PREFIX, type Session } from '@zkq/core';
 import { type Queue, withBackend } from 'bullmq';
 import express, { type Router } from 'express';
 import { currentLeader, liveWorkers, type WorkerInfo } from './commands/inspect.js';
-import { queueNamesIn } from './reader.js';
+import { NamespaceReader } from './dashboard-namespace.js';
+import { bullBoardUiPath, wordingRouter } from './dashboard-wording.js';
 import { type ZooKeeperServerInfo, zooKeeperInfo } from './zookeeper-info.js';
 
-/** How often the board looks for new queues when it shows every queue. */
+/** How often the board looks for new and deleted queues. */
 export const DEFAULT_DISCOVERY_MS = 10_000;
 /** How long ZooKeeper's figures are reused between polls (one `mntr` for many queues). */
 const FACTS_TTL_MS = 2000;
@@ -25,13 +28,17 @@ const FACTS_TTL_MS = 2000;
 export interface ZooKeeperDashboardOptions {
   /** As for BullMQ's classes on the ZooKeeper backend; `namespace` defaults to `zkq`. */
   connection: ZooKeeperConnectionOptions;
-  /** The queues to show; default: every queue under the namespace, including ones made later. */
+  /**
+   * The queues to show; default: every queue under the namespace. Only queues
+   * that exist are shown (the board creates none): one made later appears at
+   * the next look, one deleted leaves the board.
+   */
   queues?: string[];
   /** The path the router is mounted at (bull-board's pages link from there). Default `/`. */
   basePath?: string;
   /** No retry, remove, pause...: a board to look at only. */
   readOnly?: boolean;
-  /** How often to look for new queues, ms (only without `queues`). */
+  /** How often to look for new and deleted queues, ms. */
   discoveryMs?: number;
 }
 
@@ -68,8 +75,8 @@ export class ZooKeeperFacts {
 }
 
 /**
- * BullMQAdapter for a queue on ZooKeeper: bull-board's "Redis details" show
- * ZooKeeper's, its workers list is zkq's live workers, and the queue's
+ * BullMQAdapter for a queue on ZooKeeper: bull-board's server panel shows
+ * ZooKeeper's figures, its workers list is zkq's live workers, and the queue's
  * description names its leader, its workers and the server's znode count.
  */
 export class ZooKeeperBullMQAdapter extends BullMQAdapter {
@@ -90,13 +97,13 @@ export class ZooKeeperBullMQAdapter extends BullMQAdapter {
   override async getDatastoreStats(): Promise<Awaited<ReturnType<BullMQAdapter['getDatastoreStats']>>> {
     const info = await this.facts.server();
     if (!info) return null;
-    // bull-board's fields are Redis's: `os` carries where the server is and its znodes,
-    // `blocked` its outstanding requests; no memory (ZooKeeper reports no JVM figures in mntr).
+    // bull-board's fields are Redis's: `os` (shown as "Server") carries where the server is and
+    // its znodes, `blocked` its outstanding requests; no memory (mntr reports no JVM figures).
     return {
       version: `ZooKeeper ${info.version}`,
       mode: info.mode === 'standalone' ? 'standalone' : 'cluster',
       port: Number(info.server.split(':').pop()),
-      os: `${info.mode} at ${info.server}, ${info.znodeCount} znodes, ${info.watchCount ?? '?'} watches`,
+      os: `${info.server}, ${info.znodeCount} znodes, ${info.watchCount ?? '?'} watches`,
       uptime: Math.round((info.uptimeMs ?? 0) / 1000),
       clients: { connected: info.connections, blocked: info.outstandingRequests },
     };
@@ -148,17 +155,27 @@ export async function createZooKeeperDashboard(opts: ZooKeeperDashboardOptions):
   const { namespace, ...connection } = opts.connection;
   const prefix = (namespace ?? DEFAULT_PREFIX).replace(/^\/+/, '') || DEFAULT_PREFIX;
   const basePath = `/${(opts.basePath ?? '/').replace(/^\/+|\/+$/g, '')}`;
-  const session = await openSession(connection, prefix);
-  const facts = new ZooKeeperFacts(connection.connectionString, session);
+  const wanted = opts.queues ? new Set(opts.queues) : undefined;
+  const space = new NamespaceReader(connection, prefix);
+  await space.start();
+  let facts: ZooKeeperFacts | undefined;
+  const factsIn = (session: Session) => {
+    facts ??= new ZooKeeperFacts(connection.connectionString, session);
+    return facts;
+  };
   const { Queue: ZkQueue } = withBackend(createZooKeeperBackend);
   const open = new Map<string, { queue: Queue; adapter: ZooKeeperBullMQAdapter }>();
+  /** The BullMQ Queues of queues that left the board, still closing. */
+  const closing = new Set<Promise<void>>();
 
+  const uiBasePath = bullBoardUiPath();
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(basePath === '/' ? '' : basePath);
   const board = createBullBoard({
     queues: [],
     serverAdapter,
     options: {
+      uiBasePath,
       uiConfig: {
         boardTitle: 'zkq',
         miscLinks: [{ text: 'ZooKeeper', url: `${basePath === '/' ? '' : basePath}/zookeeper.json` }],
@@ -166,46 +183,75 @@ export async function createZooKeeperDashboard(opts: ZooKeeperDashboardOptions):
     },
   });
 
-  const add = (name: string) => {
-    if (open.has(name)) return;
-    const queue = new ZkQueue(name, { connection: { ...connection, namespace: prefix } }) as unknown as Queue;
-    const adapter = new ZooKeeperBullMQAdapter(queue, facts, { readOnlyMode: opts.readOnly ?? false });
+  const add = (name: string, session: Session) => {
+    // skipMetasUpdate: BullMQ's Queue would otherwise write its version into the queue's settings
+    const queue = new ZkQueue(name, {
+      connection: { ...connection, namespace: prefix },
+      skipMetasUpdate: true,
+    }) as unknown as Queue;
+    const adapter = new ZooKeeperBullMQAdapter(queue, factsIn(session), { readOnlyMode: opts.readOnly ?? false });
     open.set(name, { queue, adapter });
     board.addQueue(adapter);
   };
+  const drop = (name: string) => {
+    const shown = open.get(name);
+    if (!shown) return;
+    open.delete(name);
+    board.removeQueue(shown.adapter);
+    const closed = shown.queue.close().catch(() => {});
+    closing.add(closed);
+    void closed.finally(() => closing.delete(closed));
+  };
+  // Only queues that exist get a BullMQ Queue: its backend would create a missing one.
   const discover = async () => {
-    for (const name of await queueNamesIn(session)) add(name);
+    const found = await space.queues();
+    const names = new Set((found?.names ?? []).filter((n) => !wanted || wanted.has(n)));
+    for (const name of [...open.keys()]) if (!names.has(name)) drop(name);
+    if (found) for (const name of names) if (!open.has(name)) add(name, found.session);
   };
 
-  if (opts.queues) for (const name of opts.queues) add(name);
-  else await discover();
-  const timer = opts.queues
-    ? undefined
-    : setInterval(() => void discover().catch(() => {}), opts.discoveryMs ?? DEFAULT_DISCOVERY_MS);
-  timer?.unref();
+  try {
+    await discover();
+  } catch (err) {
+    await space.close();
+    throw err;
+  }
+  // One look at a time: a slow one overlapping the next could drop a queue the next just added.
+  let looking: Promise<void> | undefined;
+  const look = () => {
+    looking ??= discover()
+      .catch(() => {}) // the next look tries again
+      .finally(() => {
+        looking = undefined;
+      });
+  };
+  const timer = setInterval(look, opts.discoveryMs ?? DEFAULT_DISCOVERY_MS);
+  timer.unref();
 
   const router = express.Router();
   router.get('/zookeeper.json', async (_req, res, next) => {
     try {
-      const server = await facts.server();
+      const server = await (facts ? facts.server() : zooKeeperInfo(connection.connectionString));
       const queues = await Promise.all(
-        [...open.keys()].sort().map(async (name) => ({ queue: name, ...(await facts.queue(name)) })),
+        [...open.keys()].sort().map(async (name) => ({ queue: name, ...(await facts?.queue(name)) })),
       );
       res.json({ namespace: prefix, server: server ?? null, queues });
     } catch (err) {
       next(err);
     }
   });
+  router.use(wordingRouter(uiBasePath));
   router.use(serverAdapter.getRouter());
 
   return {
     router,
     queues: () => [...open.keys()].sort(),
     async close() {
-      if (timer) clearInterval(timer);
-      await Promise.allSettled([...open.values()].map(({ queue }) => queue.close()));
+      clearInterval(timer);
+      await looking;
+      await Promise.allSettled([...[...open.values()].map(({ queue }) => queue.close()), ...closing]);
       open.clear();
-      await session.close();
+      await space.close();
     },
   };
 }
