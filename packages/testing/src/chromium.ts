@@ -21,10 +21,22 @@ export class ChromiumNotInstalledError extends Error {
   }
 }
 
-/** The Chromium binary, or undefined when none is installed. */
-export function findChromium(env: NodeJS.ProcessEnv = process.env): string | undefined {
+/** The Chromium binary, or undefined when none is installed (`candidates`: where to look, for tests). */
+export function findChromium(env: NodeJS.ProcessEnv = process.env, candidates = CANDIDATES): string | undefined {
   if (env.CHROMIUM_PATH) return existsSync(env.CHROMIUM_PATH) ? env.CHROMIUM_PATH : undefined;
-  return CANDIDATES.find((c) => existsSync(c));
+  return candidates.find((c) => existsSync(c));
+}
+
+/** Where ensureChromium looks and what it runs; tests point them at a scratch machine. */
+export interface ChromiumSystem {
+  candidates: string[];
+  aptGet: string;
+  isRoot: boolean;
+  env: NodeJS.ProcessEnv;
+}
+
+function thisMachine(): ChromiumSystem {
+  return { candidates: CANDIDATES, aptGet: '/usr/bin/apt-get', isRoot: process.getuid?.() === 0, env: process.env };
 }
 
 /**
@@ -32,24 +44,24 @@ export function findChromium(env: NodeJS.ProcessEnv = process.env): string | und
  * missing, `install` is true (the default), and this process is root with
  * apt-get; otherwise ChromiumNotInstalledError with the command to run.
  */
-export function ensureChromium(options: { install?: boolean } = {}): string {
-  const found = findChromium();
+export function ensureChromium(options: { install?: boolean; system?: Partial<ChromiumSystem> } = {}): string {
+  const sys = { ...thisMachine(), ...options.system };
+  const found = findChromium(sys.env, sys.candidates);
   if (found) return found;
-  if (process.env.CHROMIUM_PATH) {
-    throw new ChromiumNotInstalledError(`CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist`);
+  if (sys.env.CHROMIUM_PATH) {
+    throw new ChromiumNotInstalledError(`CHROMIUM_PATH=${sys.env.CHROMIUM_PATH} does not exist`);
   }
   if (options.install === false) throw new ChromiumNotInstalledError(`Chromium is not installed. Run: ${INSTALL_HINT}`);
-  const root = process.getuid?.() === 0;
-  if (!root || !existsSync('/usr/bin/apt-get')) {
+  if (!sys.isRoot || !existsSync(sys.aptGet)) {
     throw new ChromiumNotInstalledError(
       `Chromium is not installed, and it can be installed here only as root on Debian/Ubuntu. Run: ${INSTALL_HINT}`,
     );
   }
   process.stderr.write('Chromium is not installed: running apt-get update && apt-get install -y chromium\n');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const env = { ...sys.env, DEBIAN_FRONTEND: 'noninteractive' };
   try {
-    execFileSync('apt-get', ['update'], { stdio: ['ignore', 'ignore', 'pipe'], env });
-    execFileSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], {
+    execFileSync(sys.aptGet, ['update'], { stdio: ['ignore', 'ignore', 'pipe'], env });
+    execFileSync(sys.aptGet, ['install', '-y', '--no-install-recommends', 'chromium'], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env,
     });
@@ -57,7 +69,7 @@ export function ensureChromium(options: { install?: boolean } = {}): string {
     const stderr = (err as { stderr?: Buffer }).stderr?.toString().trim();
     throw new ChromiumNotInstalledError(`apt-get could not install chromium (${stderr || err}). Run: ${INSTALL_HINT}`);
   }
-  const installed = findChromium();
+  const installed = findChromium(sys.env, sys.candidates);
   if (!installed)
     throw new ChromiumNotInstalledError(`apt-get installed chromium but no binary was found. Run: ${INSTALL_HINT}`);
   return installed;

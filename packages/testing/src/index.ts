@@ -1,4 +1,4 @@
-export { ChromiumNotInstalledError, ensureChromium, findChromium } from './chromium.js';
+export { ChromiumNotInstalledError, type ChromiumSystem, ensureChromium, findChromium } from './chromium.js';
 export { fourLetterWord } from './four-letter.js';
 export { ensureZooKeeper, findZooKeeperClasspath, ZooKeeperNotInstalledError } from './install.js';
 export { freePort, freePorts } from './ports.js';
