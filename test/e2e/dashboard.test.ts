@@ -103,13 +103,16 @@ test('dashboard shows a queue in Chromium with its counts, and its retry button 
     const described = await page.waitForFunction(
       (n) => {
         const text = document.querySelector('p[class*="description"]')?.textContent ?? '';
-        return document.querySelector('h1')?.textContent === n && /znodes$/.test(text) && text;
+        return document.querySelector('h1')?.textContent === n && /znodes; /.test(text) && text;
       },
       {},
       name,
     );
     const description = String(await described.jsonValue());
-    assert.match(description, /^leader: \S+ · \d+ live workers? · ZooKeeper [\d.]+ standalone, \d+ znodes$/);
+    assert.match(
+      description,
+      /^leader: \S+ · \d+ live workers? · ZooKeeper [\d.]+ standalone, \d+ znodes; 127\.0\.0\.1:\d+ standalone$/,
+    );
 
     // The counts shown are the Queue's.
     await page.waitForFunction(
@@ -174,7 +177,7 @@ test('dashboard shows a queue in Chromium with its counts, and its retry button 
     );
     assert.match(rows.Version ?? '', /^ZooKeeper \d+\.\d+/);
     assert.equal(rows.Mode, 'standalone');
-    assert.match(rows.Server ?? '', /^127\.0\.0\.1:\d+, \d+ znodes, \d+ watches$/);
+    assert.match(rows.Server ?? '', /^127\.0\.0\.1:\d+, \d+ znodes, \d+ watches; 127\.0\.0\.1:\d+ standalone$/);
     assert.match(rows['Outstanding requests'] ?? '', /^\d+$/);
     assert.doesNotMatch(await page.evaluate(() => document.body.innerText), /Redis/);
     await page.waitForFunction(() =>

@@ -51,6 +51,11 @@ export interface ZooKeeperDashboard {
   close(): Promise<void>;
 }
 
+/** The ensemble's members and modes, one line: `127.0.0.1:2181 leader, 127.0.0.1:2182 follower`. */
+export function membersLine(info: ZooKeeperServerInfo): string {
+  return info.members.map((m) => `${m.server} ${m.mode}`).join(', ');
+}
+
 /** What the board shows about ZooKeeper, fetched at most once per FACTS_TTL_MS. */
 export class ZooKeeperFacts {
   private serverInfo: { at: number; value: Promise<ZooKeeperServerInfo | undefined> } | undefined;
@@ -103,7 +108,7 @@ export class ZooKeeperBullMQAdapter extends BullMQAdapter {
       version: `ZooKeeper ${info.version}`,
       mode: info.mode === 'standalone' ? 'standalone' : 'cluster',
       port: Number(info.server.split(':').pop()),
-      os: `${info.server}, ${info.znodeCount} znodes, ${info.watchCount ?? '?'} watches`,
+      os: `${info.server}, ${info.znodeCount} znodes, ${info.watchCount ?? '?'} watches; ${membersLine(info)}`,
       uptime: Math.round((info.uptimeMs ?? 0) / 1000),
       clients: { connected: info.connections, blocked: info.outstandingRequests },
     };
@@ -141,7 +146,7 @@ export class ZooKeeperBullMQAdapter extends BullMQAdapter {
         `leader: ${leader ?? 'none'}`,
         `${n} live worker${n === 1 ? '' : 's'}`,
         server
-          ? `ZooKeeper ${server.version} ${server.mode}, ${server.znodeCount} znodes`
+          ? `ZooKeeper ${server.version} ${server.mode}, ${server.znodeCount} znodes; ${membersLine(server)}`
           : 'ZooKeeper figures unavailable',
       ].join(' · ');
     } catch {

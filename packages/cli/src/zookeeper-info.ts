@@ -1,6 +1,7 @@
 /**
  * What a ZooKeeper server says about itself through its four-letter words
- * (`srvr`, `mntr`): version, mode, uptime, connections, znode count. The
+ * (`srvr`, `mntr`): version, mode, uptime, connections, znode count, and
+ * the mode of every member of the ensemble. The
  * server must allow them (`4lw.commands.whitelist`); one that does not, or
  * cannot be reached, gives `undefined`, never an error, since this only
  * decorates what the dashboard shows.
@@ -27,6 +28,30 @@ export interface ZooKeeperServerInfo {
   maxLatencyMs: number | undefined;
   /** Every `mntr` figure as the server gave it. */
   mntr: Record<string, string>;
+  /** Every server of the connection string and its mode (`unreachable` when it did not answer). */
+  members: EnsembleMember[];
+}
+
+/** A server of the ensemble as the dashboard saw it. */
+export interface EnsembleMember {
+  server: string;
+  /** standalone, leader, follower, observer, or unreachable (down, or four-letter words not allowed). */
+  mode: string;
+}
+
+/** Each server's mode, asked of every server at once (`srvr`). */
+export async function ensembleMembers(connectionString: string): Promise<EnsembleMember[]> {
+  return Promise.all(
+    serversOf(connectionString).map(async ({ host, port }) => {
+      const server = `${host}:${port}`;
+      try {
+        const mode = parseSrvr(await fourLetterWord(host, port, 'srvr')).Mode;
+        return { server, mode: mode ?? 'unreachable' };
+      } catch {
+        return { server, mode: 'unreachable' };
+      }
+    }),
+  );
 }
 
 /** Sends `word` to `host:port` and resolves with the reply (empty when the server refuses the word). */
@@ -86,8 +111,9 @@ const num = (v: string | undefined): number | undefined => {
   return Number.isFinite(n) ? n : undefined;
 };
 
-/** The first server of `connectionString` that answers, or undefined. */
+/** The figures of the first server of `connectionString` that answers, with every member's mode; or undefined. */
 export async function zooKeeperInfo(connectionString: string): Promise<ZooKeeperServerInfo | undefined> {
+  const members = ensembleMembers(connectionString);
   for (const { host, port } of serversOf(connectionString)) {
     try {
       const [mntrText, srvrText] = await Promise.all([
@@ -113,6 +139,7 @@ export async function zooKeeperInfo(connectionString: string): Promise<ZooKeeper
         avgLatencyMs: num(mntr.zk_avg_latency) ?? latency[1],
         maxLatencyMs: num(mntr.zk_max_latency) ?? latency[2],
         mntr,
+        members: await members,
       };
     } catch {
       // unreachable: try the next server
