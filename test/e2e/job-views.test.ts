@@ -1,9 +1,10 @@
-/** What `zkq jobs` and `zkq job` show: `--state wait`, due times, the paused state, live progress. */
+/** What `zkq jobs` and `zkq job` show: `--state wait`, due times, the paused state, live progress, flows. */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { FlowProducer } from '@zkq/producer';
 import { waitFor } from '../helpers/zk.js';
 import { cliEnv, FIXTURES, within, ZkqProcess, zkq, zkqJson } from './cli.js';
 
@@ -84,4 +85,29 @@ test('job shows the live progress of an active job', async (t) => {
   await worker.waitForLine(/"msg":"job completed"/, 60_000);
   worker.kill('SIGTERM');
   assert.equal((await within(worker.exited, 60_000, 'worker exit')).code, 0);
+});
+
+test('stats counts parents waiting for their children; jobs --state waiting-children lists them; job names a parent', async (t) => {
+  const env = await cliEnv(t);
+  const flows = new FlowProducer({ connection: { connectionString: env.zk }, prefix: env.namespace });
+  t.after(() => flows.close());
+  const tree = await flows.add({
+    name: 'parent',
+    queueName: 'fl',
+    children: [{ name: 'child', queueName: 'fl', data: { n: 1 } }],
+  });
+  const child = tree.children?.[0]?.job;
+
+  const counts = (await zkqJson(['stats', 'fl', ...env.global])).counts;
+  assert.equal(counts['waiting-children'], 1);
+  assert.equal(counts.waiting, 1);
+  const listed = await zkqJson(['jobs', 'fl', '--state', 'waiting-children', ...env.global]);
+  assert.deepEqual(
+    listed.map((j: { id: string; state: string }) => [j.id, j.state]),
+    [[tree.job.id, 'waiting-children']],
+  );
+  assert.equal((await zkqJson(['job', 'fl', tree.job.id, ...env.global])).state, 'waiting-children');
+  const shown = await zkq(['job', 'fl', child?.id as string, ...env.global]);
+  assert.match(shown.stdout, new RegExp(`^parent\\s+${env.namespace}:fl:${tree.job.id}$`, 'm'));
+  assert.equal((await zkqJson(['job', 'fl', child?.id as string, ...env.global])).parentKey, child?.parentKey);
 });

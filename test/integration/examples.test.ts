@@ -30,3 +30,10 @@ test('examples/recipes.mjs runs to the end', async () => {
   assert.match(out, /election: leader is node-0/);
   assert.equal((out.match(/barrier: member \d passed/g) ?? []).length, 3);
 });
+
+test('examples/flows.mjs runs to the end', async () => {
+  const out = await runExample('flows.mjs');
+  assert.match(out, /added parent \d+ \(waiting-children\) with 3 children/);
+  assert.match(out, /report: north 200, south 50; 3 returned/);
+  assert.match(out, /dependencies: \{ processed: 4, unprocessed: 0, ignored: 0, failed: 0 \}/);
+});

@@ -37,19 +37,11 @@ type OptionsProblems<Z, B, Gaps extends keyof B, Extras extends keyof Z = never,
 // ---------------------------------------------------------------------------
 // Job options
 
-/** BullMQ job options zkq does not implement (flows, repeat internals). */
-export type JobsOptionsGaps =
-  | 'parent'
-  | 'prevMillis'
-  | 'failParentOnFailure'
-  | 'continueParentOnFailure'
-  | 'ignoreDependencyOnFailure'
-  | 'removeDependencyOnFailure';
+/** BullMQ job options zkq does not implement (repeat internals). */
+export type JobsOptionsGaps = 'prevMillis';
 
 export type DefaultJobOptionsCheck = ExpectNone<OptionsProblems<Zkq.DefaultJobOptions, Bull.DefaultJobOptions, never>>;
-export type BaseJobOptionsCheck = ExpectNone<
-  OptionsProblems<Zkq.BaseJobOptions, Bull.BaseJobOptions, 'parent' | 'prevMillis'>
->;
+export type BaseJobOptionsCheck = ExpectNone<OptionsProblems<Zkq.BaseJobOptions, Bull.BaseJobOptions, 'prevMillis'>>;
 export type JobsOptionsCheck = ExpectNone<OptionsProblems<Zkq.JobsOptions, Bull.JobsOptions, JobsOptionsGaps>>;
 export type BackoffOptionsCheck = [
   ExpectNone<OptionsProblems<Zkq.BackoffOptions, Bull.BackoffOptions, never>>,
@@ -192,18 +184,22 @@ export function waitUntilFinished(queueEvents: ZkqQueueEvents): Promise<EmailRes
 }
 
 expectAssignable<Zkq.JobsOptions>({ attempts: 3, backoff: { type: 'exponential', delay: 1000 }, jobId: 'a' });
+// A flow written for BullMQ's FlowProducer (without deduplication) is one for zkq's.
+expectAssignable<Zkq.FlowJob>({
+  name: 'render',
+  queueName: 'renders',
+  data: { movie: 1 },
+  opts: { parent: { id: '7', queue: 'bull:scenes' }, attempts: 2 },
+  children: [{ name: 'frame', queueName: 'frames', opts: { failParentOnFailure: true }, children: [] }],
+});
 
 // ---------------------------------------------------------------------------
 // Class members. BullMQ members zkq lacks must be listed (and documented);
 // zkq may add members freely, and a listed gap may be implemented later.
 
-/** Job: flows, deduplication, repeat keys, and moving jobs by hand. */
+/** Job: editing children, deduplication, repeat keys, and moving jobs by hand. */
 export type JobMemberGaps =
-  | 'prefix'
-  | 'queueQualifiedName'
   | 'repeatJobKey'
-  | 'parentKey'
-  | 'parent'
   | 'deduplicationId'
   | 'deferredFailure'
   | 'asJSON'
@@ -217,15 +213,8 @@ export type JobMemberGaps =
   | 'moveToFailed'
   | 'moveToWait'
   | 'moveToDelayed'
-  | 'moveToWaitingChildren'
-  | 'isWaitingChildren'
   | 'removeChildDependency'
   | 'removeUnprocessedChildren'
-  | 'getChildrenValues'
-  | 'getIgnoredChildrenFailures'
-  | 'getFailedChildrenValues'
-  | 'getDependencies'
-  | 'getDependenciesCount'
   | 'addJob'
   | 'toFlowEntry'
   | 'removeDeduplicationKey';
@@ -238,7 +227,6 @@ export type QueueMemberGaps =
   | 'toKey'
   | 'backend'
   | 'getBackend'
-  | 'qualifiedName'
   | 'disconnect'
   | 'trace'
   | 'closing'
@@ -264,10 +252,8 @@ export type QueueMemberGaps =
   | 'updateJobProgress'
   | 'addJobLog'
   | 'getJobLogs'
-  // flows
+  // flows: a parent's children are read from its Job
   | 'getDependencies'
-  | 'getWaitingChildren'
-  | 'getWaitingChildrenCount'
   // counters and listings (use getJobCounts / getJobCountByTypes / getJobs)
   | 'getWaitingCount'
   | 'getActiveCount'
@@ -306,8 +292,12 @@ export type WorkerMemberGaps =
   | 'minimumBlockTimeout'
   | 'maximumBlockTimeout';
 
+/** FlowProducer: Redis and backend internals (a flow lives in one namespace; `close` ends the connection). */
+export type FlowProducerMemberGaps = 'toKey' | 'keys' | 'closing' | 'getBackend' | 'disconnect';
+
 export type ClassMemberCheck = ExpectNone<{
   job: Exclude<keyof Bull.Job, keyof Zkq.Job | JobMemberGaps>;
+  flowProducer: Exclude<keyof Bull.FlowProducer, keyof Zkq.FlowProducer | FlowProducerMemberGaps>;
   queue: Exclude<keyof Bull.Queue, keyof Zkq.Queue | QueueMemberGaps>;
   worker: Exclude<keyof Bull.Worker, keyof ZkqWorker.Worker | WorkerMemberGaps>;
 }>;
@@ -319,7 +309,7 @@ type JobPropertyMismatch<BJ, ZJ> = {
 /**
  * Deliberate: zkq types `returnvalue` and `failedReason` as possibly
  * undefined (they are, before the job finishes), and `opts` is zkq's
- * JobsOptions (KeepJobs as one interface, no flow options).
+ * JobsOptions (KeepJobs as one interface).
  */
 export type JobPropertyDifferences = 'returnvalue' | 'failedReason' | 'opts';
 export type JobPropertyCheck = ExpectNone<{

@@ -28,7 +28,16 @@ import { connectionOf, type GlobalArgs, prefixOf } from './context.js';
 import { QueueNotFoundError } from './errors.js';
 
 /** States `zkq jobs` lists (`wait` is BullMQ's name for `waiting`). */
-export const LIST_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed', 'paused'] as const;
+export const LIST_STATES = [
+  'waiting',
+  'active',
+  'delayed',
+  'prioritized',
+  'completed',
+  'failed',
+  'paused',
+  'waiting-children',
+] as const;
 export type ListState = (typeof LIST_STATES)[number];
 
 /** A job as the CLI shows it: the record, its state now, live progress, when it is due. */

@@ -59,6 +59,8 @@ export interface QueueEventsListener {
   completed: [args: { jobId: string; returnvalue: any; prev?: string }, ...Id];
   failed: [args: { jobId: string; failedReason: string; prev?: string }, ...Id];
   delayed: [args: { jobId: string; delay: number }, ...Id];
+  /** A parent waits for its children (flows): added so, or parked by its processor (`prev: 'active'`). */
+  'waiting-children': [args: { jobId: string; prev?: string }, ...Id];
   stalled: [args: { jobId: string }, ...Id];
   removed: [args: { jobId: string; prev: string }, ...Id];
   /** An add was deduplicated: `jobId` is the job kept, `deduplicatedJobId` the one not added. */

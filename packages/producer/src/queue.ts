@@ -11,7 +11,7 @@
 import { EventEmitter } from 'node:events';
 import {
   type AddOutcome,
-  assertJsonFaithful,
+  addFlow,
   type CleanType,
   ClosedError,
   clean,
@@ -36,15 +36,13 @@ import {
   JobStateError,
   type JobsOptions,
   type JobType,
-  laneOf,
   listJobIds,
   type Metrics,
   type MetricsKind,
-  newRecord,
+  NodeExistsError,
   type ObliterateOptions,
   obliterate,
   openSession,
-  PayloadTooLargeError,
   promoteJobs,
   type QueueOptions,
   QueueStore,
@@ -72,6 +70,7 @@ import {
   validateTelemetry,
   validateWindowMs,
 } from '@zkq/core';
+import { buildRecords, type JobToBuild, parentLinkOf, prepareJob } from './job-records.js';
 import { prometheusText } from './prometheus.js';
 
 /** Typed events of a Queue. */
@@ -136,6 +135,11 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     });
   }
 
+  /** `<prefix>:<name>`, BullMQ's qualified name: what `opts.parent.queue` may name this queue by. */
+  get qualifiedName(): string {
+    return `${validatePrefix(this.opts.prefix ?? DEFAULT_PREFIX).slice(1)}:${this.name}`;
+  }
+
   /** Resolves once connected and the queue's nodes exist; rejects with the connection error. */
   async waitUntilReady(): Promise<Session> {
     return (await this.ready).session;
@@ -197,21 +201,29 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
 
   /** Adds jobs (no span: add and addBulk make it). */
   private async addJobs(jobs: BulkJob<DataType, NameType>[]): Promise<Job<DataType, ResultType, NameType>[]> {
-    const prepared = jobs.map((j, i) => this.prepare(j, i));
-    const store = await this.store();
-    const needIds = prepared.filter((p) => !p.opts.jobId).length;
-    const ids = needIds ? await store.nextIds(needIds) : [];
-    // due times are on ZooKeeper's clock: measure its offset first (at most every 30 s)
-    if (prepared.some((p) => (p.opts.delay ?? 0) > 0)) await store.clock.now();
-    const now = Date.now();
-    const entries: EnqueueEntry[] = prepared.map(({ name, data, opts }) => {
-      const id = opts.jobId ?? (ids.shift() as string);
-      const delayed = (opts.delay ?? 0) > 0;
-      const record = newRecord(id, name, data, opts, delayed ? 'delayed' : 'waiting', now);
-      if (delayed) record.due = store.clock.fromLocal(now + (opts.delay as number));
-      return { record, lane: laneOf(opts.priority ?? 0, opts.lifo ?? false) };
+    const prepared = jobs.map((j, i): JobToBuild => {
+      const p = prepareJob(j, this.opts.defaultJobOptions, `jobs[${i}]`);
+      return { ...p, parentLink: parentLinkOf(p.opts) };
     });
+    const store = await this.store();
+    const entries = await buildRecords(store, prepared);
     const added = new Map<string, Job<DataType, ResultType, NameType>>();
+    await this.enqueue(
+      store,
+      entries.filter((e) => !e.record.parentLink),
+      added,
+    );
+    // a child goes on its own, counted into its parent's dependencies in its transaction
+    for (const e of entries) if (e.record.parentLink) await this.addChild(store, e, added);
+    return entries.map((e) => added.get(e.record.id) as Job<DataType, ResultType, NameType>);
+  }
+
+  /** Enqueues jobs without a parent; a custom id that exists answers with the existing job. */
+  private async enqueue(
+    store: QueueStore,
+    entries: EnqueueEntry[],
+    added: Map<string, Job<DataType, ResultType, NameType>>,
+  ): Promise<void> {
     let pending = entries;
     // A job whose id existed may be deleted before it is read (retention, remove): then the
     // id is free again, and that entry is enqueued anew rather than answered with a job not stored.
@@ -239,21 +251,37 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
       );
       pending = vanished;
     }
-    return entries.map((e) => added.get(e.record.id) as Job<DataType, ResultType, NameType>);
   }
 
-  private prepare(job: BulkJob<DataType, NameType>, index: number): { name: string; data: unknown; opts: JobsOptions } {
-    if (!job || typeof job !== 'object')
-      throw new InvalidArgumentError(`jobs[${index}] must be { name, data, opts }`, 'jobs');
-    validateJobName(job.name);
-    validateJobOptions(job.opts);
-    const opts: JobsOptions = { ...this.opts.defaultJobOptions, ...job.opts };
-    assertJsonFaithful(job.data);
-    if (opts.sizeLimit !== undefined) {
-      const bytes = Buffer.byteLength(JSON.stringify(job.data ?? null));
-      if (bytes > opts.sizeLimit) throw new PayloadTooLargeError(bytes, opts.sizeLimit, 'job data');
+  /**
+   * Adds a job with `opts.parent`, counted into the parent's dependencies in
+   * the same transaction; MissingParentError when the parent does not exist.
+   * A custom id that exists answers with the existing job, as without a parent.
+   */
+  private async addChild(
+    store: QueueStore,
+    e: EnqueueEntry,
+    added: Map<string, Job<DataType, ResultType, NameType>>,
+  ): Promise<void> {
+    const { record } = e;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await addFlow(store, [{ queue: this.name, record, lane: e.lane }]);
+        const job = new Job<DataType, ResultType, NameType>(store, record);
+        if (record.state === 'waiting') this.emit('waiting', job);
+        added.set(record.id, job);
+        return;
+      } catch (err) {
+        if (!(err instanceof NodeExistsError && e.custom && err.path === store.layout.job(record.id))) throw err;
+      }
+      this.emit('duplicated', record.id);
+      const stored = await store.getJob(record.id);
+      if (stored) {
+        added.set(record.id, new Job<DataType, ResultType, NameType>(store, stored.record));
+        return;
+      }
+      if (attempt >= ADD_EXISTING_ATTEMPTS) throw new JobNotFoundError(record.id);
     }
-    return { name: job.name, data: job.data, opts };
   }
 
   /** The job with this id, or undefined. */
@@ -313,8 +341,16 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
   async getFailed(start = 0, end = -1) {
     return this.getJobs(['failed'], start, end, false);
   }
+  /** Parents waiting for their children (flows), oldest first. */
+  async getWaitingChildren(start = 0, end = -1) {
+    return this.getJobs(['waiting-children'], start, end, true);
+  }
+  async getWaitingChildrenCount(): Promise<number> {
+    return this.getJobCountByTypes('waiting-children');
+  }
+  /** Jobs yet to run: waiting (or paused), delayed, prioritized, and parents waiting for their children. */
   async count(): Promise<number> {
-    return this.getJobCountByTypes('waiting', 'paused', 'delayed', 'prioritized');
+    return this.getJobCountByTypes('waiting', 'paused', 'delayed', 'prioritized', 'waiting-children');
   }
 
   /** Stops every worker of this queue from claiming new jobs (in-flight jobs finish). */
@@ -403,7 +439,9 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
   /**
    * Removes a job that is not active, wherever it is. Resolves 1 when the job
    * is gone (removed now, or not there), 0 when it is active and was left
-   * alone (BullMQ's codes). `removeChildren` has no effect: zkq has no flows.
+   * alone (BullMQ's codes). A child leaves its parent's dependencies (the
+   * last pending one releases the parent). `removeChildren` has no effect:
+   * a removed parent's children stay and finish on their own.
    */
   async remove(jobId: string, _opts?: { removeChildren?: boolean }): Promise<number> {
     return this.trace(SpanKind.INTERNAL, 'remove', async (span) => {

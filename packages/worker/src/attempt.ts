@@ -12,12 +12,15 @@ import {
   type Finish,
   type FinishResult,
   isRateLimitError,
+  isWaitingChildrenError,
   Job,
   type JobProgress,
+  JobStateError,
   type KeepJobs,
   keepPolicy,
   LostJobError,
   leaseOf,
+  NoPendingChildrenError,
   type Outcome,
   type QueueStore,
   renewLeases,
@@ -57,6 +60,12 @@ export class Attempt {
   private revoked = false;
   /** The processor threw a RateLimitError: the job goes back to waiting, uncounted and unreported. */
   private limited = false;
+  /** Where `job.moveToWaitingChildren()` stands: once parked, the attempt is over and writes nothing more. */
+  private parking: 'no' | 'writing' | 'parked' = 'no';
+  /** A renewal failed while the park was being written: a revocation, unless the park is what moved the record. */
+  private revokedWhileParking = false;
+  /** The park being written, for a processor that ends without awaiting it. */
+  private parkWrite: Promise<boolean> | undefined;
   /** True while the processor runs (what `concurrency` counts). */
   processing = true;
 
@@ -73,6 +82,10 @@ export class Attempt {
     this.job = new Job(store, claimed.record, {
       updateProgress: (p) => this.updateProgress(p),
       log: async (row) => this.logs.push(row),
+      moveToWaitingChildren: () => {
+        if (this.parking !== 'writing') this.parkWrite = this.park(); // a call meanwhile shares the write
+        return this.parkWrite as Promise<boolean>;
+      },
     });
     this.job.token = String(claimed.token);
   }
@@ -85,8 +98,18 @@ export class Attempt {
     return leaseOf(this.claimed, this.progress);
   }
 
+  /** Whether the attempt still holds its claim for renewals (not once it parks the job). */
+  get holdsClaim(): boolean {
+    return this.parking === 'no';
+  }
+
   /** The claim was revoked: abort the processor; its result will be dropped. */
   revoke(): void {
+    if (this.parking === 'parked') return;
+    if (this.parking === 'writing') {
+      this.revokedWhileParking = true;
+      return;
+    }
     this.revoked = true;
     this.abort();
   }
@@ -128,6 +151,35 @@ export class Attempt {
       return;
     }
     this.worker.emit('progress', this.job, progress);
+  }
+
+  /**
+   * Parks the job in waiting-children (the attempt's fenced finish, outcome
+   * `waiting-children`): true once written; false when no child is pending
+   * (the attempt goes on, still holding its claim). FailedChildrenError when
+   * a child failed it; LostJobError when the claim was lost.
+   */
+  private async park(): Promise<boolean> {
+    if (this.parking === 'parked') return true;
+    if (this.revoked) throw new LostJobError(this.job.id);
+    this.parking = 'writing';
+    let result: FinishResult | undefined;
+    try {
+      result = await this.driver.finish({
+        job: this.claimed,
+        outcome: { kind: 'waiting-children' },
+        logs: [...this.logs],
+        progress: this.progress,
+      });
+    } finally {
+      this.parking = result?.ok ? 'parked' : 'no';
+      if (this.parking === 'no' && this.revokedWhileParking) this.revoke();
+      this.revokedWhileParking = false;
+    }
+    if (result.ok) return true;
+    if (result.error instanceof NoPendingChildrenError) return false;
+    if (result.error instanceof LostJobError) this.revoke();
+    throw result.error;
   }
 
   private release(): void {
@@ -175,16 +227,41 @@ export class Attempt {
     try {
       const value = await this.driver.run(this.job, this.controller.signal);
       this.release();
+      await this.parkWrite?.catch(() => false);
+      if (this.parking === 'parked') return this.afterPark(undefined);
       return { kind: 'completed', returnvalue: value ?? null, remove: this.keep('completed') === 'remove' };
     } catch (err) {
       this.release();
       if (this.driver.forced()) return undefined;
+      await this.parkWrite?.catch(() => false);
+      if (this.parking === 'parked') return this.afterPark(err);
+      if (isWaitingChildrenError(err)) {
+        return this.failure(
+          new Error('WaitingChildrenError thrown, but the job was not moved to waiting-children'),
+          false,
+        );
+      }
       if (isRateLimitError(err)) {
         this.limited = true;
         return { kind: 'retry', reason: '', stacktrace: [], due: 0, skipAttempt: true };
       }
       return this.failure(err instanceof Error ? err : new Error(String(err)), false);
     }
+  }
+
+  /**
+   * The processor ended after parking its job: the attempt is over and writes
+   * nothing. Anything but a WaitingChildrenError is reported, as its result
+   * (or error) is dropped.
+   */
+  private afterPark(err: unknown): undefined {
+    if (!isWaitingChildrenError(err)) {
+      const ended = err === undefined ? 'returned' : `threw '${err instanceof Error ? err.message : String(err)}'`;
+      this.worker.emitError(
+        new JobStateError(this.job.id, `moved to waiting-children, then its processor ${ended}: that was dropped`),
+      );
+    }
+    return undefined;
   }
 
   /**

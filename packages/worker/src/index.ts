@@ -1,4 +1,5 @@
 export {
+  FailedChildrenError,
   Job,
   type JobProgress,
   LostJobError,
@@ -10,6 +11,7 @@ export {
   type RateLimiterOptions,
   type Telemetry,
   UnrecoverableError,
+  WaitingChildrenError,
 } from '@zkq/core';
 export { type BackoffStrategy, backoffDelay } from './backoff.js';
 export {

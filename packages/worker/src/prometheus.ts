@@ -26,7 +26,16 @@ import type { Worker } from './worker.js';
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
 /** States of `zkq_queue_depth`. */
-export const DEPTH_STATES = ['waiting', 'prioritized', 'delayed', 'paused', 'active', 'completed', 'failed'] as const;
+export const DEPTH_STATES = [
+  'waiting',
+  'prioritized',
+  'delayed',
+  'paused',
+  'active',
+  'completed',
+  'failed',
+  'waiting-children',
+] as const;
 
 export interface WorkerMetricsOptions {
   /** Where the metrics are registered. Default: prom-client's global registry. */

@@ -221,7 +221,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       this.id,
       this.opts.lockDuration,
       this.opts.lockRenewTime ?? this.opts.lockDuration / 2,
-      () => [...this.attempts.values()].map((a) => a.lease()),
+      () => [...this.attempts.values()].filter((a) => a.holdsClaim).map((a) => a.lease()),
       (id) => this.attempts.get(id)?.revoke(),
       (err) => this.emitError(err as Error),
     );

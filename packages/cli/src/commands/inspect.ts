@@ -71,9 +71,15 @@ function jobRow({ job, state, due }: JobView, showDue: boolean): string[] {
   ];
 }
 
-/** A job as JSON: the job, its state now, live progress, and `due` for a delayed job. */
+/** A job as JSON: the job, its state now, live progress, `due` for a delayed job, `parentKey` for a child. */
 function jobJson({ job, state, progress, due }: JobView): Record<string, unknown> {
-  return { ...job.toJSON(), progress, state, ...(due !== undefined ? { due } : {}) };
+  return {
+    ...job.toJSON(),
+    progress,
+    state,
+    ...(due !== undefined ? { due } : {}),
+    ...(job.parentKey ? { parentKey: job.parentKey } : {}),
+  };
 }
 
 export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
@@ -139,6 +145,7 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
           .example('$0 jobs emails --state failed', 'The 20 most recent failures')
           .example('$0 jobs emails --state delayed', 'Delayed jobs, with when each is due')
+          .example('$0 jobs renders --state waiting-children', 'Parents waiting for their children (flows)')
           .example('$0 jobs emails --state waiting --start 0 --end -1 --json', 'Every waiting job, as JSON'),
       async (argv) => {
         integer(argv.start, '--start', 0);
@@ -192,6 +199,7 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
             ['processed', time(job.processedOn)],
             ['finished', time(job.finishedOn)],
             ['worker', job.processedBy ?? '-'],
+            ...(job.parentKey ? [['parent', job.parentKey] as [string, string]] : []),
             ['progress', brief(progress, 200)],
             ['data', JSON.stringify(job.data)],
             ['options', JSON.stringify(job.opts)],

@@ -35,6 +35,29 @@ export function isRateLimitError(err: unknown): boolean {
   return err instanceof RateLimitError || (err instanceof Error && err.message === RATE_LIMIT_ERROR);
 }
 
+/** The message of BullMQ's WaitingChildrenError, which zkq's Worker also recognizes it by. */
+export const WAITING_CHILDREN_ERROR = 'bullmq:movedToWaitingChildren';
+
+/**
+ * Throw it from a processor after `await job.moveToWaitingChildren()`
+ * resolved true: the job waits in waiting-children and runs again once its
+ * children are done; this attempt ends without a result (BullMQ's
+ * WaitingChildrenError). Thrown without a successful park, it fails the
+ * attempt like any error.
+ */
+export class WaitingChildrenError extends Error {
+  readonly code = 'ZKQ_WAITING_CHILDREN';
+  constructor(message = WAITING_CHILDREN_ERROR) {
+    super(message);
+    this.name = 'WaitingChildrenError';
+  }
+}
+
+/** Whether `err` says the job moved to waiting-children (zkq's or BullMQ's WaitingChildrenError, by name). */
+export function isWaitingChildrenError(err: unknown): boolean {
+  return err instanceof WaitingChildrenError || (err instanceof Error && err.name === 'WaitingChildrenError');
+}
+
 /** A job's serialized record would not fit in a znode (or passes `sizeLimit`); nothing was written. */
 export class PayloadTooLargeError extends InvalidArgumentError {
   override readonly code = 'ZKQ_PAYLOAD_TOO_LARGE';
@@ -109,6 +132,16 @@ export class LayoutVersionError extends ZkqError {
 export class MissingParentError extends ZkqError {
   constructor(readonly parentKey: string) {
     super('ZKQ_MISSING_PARENT', `parent job ${parentKey} does not exist`);
+  }
+}
+
+/** A flow names a custom job id that exists already; a flow is added whole, so nothing was written. */
+export class JobExistsError extends ZkqError {
+  constructor(
+    readonly queue: string,
+    readonly jobId: string,
+  ) {
+    super('ZKQ_JOB_EXISTS', `job ${jobId} exists in queue '${queue}': the flow was not added`);
   }
 }
 

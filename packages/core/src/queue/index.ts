@@ -22,6 +22,15 @@ export {
 } from './events.js';
 export { type AttemptHooks, type FinishedWaiter, Job, jobState } from './job.js';
 export {
+  countJobDependencies,
+  type DependencyKind,
+  type JobDependencies,
+  jobKey,
+  keyPrefix,
+  parentKeys,
+  readJobDependencies,
+} from './job-deps.js';
+export {
   BUCKET_CAPACITY,
   type ChildKey,
   DELAY_DAY_MS,
@@ -50,10 +59,13 @@ export * from './metrics-series.js';
 export {
   MAX_DEDUP_ID_LENGTH,
   MAX_DELAY_MS,
+  PARENT_POLICIES,
+  parentQueueName,
   validateDeduplication,
   validateJobId,
   validateJobName,
   validateJobOptions,
+  validateParent,
 } from './options.js';
 export * from './protocol/index.js';
 export * from './record.js';

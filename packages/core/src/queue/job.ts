@@ -7,14 +7,32 @@
 import { InvalidArgumentError } from '../errors.js';
 import { promoteJob, type RetryJobOptions, removeJob, retryJob } from './control.js';
 import { JobStateError } from './errors.js';
+import {
+  countJobDependencies,
+  type DependencyKind,
+  type JobDependencies,
+  keyPrefix,
+  parentKeys,
+  readJobDependencies,
+} from './job-deps.js';
 import { assertJsonFaithful, type JobRecord } from './record.js';
 import type { QueueStore } from './store.js';
-import type { FinishedStatus, JobJson, JobProgress, JobState, JobsOptions } from './types.js';
+import type {
+  DependenciesOpts,
+  FinishedStatus,
+  JobJson,
+  JobProgress,
+  JobState,
+  JobsOptions,
+  ParentKeys,
+} from './types.js';
 
 /** What a job running in a worker reports through. */
 export interface AttemptHooks {
   updateProgress(progress: JobProgress): Promise<void>;
   log(row: string): Promise<number>;
+  /** Parks the running job until its children are done; false when none is pending. */
+  moveToWaitingChildren(): Promise<boolean>;
 }
 
 /** Anything with a `waitUntilFinished` implementation (QueueEvents). */
@@ -44,6 +62,10 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   token: string | undefined;
   /** The queue this job belongs to. */
   readonly queueName: string;
+  /** The parent's key `<prefix>:<queue>:<id>` when this job is a child (flows). */
+  parentKey: string | undefined;
+  /** The parent's id and queue key, and this child's failure policy, when it is a child. */
+  parent: ParentKeys | undefined;
 
   constructor(
     private readonly store: QueueStore | undefined,
@@ -69,6 +91,20 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
     this.processedOn = record.processedOn;
     this.processedBy = record.processedBy;
     this.token = undefined;
+    const link = record.parentLink;
+    const keys = link && store ? parentKeys(store, link) : undefined;
+    this.parentKey = keys?.parentKey;
+    this.parent = keys?.parent;
+  }
+
+  /** The namespace the job's queue lives in (BullMQ's key prefix). */
+  get prefix(): string {
+    return this.store ? keyPrefix(this.store) : '';
+  }
+
+  /** `<prefix>:<queue>`: what `opts.parent.queue` may name this job's queue by. */
+  get queueQualifiedName(): string {
+    return `${this.prefix}:${this.queueName}`;
   }
 
   private scope(): QueueStore {
@@ -117,6 +153,58 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
     return s === 'waiting' || s === 'prioritized';
   }
 
+  async isWaitingChildren(): Promise<boolean> {
+    return (await this.getState()) === 'waiting-children';
+  }
+
+  // ---- flows: this job as a parent ------------------------------------------
+
+  /**
+   * Parks the running job in waiting-children until the children it has
+   * pending are done (children added meanwhile with `opts.parent` count);
+   * then it is claimed again. Resolves true when parked: throw
+   * `new WaitingChildrenError()` next, the attempt ends without a result.
+   * Resolves false when no child is pending (the attempt goes on); throws
+   * FailedChildrenError when a child failed it (failParentOnFailure). Only
+   * inside the processor of an inline (not threaded) worker; a `token`, if
+   * given, must be the attempt's.
+   */
+  async moveToWaitingChildren(token?: string): Promise<boolean> {
+    if (!this.hooks)
+      throw new JobStateError(this.id, 'only the worker running the job can move it to waiting-children');
+    if (token !== undefined && token !== this.token) {
+      throw new JobStateError(this.id, `token ${token} is not the running attempt's`);
+    }
+    return this.hooks.moveToWaitingChildren();
+  }
+
+  /** The processed children's return values, by child key `<prefix>:<queue>:<id>`. */
+  async getChildrenValues<CT = any>(): Promise<Record<string, CT>> {
+    return (await readJobDependencies(this.scope(), this.id)).processed as Record<string, CT>;
+  }
+
+  /** The failure reasons of children whose failure was ignored (ignoreDependencyOnFailure), by child key. */
+  async getIgnoredChildrenFailures(): Promise<Record<string, string>> {
+    return (await readJobDependencies(this.scope(), this.id)).ignored ?? {};
+  }
+
+  /** @deprecated BullMQ's old name of getIgnoredChildrenFailures. */
+  getFailedChildrenValues(): Promise<Record<string, string>> {
+    return this.getIgnoredChildrenFailures();
+  }
+
+  /** The children by standing; with `opts`, pages of the lists named (cursor: an offset; next cursor 0 at the end). */
+  getDependencies(opts?: DependenciesOpts): Promise<JobDependencies> {
+    return readJobDependencies(this.scope(), this.id, opts);
+  }
+
+  /** How many children stand where, for the kinds named (all when none is). */
+  getDependenciesCount(
+    opts?: Partial<Record<DependencyKind, boolean>>,
+  ): Promise<Partial<Record<DependencyKind, number>>> {
+    return countJobDependencies(this.scope(), this.id, opts);
+  }
+
   /**
    * Resolves with the return value once the job completes, rejects with its
    * failure reason once it fails (BullMQ's signature: pass a QueueEvents).
@@ -133,7 +221,9 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
 
   /**
    * Removes the job from the queue, wherever it is; throws JobStateError
-   * while it is active. `removeChildren` has no effect (zkq has no flows).
+   * while it is active. A child leaves its parent's dependencies (the last
+   * pending one releases the parent). `removeChildren` has no effect: a
+   * removed parent's children stay, and finish on their own.
    */
   async remove(_opts?: { removeChildren?: boolean }): Promise<void> {
     await removeJob(this.scope(), this.id);

@@ -61,7 +61,16 @@ export async function getJobCounts(store: QueueStore, types: JobType[]): Promise
   };
   const wanted = types.length
     ? types
-    : (['active', 'completed', 'failed', 'delayed', 'prioritized', 'waiting', 'paused'] as JobType[]);
+    : ([
+        'active',
+        'completed',
+        'failed',
+        'delayed',
+        'prioritized',
+        'waiting',
+        'paused',
+        'waiting-children',
+      ] as JobType[]);
   return Object.fromEntries(wanted.map((t) => [t, all[t] ?? 0]));
 }
 

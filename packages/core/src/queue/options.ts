@@ -1,7 +1,7 @@
 /** Validation of job options at the public entry (Queue.add/addBulk), once. */
 import { InvalidArgumentError } from '../errors.js';
-import { MAX_PRIORITY, validateCustomJobId } from './layout.js';
-import type { BackoffOptions, DeduplicationOptions, JobsOptions, KeepJobs } from './types.js';
+import { MAX_PRIORITY, validateCustomJobId, validateQueueName } from './layout.js';
+import type { BackoffOptions, DeduplicationOptions, JobsOptions, KeepJobs, ParentOptions } from './types.js';
 
 function fail(message: string, argument: string): never {
   throw new InvalidArgumentError(message, argument);
@@ -68,6 +68,40 @@ export function validateDeduplication(d: unknown, name = 'opts.deduplication'): 
   }
 }
 
+/** A child's failure policies (BullMQ's): at most one may be set. */
+export const PARENT_POLICIES = [
+  'failParentOnFailure',
+  'continueParentOnFailure',
+  'ignoreDependencyOnFailure',
+  'removeDependencyOnFailure',
+] as const;
+
+/** The queue name of a parent's `queue`: a name, or BullMQ's qualified `<prefix>:<queue>` (prefixes have no ':'). */
+export function parentQueueName(queue: string): string {
+  return queue.slice(queue.lastIndexOf(':') + 1);
+}
+
+/** Throws InvalidArgumentError unless `p` is a usable `opts.parent` ({ id, queue }). */
+export function validateParent(p: unknown, name = 'opts.parent'): asserts p is ParentOptions {
+  if (typeof p !== 'object' || p === null || Array.isArray(p)) fail(`${name} must be { id, queue }`, name);
+  const o = p as ParentOptions;
+  validateJobId(o.id, `${name}.id`);
+  if (typeof o.queue !== 'string') fail(`${name}.queue must be a queue name (or <prefix>:<queue>)`, `${name}.queue`);
+  try {
+    validateQueueName(parentQueueName(o.queue));
+  } catch (err) {
+    fail(`${name}.queue: ${(err as Error).message}`, `${name}.queue`);
+  }
+}
+
+function policies(o: JobsOptions): void {
+  const set = PARENT_POLICIES.filter((k) => {
+    if (o[k] !== undefined && typeof o[k] !== 'boolean') fail(`opts.${k} must be a boolean`, `opts.${k}`);
+    return o[k] === true;
+  });
+  if (set.length > 1) fail(`opts.${set.join(' and opts.')} cannot be combined`, `opts.${set[1]}`);
+}
+
 /** Throws InvalidArgumentError for the first invalid option. */
 export function validateJobOptions(opts: unknown): asserts opts is JobsOptions {
   if (opts === undefined) return;
@@ -75,6 +109,12 @@ export function validateJobOptions(opts: unknown): asserts opts is JobsOptions {
   const o = opts as JobsOptions;
   if (o.jobId !== undefined) validateCustomJobId(o.jobId);
   if (o.deduplication !== undefined) validateDeduplication(o.deduplication);
+  if (o.parent !== undefined) {
+    validateParent(o.parent);
+    if (o.deduplication !== undefined)
+      fail('opts.deduplication cannot be combined with opts.parent', 'opts.deduplication');
+  }
+  policies(o);
   nonNegative(o.delay, 'opts.delay');
   if (typeof o.delay === 'number' && o.delay > MAX_DELAY_MS) {
     fail(`opts.delay must be at most ${MAX_DELAY_MS} ms (100 years)`, 'opts.delay');

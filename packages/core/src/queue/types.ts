@@ -88,9 +88,17 @@ export interface DeduplicationOptions {
   keepLastIfActive?: boolean;
 }
 
+/** The parent a job is added as a child of (flows): its id and its queue's name, or BullMQ's `<prefix>:<queue>`. */
+export interface ParentOptions {
+  id: string;
+  queue: string;
+}
+
 export interface BaseJobOptions extends DefaultJobOptions {
   /** Custom job id: an existing id makes `add` return the existing job. */
   jobId?: string;
+  /** Add the job as a child of this existing job, which waits for it (flows; see FlowProducer). */
+  parent?: ParentOptions;
   /** Accepted for compatibility; zkq has no repeatable jobs yet. */
   repeatJobKey?: string;
 }
@@ -105,6 +113,14 @@ export interface CompressableJobOptions {
    * worker's `process` span. `omitContext: true` keeps the job out of the trace.
    */
   telemetry?: { metadata?: string; omitContext?: boolean };
+  /** A child's final failure fails its parent (the parent fails at its next claim). */
+  failParentOnFailure?: boolean;
+  /** A child's final failure lets the parent run now, whatever is still pending. */
+  continueParentOnFailure?: boolean;
+  /** A child's final failure counts as done for its parent, its reason kept (`getIgnoredChildrenFailures`). */
+  ignoreDependencyOnFailure?: boolean;
+  /** A child's final failure takes it out of its parent's dependencies. */
+  removeDependencyOnFailure?: boolean;
 }
 
 export type JobsOptions = BaseJobOptions & CompressableJobOptions;
@@ -129,6 +145,33 @@ export interface QueueOptions extends QueueBaseOptions {
   defaultJobOptions?: DefaultJobOptions;
   /** BullMQ's Telemetry (e.g. bullmq-otel): spans for add and queue operations. */
   telemetry?: Telemetry;
+}
+
+/**
+ * A child's parent as BullMQ names it: the parent's id, its queue's key
+ * `<prefix>:<queue>`, and the child's failure policy (fpof, rdof, idof, cpof).
+ */
+export interface ParentKeys {
+  id: string;
+  queueKey: string;
+  fpof?: boolean;
+  rdof?: boolean;
+  idof?: boolean;
+  cpof?: boolean;
+}
+
+/** A page of one list of dependencies: from offset `cursor`, `count` entries (default 20). */
+export interface DependencyOpts {
+  cursor?: number;
+  count?: number;
+}
+
+/** Which lists `job.getDependencies` reads, a page each (all, whole, when none is named). */
+export interface DependenciesOpts {
+  processed?: DependencyOpts;
+  unprocessed?: DependencyOpts;
+  ignored?: DependencyOpts;
+  failed?: DependencyOpts;
 }
 
 /** What a job looks like serialized (BullMQ's JobJson, simplified). */
