@@ -15,8 +15,11 @@
  *   finished (by the record's finishedOn; all clocks are one machine's);
  * - a job found in a queue comes from exactly one enqueue;
  * - for the FIFO queues (one worker, concurrency 1, no faults): start order
- *   equals enqueue order within each priority.
+ *   equals enqueue order within each priority;
+ * - flows: see flow-checker.ts (a flow's parent left in waiting-children is
+ *   judged there, not as unfinished).
  */
+import { checkFlows, emptyFlowStats, type FlowStats, type FlowViolationKind, flowParents } from './flow-checker.js';
 import type { EnqueueEvent, FaultKind, FinalJob, SoakHistory, SoakResult, WorkerEvent } from './history.js';
 
 export type ViolationKind =
@@ -32,7 +35,8 @@ export type ViolationKind =
   | 'stale-result-recorded'
   | 'run-after-finish'
   | 'duplicate-job'
-  | 'fifo-order';
+  | 'fifo-order'
+  | FlowViolationKind;
 
 export interface Violation {
   kind: ViolationKind;
@@ -58,6 +62,7 @@ export interface SoakStats {
   readds: number;
   runsAfterFinish: number;
   faults: Record<FaultKind, number>;
+  flows: FlowStats;
 }
 
 export interface CheckReport {
@@ -122,25 +127,41 @@ export function checkHistory(h: SoakHistory): CheckReport {
     }
   }
   checkOrigins(h, add, stats);
+  const parents = flowParents(h.flows);
   for (const f of h.finals) {
     if (f.state === 'unknown') continue;
     const r = runs.get(key(f.q, f.id)) ?? { starts: [], ends: [], acks: [] };
-    checkJob(f, r, enqueued.get(key(f.q, f.id)), h.endedAt, add);
+    const waits = f.state === 'waiting-children' && parents.has(key(f.q, f.id));
+    checkJob(f, r, enqueued.get(key(f.q, f.id)), h.endedAt, add, waits);
     if (f.state === 'completed') stats.completed++;
     if (f.state === 'failed') stats.failed++;
     if (f.state === 'failed' && /stalled/.test(f.failedReason ?? '')) stats.failedByStallLimit++;
   }
   for (const q of h.fifoQueues) checkFifo(h, q, add);
+  const none: JobRuns = { starts: [], ends: [], acks: [] };
+  const ctx = {
+    final: (q: string, id: string) => finals.get(key(q, id)),
+    runs: (q: string, id: string) => runs.get(key(q, id)) ?? none,
+    add,
+  };
+  checkFlows(h.flows, ctx, stats.flows);
   stats.runsAfterFinish = violations.filter((v) => v.kind === 'run-after-finish').length;
   return { stats, violations };
 }
 
 type Add = (kind: ViolationKind, q: string, job: string, detail: string) => void;
 
-function checkJob(f: FinalJob, r: JobRuns, e: EnqueueEvent | undefined, endedAt: number | undefined, add: Add): void {
+function checkJob(
+  f: FinalJob,
+  r: JobRuns,
+  e: EnqueueEvent | undefined,
+  endedAt: number | undefined,
+  add: Add,
+  waitsForChildren: boolean,
+): void {
   const { q, id } = f;
   const enqueuedHash = e?.hash;
-  if (!FINAL.has(f.state)) {
+  if (!FINAL.has(f.state) && !waitsForChildren) {
     const due =
       e && endedAt !== undefined ? `, due ${((endedAt - e.ts - e.delay) / 1000).toFixed(1)} s before the end` : '';
     const opts = e ? `delay ${e.delay} ms, ${e.attempts} attempt(s)${due}; ` : '';
@@ -148,7 +169,7 @@ function checkJob(f: FinalJob, r: JobRuns, e: EnqueueEvent | undefined, endedAt:
     add('not-finished', q, id, `left ${f.state} (${opts}${seen})`);
   }
   if (f.state === 'failed' && !f.failedReason) add('failed-without-reason', q, id, 'failed with no failedReason');
-  if (FINAL.has(f.state) && f.listed && (f.listed.length !== 1 || f.listed[0] !== f.state)) {
+  if ((FINAL.has(f.state) || waitsForChildren) && f.listed && (f.listed.length !== 1 || f.listed[0] !== f.state)) {
     add('listing-mismatch', q, id, `${f.state}, but listed as [${f.listed.join(', ')}]`);
   }
   if (enqueuedHash && f.hash && f.hash !== enqueuedHash) {
@@ -321,5 +342,6 @@ function countEvents(h: SoakHistory): SoakStats {
     readds: h.readds.length,
     runsAfterFinish: 0,
     faults,
+    flows: emptyFlowStats(),
   };
 }
