@@ -19,6 +19,7 @@
  * - flows: see flow-checker.ts (a flow's parent left in waiting-children is
  *   judged there, not as unfinished).
  */
+import { checkFifo } from './fifo-checker.js';
 import { checkFlows, emptyFlowStats, type FlowStats, type FlowViolationKind, flowParents } from './flow-checker.js';
 import type { EnqueueEvent, FaultKind, FinalJob, SoakHistory, SoakResult, WorkerEvent } from './history.js';
 
@@ -65,9 +66,17 @@ export interface SoakStats {
   flows: FlowStats;
 }
 
+/** Something allowed worth naming: a parent left waiting by a child's plain failure. */
+export interface Note {
+  q: string;
+  job: string;
+  detail: string;
+}
+
 export interface CheckReport {
   stats: SoakStats;
   violations: Violation[];
+  notes: Note[];
 }
 
 type Start = Extract<WorkerEvent, { k: 'start' }>;
@@ -113,6 +122,7 @@ function runsByJob(events: WorkerEvent[]): Map<string, JobRuns> {
 /** Checks a whole soak history. Deterministic: the same history gives the same report. */
 export function checkHistory(h: SoakHistory): CheckReport {
   const violations: Violation[] = [];
+  const notes: Note[] = [];
   const add = (kind: ViolationKind, q: string, job: string, detail: string) =>
     violations.push({ kind, q, job, detail });
   const runs = runsByJob(h.workers);
@@ -137,16 +147,17 @@ export function checkHistory(h: SoakHistory): CheckReport {
     if (f.state === 'failed') stats.failed++;
     if (f.state === 'failed' && /stalled/.test(f.failedReason ?? '')) stats.failedByStallLimit++;
   }
-  for (const q of h.fifoQueues) checkFifo(h, q, add);
+  for (const q of h.fifoQueues) checkFifo(h, q, (job, detail) => add('fifo-order', q, job, detail));
   const none: JobRuns = { starts: [], ends: [], acks: [] };
   const ctx = {
     final: (q: string, id: string) => finals.get(key(q, id)),
     runs: (q: string, id: string) => runs.get(key(q, id)) ?? none,
     add,
+    note: (q: string, job: string, detail: string) => notes.push({ q, job, detail }),
   };
   checkFlows(h.flows, ctx, stats.flows);
   stats.runsAfterFinish = violations.filter((v) => v.kind === 'run-after-finish').length;
-  return { stats, violations };
+  return { stats, violations, notes };
 }
 
 type Add = (kind: ViolationKind, q: string, job: string, detail: string) => void;
@@ -272,44 +283,6 @@ function checkOrigins(h: SoakHistory, add: Add, stats: SoakStats): void {
     } else {
       add('duplicate-job', f.q, f.id, `job ${f.id} (enqueue #${seq}) was never enqueued`);
     }
-  }
-}
-
-/** Within a lane, the single consumer starts jobs in the order their enqueues were acknowledged. */
-function checkFifo(h: SoakHistory, q: string, add: Add): void {
-  const laneOf = new Map<string, number>();
-  const order = new Map<string, number>();
-  for (const e of h.enqueues) {
-    if (e.q !== q || order.has(e.id)) continue;
-    order.set(e.id, order.size);
-    laneOf.set(e.id, e.priority);
-  }
-  const started: string[] = [];
-  const seen = new Set<string>();
-  for (const e of h.workers) {
-    if (e.k !== 'start' || e.q !== q || seen.has(e.j) || !order.has(e.j)) continue;
-    seen.add(e.j);
-    started.push(e.j);
-  }
-  // Per lane: a job overtook every earlier-enqueued job that started after it.
-  const pendingByLane = new Map<number, string[]>();
-  for (const id of [...seen].sort((a, b) => (order.get(a) as number) - (order.get(b) as number))) {
-    const lane = laneOf.get(id) as number;
-    pendingByLane.set(lane, [...(pendingByLane.get(lane) ?? []), id]);
-  }
-  const next = new Map<number, number>();
-  const done = new Set<string>();
-  for (const id of started) {
-    const lane = laneOf.get(id) as number;
-    const pending = pendingByLane.get(lane) as string[];
-    let i = next.get(lane) ?? 0;
-    while (i < pending.length && done.has(pending[i] as string)) i++;
-    next.set(lane, i);
-    const expected = pending[i];
-    if (expected !== undefined && expected !== id) {
-      add('fifo-order', q, id, `priority ${lane}: started before job ${expected}, which was enqueued earlier`);
-    }
-    done.add(id);
   }
 }
 

@@ -49,6 +49,8 @@ export interface FlowContext {
   final(q: string, id: string): FinalJob | undefined;
   runs(q: string, id: string): { starts: Start[]; ends: End[] };
   add(kind: FlowViolationKind, q: string, job: string, detail: string): void;
+  /** Names an allowed outcome in the report. */
+  note(q: string, job: string, detail: string): void;
 }
 
 /** Where a child stands at the end, as its parent sees it. */
@@ -241,8 +243,11 @@ function checkOutcome(
     }
   }
   if (parent.state !== 'waiting-children' || kids.some((k) => k.s === 'unfinished')) return;
-  if (kids.some((k) => k.s === 'failed')) {
+  const plain = kids.filter((k) => k.s === 'failed');
+  if (plain.length > 0) {
     stats.parentsWaitingOnFailedChild++;
+    const why = plain.map((k) => `${k.key} ('${k.f?.failedReason}')`).join(', ');
+    ctx.note(q, id, `left waiting-children (allowed): ${why} failed with BullMQ's default policy`);
     return;
   }
   const last = Math.max(...kids.map((k) => k.f?.finishedOn ?? 0));

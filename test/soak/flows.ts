@@ -44,6 +44,8 @@ export interface FlowFeederOptions {
   rng: Rng;
   log: NdjsonLog;
   history: Pick<SoakHistory, 'enqueues' | 'unacked' | 'flows'>;
+  /** Flows added per second, on average. */
+  perSecond: number;
   /** The producer's sequence: flow jobs share its `j<seq>` names. */
   nextSeq(): number;
 }
@@ -57,11 +59,12 @@ export class FlowFeeder {
     this.producer.on('error', () => undefined);
   }
 
-  /** Adds a flow every 0.3-1.5 s until `stop()` is true. */
+  /** Adds a flow at a time, about `perSecond` a second, until `stop()` is true. */
   async run(stop: () => boolean): Promise<void> {
+    const mean = 1000 / this.o.perSecond;
     while (!stop()) {
       await this.add();
-      await sleep(this.o.rng.int(300, 1500));
+      await sleep(this.o.rng.int(Math.round(mean / 3), Math.round((mean * 5) / 3)));
     }
   }
 
@@ -96,6 +99,7 @@ export class FlowFeeder {
     const parent = this.node(queue, seq, seq, { parent: true });
     parent.opts.attempts = rng.pick([1, 2]);
     if (rng.chance(0.2)) parent.opts.delay = rng.int(50, 1000);
+    if (rng.chance(0.2)) parent.opts.priority = rng.pick([1, 5]);
     const kids = Array.from({ length: rng.int(2, 5) }, () => this.child(seq));
     const flow: FlowJob = {
       name: `j${seq}`,

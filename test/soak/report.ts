@@ -1,8 +1,11 @@
 /** The soak's printed report: counts of what happened, then each violation. */
 import type { CheckReport, Violation, ViolationKind } from './checker.js';
 
-/** A readable report: counts, then each violation (at most `maxPerKind` of a kind; 0: all). */
-export function formatReport({ stats: s, violations }: CheckReport, maxPerKind = 0): string {
+/**
+ * A readable report: counts, then each violation (at most `maxPerKind` of a
+ * kind; 0: all, and then each note too).
+ */
+export function formatReport({ stats: s, violations, notes }: CheckReport, maxPerKind = 0): string {
   const f = s.faults;
   const fl = s.flows;
   const lines = [
@@ -28,5 +31,6 @@ export function formatReport({ stats: s, violations }: CheckReport, maxPerKind =
     for (const v of shown) lines.push(`  [${kind}] ${v.q} job ${v.job}: ${v.detail}`);
     if (shown.length < vs.length) lines.push(`  [${kind}] ... and ${vs.length - shown.length} more`);
   }
+  if (maxPerKind === 0) for (const n of notes) lines.push(`  [note] ${n.q} job ${n.job}: ${n.detail}`);
   return lines.join('\n');
 }

@@ -39,6 +39,8 @@ export interface SoakOptions {
   drainSeconds: number;
   seed: number;
   jobsPerSecond: number;
+  /** Flows added per second, on average (besides the jobs). */
+  flowsPerSecond: number;
   fifoJobs: number;
   /** Keep the logs also when there is no violation. */
   keepLogs?: boolean;
@@ -136,6 +138,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
       log,
       history,
       nextSeq: () => producer.nextSeq(),
+      perSecond: o.flowsPerSecond,
     });
 
     // 1. FIFO: a single consumer at concurrency 1, no faults.

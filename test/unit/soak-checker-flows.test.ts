@@ -240,6 +240,8 @@ test('soak checker, flows: a parent left waiting though every child finished is 
   assert.deepEqual(report.violations, []);
   assert.equal(report.stats.flows.parentsWaitingOnFailedChild, 1);
   assert.match(formatReport(report), /1 left waiting-children by a child's plain failure \(allowed\)/);
+  assert.match(formatReport(report), /\[note\] a job fP: left waiting-children \(allowed\): a:fA \('boom'\) failed/);
+  assert.doesNotMatch(formatReport(report, 25), /\[note\]/);
 
   // a child not finished is that child's violation, not the parent's
   const pending = structuredClone(lost);
