@@ -4,7 +4,7 @@
  *
  *   npm run soak                               180 s of faults
  *   npm run soak -- --seconds 300 --seed 42    longer, with a given schedule
- *   options: --drain-seconds 60, --rate 25 (jobs/s), --fifo-jobs 300, --keep (logs)
+ *   options: --drain-seconds 60, --rate 25 (jobs/s), --flow-rate 1 (flows/s), --fifo-jobs 300, --keep (logs)
  */
 import { parseArgs } from 'node:util';
 import { runSoak } from '../test/soak/run.js';
@@ -15,6 +15,7 @@ const { values } = parseArgs({
     'drain-seconds': { type: 'string', default: '60' },
     seed: { type: 'string' },
     rate: { type: 'string', default: '25' },
+    'flow-rate': { type: 'string', default: '1' },
     'fifo-jobs': { type: 'string', default: '300' },
     keep: { type: 'boolean', default: false },
   },
@@ -37,6 +38,7 @@ const outcome = await runSoak({
   drainSeconds: positive('drain-seconds', values['drain-seconds']),
   seed: values.seed !== undefined ? Math.floor(positive('seed', values.seed)) : Math.floor(Math.random() * 2 ** 31),
   jobsPerSecond: positive('rate', values.rate),
+  flowsPerSecond: positive('flow-rate', values['flow-rate']),
   fifoJobs: Math.floor(positive('fifo-jobs', values['fifo-jobs'])),
   keepLogs: values.keep,
   print: (line) => console.log(line),

@@ -15,8 +15,12 @@
  *   finished (by the record's finishedOn; all clocks are one machine's);
  * - a job found in a queue comes from exactly one enqueue;
  * - for the FIFO queues (one worker, concurrency 1, no faults): start order
- *   equals enqueue order within each priority.
+ *   equals enqueue order within each priority;
+ * - flows: see flow-checker.ts (a flow's parent left in waiting-children is
+ *   judged there, not as unfinished).
  */
+import { checkFifo } from './fifo-checker.js';
+import { checkFlows, emptyFlowStats, type FlowStats, type FlowViolationKind, flowParents } from './flow-checker.js';
 import type { EnqueueEvent, FaultKind, FinalJob, SoakHistory, SoakResult, WorkerEvent } from './history.js';
 
 export type ViolationKind =
@@ -32,7 +36,8 @@ export type ViolationKind =
   | 'stale-result-recorded'
   | 'run-after-finish'
   | 'duplicate-job'
-  | 'fifo-order';
+  | 'fifo-order'
+  | FlowViolationKind;
 
 export interface Violation {
   kind: ViolationKind;
@@ -58,11 +63,20 @@ export interface SoakStats {
   readds: number;
   runsAfterFinish: number;
   faults: Record<FaultKind, number>;
+  flows: FlowStats;
+}
+
+/** Something allowed worth naming: a parent left waiting by a child's plain failure. */
+export interface Note {
+  q: string;
+  job: string;
+  detail: string;
 }
 
 export interface CheckReport {
   stats: SoakStats;
   violations: Violation[];
+  notes: Note[];
 }
 
 type Start = Extract<WorkerEvent, { k: 'start' }>;
@@ -108,6 +122,7 @@ function runsByJob(events: WorkerEvent[]): Map<string, JobRuns> {
 /** Checks a whole soak history. Deterministic: the same history gives the same report. */
 export function checkHistory(h: SoakHistory): CheckReport {
   const violations: Violation[] = [];
+  const notes: Note[] = [];
   const add = (kind: ViolationKind, q: string, job: string, detail: string) =>
     violations.push({ kind, q, job, detail });
   const runs = runsByJob(h.workers);
@@ -122,25 +137,42 @@ export function checkHistory(h: SoakHistory): CheckReport {
     }
   }
   checkOrigins(h, add, stats);
+  const parents = flowParents(h.flows);
   for (const f of h.finals) {
     if (f.state === 'unknown') continue;
     const r = runs.get(key(f.q, f.id)) ?? { starts: [], ends: [], acks: [] };
-    checkJob(f, r, enqueued.get(key(f.q, f.id)), h.endedAt, add);
+    const waits = f.state === 'waiting-children' && parents.has(key(f.q, f.id));
+    checkJob(f, r, enqueued.get(key(f.q, f.id)), h.endedAt, add, waits);
     if (f.state === 'completed') stats.completed++;
     if (f.state === 'failed') stats.failed++;
     if (f.state === 'failed' && /stalled/.test(f.failedReason ?? '')) stats.failedByStallLimit++;
   }
-  for (const q of h.fifoQueues) checkFifo(h, q, add);
+  for (const q of h.fifoQueues) checkFifo(h, q, (job, detail) => add('fifo-order', q, job, detail));
+  const none: JobRuns = { starts: [], ends: [], acks: [] };
+  const ctx = {
+    final: (q: string, id: string) => finals.get(key(q, id)),
+    runs: (q: string, id: string) => runs.get(key(q, id)) ?? none,
+    add,
+    note: (q: string, job: string, detail: string) => notes.push({ q, job, detail }),
+  };
+  checkFlows(h.flows, ctx, stats.flows);
   stats.runsAfterFinish = violations.filter((v) => v.kind === 'run-after-finish').length;
-  return { stats, violations };
+  return { stats, violations, notes };
 }
 
 type Add = (kind: ViolationKind, q: string, job: string, detail: string) => void;
 
-function checkJob(f: FinalJob, r: JobRuns, e: EnqueueEvent | undefined, endedAt: number | undefined, add: Add): void {
+function checkJob(
+  f: FinalJob,
+  r: JobRuns,
+  e: EnqueueEvent | undefined,
+  endedAt: number | undefined,
+  add: Add,
+  waitsForChildren: boolean,
+): void {
   const { q, id } = f;
   const enqueuedHash = e?.hash;
-  if (!FINAL.has(f.state)) {
+  if (!FINAL.has(f.state) && !waitsForChildren) {
     const due =
       e && endedAt !== undefined ? `, due ${((endedAt - e.ts - e.delay) / 1000).toFixed(1)} s before the end` : '';
     const opts = e ? `delay ${e.delay} ms, ${e.attempts} attempt(s)${due}; ` : '';
@@ -148,7 +180,7 @@ function checkJob(f: FinalJob, r: JobRuns, e: EnqueueEvent | undefined, endedAt:
     add('not-finished', q, id, `left ${f.state} (${opts}${seen})`);
   }
   if (f.state === 'failed' && !f.failedReason) add('failed-without-reason', q, id, 'failed with no failedReason');
-  if (FINAL.has(f.state) && f.listed && (f.listed.length !== 1 || f.listed[0] !== f.state)) {
+  if ((FINAL.has(f.state) || waitsForChildren) && f.listed && (f.listed.length !== 1 || f.listed[0] !== f.state)) {
     add('listing-mismatch', q, id, `${f.state}, but listed as [${f.listed.join(', ')}]`);
   }
   if (enqueuedHash && f.hash && f.hash !== enqueuedHash) {
@@ -254,44 +286,6 @@ function checkOrigins(h: SoakHistory, add: Add, stats: SoakStats): void {
   }
 }
 
-/** Within a lane, the single consumer starts jobs in the order their enqueues were acknowledged. */
-function checkFifo(h: SoakHistory, q: string, add: Add): void {
-  const laneOf = new Map<string, number>();
-  const order = new Map<string, number>();
-  for (const e of h.enqueues) {
-    if (e.q !== q || order.has(e.id)) continue;
-    order.set(e.id, order.size);
-    laneOf.set(e.id, e.priority);
-  }
-  const started: string[] = [];
-  const seen = new Set<string>();
-  for (const e of h.workers) {
-    if (e.k !== 'start' || e.q !== q || seen.has(e.j) || !order.has(e.j)) continue;
-    seen.add(e.j);
-    started.push(e.j);
-  }
-  // Per lane: a job overtook every earlier-enqueued job that started after it.
-  const pendingByLane = new Map<number, string[]>();
-  for (const id of [...seen].sort((a, b) => (order.get(a) as number) - (order.get(b) as number))) {
-    const lane = laneOf.get(id) as number;
-    pendingByLane.set(lane, [...(pendingByLane.get(lane) ?? []), id]);
-  }
-  const next = new Map<number, number>();
-  const done = new Set<string>();
-  for (const id of started) {
-    const lane = laneOf.get(id) as number;
-    const pending = pendingByLane.get(lane) as string[];
-    let i = next.get(lane) ?? 0;
-    while (i < pending.length && done.has(pending[i] as string)) i++;
-    next.set(lane, i);
-    const expected = pending[i];
-    if (expected !== undefined && expected !== id) {
-      add('fifo-order', q, id, `priority ${lane}: started before job ${expected}, which was enqueued earlier`);
-    }
-    done.add(id);
-  }
-}
-
 function countEvents(h: SoakHistory): SoakStats {
   const faults: Record<FaultKind, number> = {
     kill: 0,
@@ -321,5 +315,6 @@ function countEvents(h: SoakHistory): SoakStats {
     readds: h.readds.length,
     runsAfterFinish: 0,
     faults,
+    flows: emptyFlowStats(),
   };
 }

@@ -4,7 +4,7 @@
  * SIGCONT, freeze or cut one worker's connection (its own proxy) then
  * restore it, lose the replies to a worker or to the producer for a while
  * (requests applied, replies dropped, then the connection cut), expire one
- * worker's session, restart ZooKeeper. Every kind happens once first (in
+ * worker's sessions, restart ZooKeeper. Every kind happens once first (in
  * random order) when the time allows; expiry and restart happen only once.
  * Stops and freezes spare the housekeeping leader; half the other worker
  * faults target it.
@@ -111,7 +111,9 @@ async function inject(plan: FaultPlan, kind: FaultKind, slot: Slot): Promise<{ t
       return { target: producer ? 'producer' : target, note: `${ms} ms` };
     }
     case 'expire':
-      await expireSession(plan.zk.connectionString, await slot.worker.credentials());
+      for (const credentials of await slot.worker.credentials()) {
+        await expireSession(plan.zk.connectionString, credentials);
+      }
       return { target };
     case 'restart': {
       const ms = rng.int(500, 2500);

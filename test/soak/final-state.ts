@@ -8,7 +8,7 @@ import type { Job } from '@zkq/core';
 import type { Queue } from '@zkq/producer';
 import { dataHash, type EnqueueEvent, type FinalJob } from './history.js';
 
-const ALL_TYPES = ['waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed'] as const;
+const ALL_TYPES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
 const BATCH = 32;
 
 function toFinal(q: string, id: string, state: string, job: Job | undefined, listed: string[]): FinalJob {

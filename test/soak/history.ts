@@ -47,6 +47,55 @@ export interface ReaddEvent {
   ts: number;
 }
 
+/** What a child's final failure does to its parent: BullMQ's default (the parent waits), failParentOnFailure, ignoreDependencyOnFailure. */
+export type ChildPolicy = 'wait' | 'fail-parent' | 'ignore';
+
+export interface FlowChild {
+  q: string;
+  id: string;
+  seq: number;
+  policy: ChildPolicy;
+  /** Its processor throws in every attempt. */
+  doomed: boolean;
+}
+
+/**
+ * A flow added through BullMQ's FlowProducer: acknowledged, or thrown (then
+ * it exists whole or not at all). Its jobs have custom ids, so an
+ * unacknowledged flow that committed is found too.
+ */
+export interface FlowEvent {
+  k: 'flow';
+  acked: boolean;
+  /** The parent. */
+  q: string;
+  id: string;
+  seq: number;
+  children: FlowChild[];
+  error?: string;
+  ts: number;
+}
+
+/** A flow job's data: the processor knows a parent (reads its dependencies) and a doomed child (always throws). */
+export interface FlowData {
+  flow: number;
+  seq: number;
+  parent?: true;
+  doomed?: true;
+}
+
+export function isFlowData(data: unknown): data is FlowData {
+  return typeof data === 'object' && data !== null && typeof (data as FlowData).flow === 'number';
+}
+
+/** What a parent's processor read of its dependencies, children named `<queue>:<id>`. */
+export interface SeenDeps {
+  processed: Record<string, unknown>;
+  ignored: string[];
+  failed: string[];
+  unprocessed: string[];
+}
+
 /** The processor's return value in the soak: who ran which attempt on what data. */
 export interface SoakResult {
   w: string;
@@ -64,8 +113,8 @@ export type WorkerEvent = WorkerBase &
   (
     | { k: 'ready'; pid: number }
     | { k: 'start'; q: string; j: string; t: string; n: number }
-    | { k: 'end'; q: string; j: string; t: string; ok: true; v: SoakResult }
-    | { k: 'end'; q: string; j: string; t: string; ok: false; err: string }
+    | { k: 'end'; q: string; j: string; t: string; ok: true; v: SoakResult; deps?: SeenDeps }
+    | { k: 'end'; q: string; j: string; t: string; ok: false; err: string; deps?: SeenDeps }
     | { k: 'completed'; q: string; j: string; t: string }
     | { k: 'failed'; q: string; j: string; t: string; reason: string; attemptsMade: number }
     | { k: 'lost'; q: string; j: string; t: string; err: string }
@@ -109,6 +158,8 @@ export interface SoakHistory {
   enqueues: EnqueueEvent[];
   unacked: UnackedEnqueueEvent[];
   readds: ReaddEvent[];
+  /** Every flow the producer added (its jobs are in `enqueues` or `unacked` too). */
+  flows: FlowEvent[];
   /** Every worker event; within one worker in the order it was written. */
   workers: WorkerEvent[];
   faults: FaultEvent[];

@@ -37,6 +37,11 @@ export class Producer {
     private readonly history: Pick<SoakHistory, 'enqueues' | 'unacked' | 'readds'>,
   ) {}
 
+  /** The next sequence number (job `j<seq>`); flows take theirs here too, so names stay unique. */
+  nextSeq(): number {
+    return ++this.seq;
+  }
+
   /** Data of 1 B to 300 KB, mostly small. */
   private data(seq: number): unknown {
     const r = this.rng.next();
@@ -55,7 +60,7 @@ export class Producer {
 
   /** A job with retries (1-3 attempts, backoff), delays (0-3 s), a few priorities and some custom ids. */
   private chaosSpec(): Spec {
-    const seq = ++this.seq;
+    const seq = this.nextSeq();
     const attempts = this.rng.pick([1, 1, 2, 3]);
     const opts: JobsOptions = { ...KEEP, attempts, priority: this.rng.pick([0, 0, 0, 1, 2, 10]) };
     if (attempts > 1) {
@@ -68,7 +73,7 @@ export class Producer {
 
   /** One priority lane of two, no delay, one attempt, small data. */
   private fifoSpec(): Spec {
-    const seq = ++this.seq;
+    const seq = this.nextSeq();
     const opts: JobsOptions = { ...KEEP, priority: this.rng.pick([0, 0, 4]) };
     return { seq, name: `j${seq}`, data: `${seq}:${'x'.repeat(this.rng.int(0, 200))}`, opts };
   }
@@ -135,7 +140,7 @@ export class Producer {
    */
   private largeBurst(): Spec[] {
     return Array.from({ length: this.rng.int(8, 12) }, () => {
-      const seq = ++this.seq;
+      const seq = this.nextSeq();
       const data = `${seq}:${'x'.repeat(this.rng.int(200_000, 300_000))}`;
       return { seq, name: `j${seq}`, data, opts: { ...KEEP, priority: 0 } };
     });

@@ -3,13 +3,16 @@
  * shared one), then
  *   1. FIFO phase: one worker process at concurrency 1, no faults, on queue
  *      `fifo`; jobs of two priorities, enqueued one call after another;
- *   2. chaos phase: 4 worker processes (concurrency 5/25/70/100), each
- *      behind its own TcpProxy, on queue `chaos`; the producer (behind a
- *      proxy too) enqueues while faults (faults.ts) hit the workers, the
- *      producer's connection and the server;
+ *   2. chaos phase: 4 worker processes (concurrency 5/25/70/100 on queue
+ *      `chaos`, 10 each on `chaos2`), each behind its own TcpProxy; the
+ *      producer (behind a proxy too) enqueues jobs, and flows through
+ *      BullMQ's FlowProducer (parents in `chaos`, children in both), while
+ *      faults (faults.ts) hit the workers, the producer's connection and
+ *      the server;
  *   3. drain: waits (with a deadline) until nothing is waiting, delayed or
- *      active, kills every worker, reads every job's final state through
- *      the public API, reads the workers' logs, and checks the history.
+ *      active in either queue, kills every worker, reads every job's final
+ *      state through the public API, reads the workers' logs, and checks
+ *      the history.
  * Everything it started is stopped in a `finally`; worker processes also
  * die with this process (workers.ts).
  */
@@ -22,6 +25,7 @@ import { startZooKeeper, TcpProxy, type ZooKeeperServer } from '@zkq/testing';
 import { type CheckReport, checkHistory } from './checker.js';
 import { runFaults, type Slot } from './faults.js';
 import { readFinals } from './final-state.js';
+import { FlowFeeder } from './flows.js';
 import { NdjsonLog, readWorkerLogs, type SoakHistory } from './history.js';
 import { Producer } from './producer.js';
 import { formatReport } from './report.js';
@@ -35,6 +39,8 @@ export interface SoakOptions {
   drainSeconds: number;
   seed: number;
   jobsPerSecond: number;
+  /** Flows added per second, on average (besides the jobs). */
+  flowsPerSecond: number;
   fifoJobs: number;
   /** Keep the logs also when there is no violation. */
   keepLogs?: boolean;
@@ -51,6 +57,9 @@ export interface SoakOutcome {
 
 const PREFIX = 'soak';
 const CHAOS_QUEUE = 'chaos';
+/** The second queue of the flows' children. */
+const FLOW_QUEUE = 'chaos2';
+const FLOW_QUEUE_CONCURRENCY = 10;
 const FIFO_QUEUE = 'fifo';
 const WORKER_SESSION_MS = 8000;
 const SLOTS = [
@@ -70,6 +79,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     enqueues: [],
     unacked: [],
     readds: [],
+    flows: [],
     workers: [],
     faults: [],
     finals: [],
@@ -81,6 +91,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
   const workers: WorkerProcess[] = [];
   const proxies: TcpProxy[] = [];
   const queues: Queue[] = [];
+  let flows: FlowFeeder | undefined;
   let zk: ZooKeeperServer | undefined;
   let keep = true;
   try {
@@ -105,6 +116,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
         stalledInterval: 1000,
         failRate: name === 'fifo' ? 0 : 0.15,
         slowRate: name === 'fifo' ? 0 : 0.2,
+        ...(name === 'fifo' ? {} : { also: { queue: FLOW_QUEUE, concurrency: FLOW_QUEUE_CONCURRENCY } }),
         ...slot,
       });
       workers.push(w);
@@ -113,9 +125,21 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     const fifoQueue = new Queue(FIFO_QUEUE, { connection: direct, prefix: PREFIX });
     const chaosQueue = new Queue(CHAOS_QUEUE, { connection: proxied, prefix: PREFIX });
     const inspector = new Queue(CHAOS_QUEUE, { connection: direct, prefix: PREFIX });
-    queues.push(fifoQueue, chaosQueue, inspector);
+    const flowInspector = new Queue(FLOW_QUEUE, { connection: direct, prefix: PREFIX });
+    queues.push(fifoQueue, chaosQueue, inspector, flowInspector);
     await Promise.all(queues.map((q) => q.waitUntilReady()));
     const producer = new Producer(rng, log, history);
+    flows = new FlowFeeder({
+      connection: { ...proxied, namespace: PREFIX },
+      queue: CHAOS_QUEUE,
+      otherQueue: FLOW_QUEUE,
+      // a stream of its own: the flows' timing does not shift the jobs' schedule
+      rng: new Rng(o.seed + 1),
+      log,
+      history,
+      nextSeq: () => producer.nextSeq(),
+      perSecond: o.flowsPerSecond,
+    });
 
     // 1. FIFO: a single consumer at concurrency 1, no faults.
     const fifoWorker = spawnWorker('fifo', server.connectionString, { concurrency: 1, lockDuration: 10_000 });
@@ -139,7 +163,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     await Promise.all([fifoWorker, ...slots.map((s) => s.worker)].map((w) => w.ready()));
     o.print(`[${elapsed()}] ZooKeeper and ${workers.length} workers up; FIFO phase: ${o.fifoJobs} jobs`);
     await producer.runFifo(fifoQueue, o.fifoJobs);
-    if (!(await drain(fifoQueue, 20_000 + o.fifoJobs * 100))) o.print(`[${elapsed()}] FIFO queue NOT drained`);
+    if (!(await drain([fifoQueue], 20_000 + o.fifoJobs * 100))) o.print(`[${elapsed()}] FIFO queue NOT drained`);
     await fifoWorker.kill();
 
     // 2. Chaos: load and faults until the deadline.
@@ -147,13 +171,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     const until = Date.now() + o.seconds * 1000;
     // The large batch comes late: if it stalls the queue, the faults before it have had their time.
     const largeAt = Date.now() + o.seconds * 1000 * (0.75 + 0.1 * rng.next());
-    const load = producer.runChaos(
-      chaosQueue,
-      o.jobsPerSecond,
-      largeAt,
-      () => Date.now() >= until,
-      (line) => o.print(`[${elapsed()}] ${line}`),
-    );
+    const stop = () => Date.now() >= until;
+    const load = Promise.all([
+      producer.runChaos(chaosQueue, o.jobsPerSecond, largeAt, stop, (line) => o.print(`[${elapsed()}] ${line}`)),
+      flows.run(stop),
+    ]);
     await runFaults({
       zk: server,
       slots,
@@ -173,13 +195,14 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
 
     // 3. Drain, stop everything, read the end state.
     o.print(`[${elapsed()}] load stopped; draining (at most ${o.drainSeconds} s)`);
-    const drained = await drain(inspector, o.drainSeconds * 1000);
+    const drained = await drain([inspector, flowInspector], o.drainSeconds * 1000);
     o.print(`[${elapsed()}] ${drained ? 'drained' : 'NOT drained by the deadline'}; stopping workers`);
     await Promise.all(workers.map((w) => w.kill()));
     history.endedAt = Date.now();
     history.finals = [
       ...(await readFinals(fifoQueue, history.enqueues)),
       ...(await readFinals(inspector, history.enqueues)),
+      ...(await readFinals(flowInspector, history.enqueues)),
     ];
     history.workers = readWorkerLogs(dir);
     const report = checkHistory(history);
@@ -190,6 +213,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     return { report, text, dir };
   } finally {
     await Promise.all(workers.map((w) => w.kill()));
+    await flows?.close().catch(() => undefined);
     await Promise.all(proxies.map((p) => p.stop()));
     await Promise.all(queues.map((q) => q.close().catch(() => undefined)));
     await zk?.stop();
@@ -198,14 +222,18 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
   }
 }
 
-/** Waits until nothing is waiting, delayed or active (twice in a row), or the deadline passes. */
-async function drain(queue: Queue, timeoutMs: number): Promise<boolean> {
+/**
+ * Waits until nothing is waiting, delayed or active in any of `queues`
+ * (twice in a row), or the deadline passes. A parent left in
+ * waiting-children does not count: a child's plain failure leaves it there.
+ */
+async function drain(queues: Queue[], timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   let quiet = 0;
   while (Date.now() < deadline) {
     try {
-      const counts = await queue.getJobCounts(...ACTIVE_TYPES);
-      quiet = Object.values(counts).every((n) => n === 0) ? quiet + 1 : 0;
+      const counts = await Promise.all(queues.map((q) => q.getJobCounts(...ACTIVE_TYPES)));
+      quiet = counts.every((c) => Object.values(c).every((n) => n === 0)) ? quiet + 1 : 0;
       if (quiet >= 2) return true;
     } catch {
       quiet = 0;

@@ -6,13 +6,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runSoak } from './run.js';
 
-test('fault soak: no job lost or finished twice, results fenced, FIFO per priority', { timeout: 150_000 }, async () => {
+test('fault soak: no job lost or finished twice, results fenced, FIFO per priority, flows released once', {
+  timeout: 150_000,
+}, async () => {
   const seed = Number(process.env.ZKQ_SOAK_SEED ?? Math.floor(Math.random() * 2 ** 31));
   const { report, text, dir } = await runSoak({
     seconds: 45,
     drainSeconds: 15,
     seed,
     jobsPerSecond: 25,
+    flowsPerSecond: 1,
     fifoJobs: 100,
     print: (line) => console.log(line),
   });

@@ -1,17 +1,23 @@
 /**
  * One soak worker process. argv[2]: JSON WorkerChildConfig.
  *
+ * Runs a zkq Worker on its queue, and one more on `also.queue` when given
+ * (the second queue of the soak's flows), each with a session of its own.
  * Appends every processor start and end and every worker event to its own
  * NDJSON log with a synchronous write, before the processor returns or the
- * event is acted on, so a SIGKILL loses nothing that was acknowledged.
+ * event is acted on, so a SIGKILL loses nothing that was acknowledged. A
+ * flow's parent reads its dependencies (what BullMQ's getChildrenValues
+ * gives, and the rest) and logs them in its attempt's end; a doomed child
+ * throws in every attempt.
  * Talks to its parent over IPC: `{ type: 'ready' }` once running,
  * `{ type: 'leader', leader }` when its housekeeping leadership changes, and
  * the session's credentials on request (to expire it); exits when the
  * parent goes away, so that it can never outlive the soak.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { getDependencies, type Job, QueueStore, type Session } from '@zkq/core';
 import { Worker } from '@zkq/worker';
-import { dataHash, NdjsonLog, type SoakResult } from './history.js';
+import { dataHash, isFlowData, NdjsonLog, type SeenDeps, type SoakResult } from './history.js';
 
 export interface WorkerChildConfig {
   name: string;
@@ -20,6 +26,8 @@ export interface WorkerChildConfig {
   prefix: string;
   log: string;
   concurrency: number;
+  /** A second queue and its concurrency. */
+  also?: { queue: string; concurrency: number };
   lockDuration: number;
   stalledInterval: number;
   sessionTimeout: number;
@@ -32,7 +40,6 @@ export interface WorkerChildConfig {
 const c = JSON.parse(process.argv[2] ?? '{}') as WorkerChildConfig;
 const log = new NdjsonLog(c.log);
 const write = (event: object) => log.append({ ...event, w: c.name, ts: Date.now() });
-const q = c.queue;
 
 process.on('disconnect', () => process.exit(1));
 
@@ -42,50 +49,73 @@ function runTime(): number {
   return r < 0.5 ? 0 : Math.random() * 300;
 }
 
-const worker = new Worker(
-  q,
-  async (job) => {
+/** A parent's dependencies as its processor sees them, children named `<queue>:<id>`. */
+async function seenDeps(session: Session, q: string, id: string): Promise<SeenDeps> {
+  const deps = await getDependencies(new QueueStore(session, q), id);
+  const name = (k: { queue: string; id: string }) => `${k.queue}:${k.id}`;
+  return {
+    processed: Object.fromEntries(deps.processed.map((p) => [name(p.child), p.value])),
+    ignored: deps.ignored.map((i) => name(i.child)),
+    failed: deps.failed.map((f) => name(f.child)),
+    unprocessed: deps.unprocessed.map(name),
+  };
+}
+
+function startWorker(q: string, concurrency: number): Worker {
+  const processor = async (job: Job) => {
     const t = String(job.token);
     write({ k: 'start', q, j: job.id, t, n: job.attemptsStarted });
+    const flow = isFlowData(job.data) ? job.data : undefined;
+    const deps = flow?.parent ? { deps: await seenDeps(await worker.client, q, job.id) } : {};
     const ms = runTime();
     if (ms > 0) await sleep(ms);
-    if (Math.random() < c.failRate) {
+    if (flow?.doomed || Math.random() < c.failRate) {
       const err = `planned failure of ${job.id} in attempt ${t}`;
-      write({ k: 'end', q, j: job.id, t, ok: false, err });
+      write({ k: 'end', q, j: job.id, t, ok: false, err, ...deps });
       throw new Error(err);
     }
     const v: SoakResult = { w: c.name, t, n: job.attemptsStarted, h: dataHash(job.data) };
-    write({ k: 'end', q, j: job.id, t, ok: true, v });
+    write({ k: 'end', q, j: job.id, t, ok: true, v, ...deps });
     return v;
-  },
-  {
+  };
+  const worker: Worker = new Worker(q, processor, {
     connection: { connectionString: c.connectionString, sessionTimeout: c.sessionTimeout },
     prefix: c.prefix,
     name: c.name,
-    concurrency: c.concurrency,
+    concurrency,
     lockDuration: c.lockDuration,
     stalledInterval: c.stalledInterval,
-  },
-);
-worker.on('completed', (job) => write({ k: 'completed', q, j: job.id, t: String(job.token) }));
-worker.on('failed', (job, err) => {
-  if (job)
-    write({ k: 'failed', q, j: job.id, t: String(job.token), reason: err.message, attemptsMade: job.attemptsMade });
-});
-worker.on('lost', (job, err) => write({ k: 'lost', q, j: job.id, t: String(job.token), err: err.message }));
-worker.on('stalled', (j) => write({ k: 'stalled', q, j }));
-worker.on('error', (err) => write({ k: 'error', msg: err.message, code: (err as { code?: string }).code }));
+  });
+  worker.on('completed', (job) => write({ k: 'completed', q, j: job.id, t: String(job.token) }));
+  worker.on('failed', (job, err) => {
+    if (job)
+      write({ k: 'failed', q, j: job.id, t: String(job.token), reason: err.message, attemptsMade: job.attemptsMade });
+  });
+  worker.on('lost', (job, err) => write({ k: 'lost', q, j: job.id, t: String(job.token), err: err.message }));
+  worker.on('stalled', (j) => write({ k: 'stalled', q, j }));
+  worker.on('error', (err) => write({ k: 'error', msg: err.message, code: (err as { code?: string }).code }));
+  return worker;
+}
 
-const session = await worker.client;
-for (const state of ['suspended', 'reconnected', 'lost'] as const) {
-  session.on(state, () => write({ k: 'session', state }));
+const worker = startWorker(c.queue, c.concurrency);
+const workers = c.also ? [worker, startWorker(c.also.queue, c.also.concurrency)] : [worker];
+
+const sessions = await Promise.all(workers.map((w) => w.client));
+for (const session of sessions) {
+  for (const state of ['suspended', 'reconnected', 'lost'] as const) {
+    session.on(state, () => write({ k: 'session', state }));
+  }
 }
 process.on('message', (m: { type?: string }) => {
   if (m?.type !== 'credentials') return;
-  const { sessionId, password } = session.credentials();
-  process.send?.({ type: 'credentials', sessionId: sessionId.toString('hex'), password: password.toString('hex') });
+  const all = sessions.map((s) => s.credentials());
+  const hex = all.map(({ sessionId, password }) => ({
+    sessionId: sessionId.toString('hex'),
+    password: password.toString('hex'),
+  }));
+  process.send?.({ type: 'credentials', sessions: hex });
 });
-process.on('SIGTERM', () => void worker.close(true).finally(() => process.exit(0)));
+process.on('SIGTERM', () => void Promise.all(workers.map((w) => w.close(true))).finally(() => process.exit(0)));
 // The housekeeping leader's term, for reading a history (who promoted, who revoked).
 let leader = false;
 setInterval(() => {

@@ -1,6 +1,6 @@
 /**
  * The soak's worker processes: spawn one (worker-child.ts), wait until it
- * runs, stop, continue and kill it, ask it for its session's credentials.
+ * runs, stop, continue and kill it, ask it for its sessions' credentials.
  * Every child ever spawned is SIGKILLed when this process exits, and each
  * child exits by itself when its IPC channel to this process closes.
  */
@@ -77,13 +77,15 @@ export class WorkerProcess {
     }
   }
 
-  /** The worker session's current credentials. */
-  async credentials(timeoutMs = 5000): Promise<SessionCredentials> {
+  /** The current credentials of the worker's sessions (one per queue it works on). */
+  async credentials(timeoutMs = 5000): Promise<SessionCredentials[]> {
     const m = (await this.request('credentials', { type: 'credentials' }, timeoutMs)) as {
-      sessionId: string;
-      password: string;
+      sessions: { sessionId: string; password: string }[];
     };
-    return { sessionId: Buffer.from(m.sessionId, 'hex'), password: Buffer.from(m.password, 'hex') };
+    return m.sessions.map((s) => ({
+      sessionId: Buffer.from(s.sessionId, 'hex'),
+      password: Buffer.from(s.password, 'hex'),
+    }));
   }
 
   private request(type: string, send: object, timeoutMs: number): Promise<unknown> {

@@ -62,7 +62,17 @@ function completed(
 }
 
 function history(parts: Partial<SoakHistory>): SoakHistory {
-  return { enqueues: [], unacked: [], readds: [], workers: [], faults: [], finals: [], fifoQueues: [], ...parts };
+  return {
+    enqueues: [],
+    unacked: [],
+    readds: [],
+    flows: [],
+    workers: [],
+    faults: [],
+    finals: [],
+    fifoQueues: [],
+    ...parts,
+  };
 }
 
 /** One healthy completed job `1`: the base the violation tests change one thing of. */
