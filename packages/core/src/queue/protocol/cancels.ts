@@ -4,10 +4,12 @@
  *
  * A request is a node `cancels/w-<worker>/<jobId>-<token>` {"reason"?,"at"}
  * filed under the worker named in the job's claim, one per attempt (the
- * attempt's fencing token is in its name). Only that worker watches
- * that directory (one children watch, armed while it holds jobs: see
+ * attempt's fencing token is in its name). Only that worker watches that
+ * directory (one children watch, armed while it holds jobs: see
  * runtime/cancel-watch.ts), so a cancel wakes the one process that can act
- * on it, however many workers the queue has.
+ * on it, however many workers the queue has. A directory holds the requests
+ * of the worker's running attempts, and those of ended ones until the next
+ * sweep.
  *
  * - `requestCancel` creates the request in a transaction that also checks
  *   that the claim exists and the record is at the attempt's token: a
@@ -15,9 +17,10 @@
  *   (waiting, delayed, finished, missing) is refused with `false`, and
  *   nothing is written.
  * - The worker aborts the attempt whose token the request names (the
- *   processor's AbortSignal fires with the reason) and deletes the request. What becomes of the job is the processor's
- *   answer: it fails, or retries, with the error it throws; a processor that
- *   ignores its signal is not killed and finishes as it would have.
+ *   processor's AbortSignal fires with the reason) and deletes the request.
+ *   What becomes of the job is the processor's answer: it fails, or
+ *   retries, with the error it throws; a processor that ignores its signal
+ *   is not killed and finishes as it would have.
  * - A request outlives its attempt when the job finished (or its worker
  *   died) before the worker acted. It then names a token the record has
  *   moved past (versions never go back) or a record that is gone, and the
@@ -36,7 +39,7 @@ import type { Watcher } from '../../zk/types.js';
 import { parseCancelName, type QueueLayout } from '../layout.js';
 import type { QueueStore } from '../store.js';
 import { isConflict } from './attempts.js';
-import type { ProtocolOp } from './executor.js';
+import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
 
 /** Longest cancel reason, in bytes (UTF-8): a reason is a message, not a payload. */
 export const MAX_CANCEL_REASON_BYTES = 4096;
@@ -99,15 +102,14 @@ export async function requestCancel(store: QueueStore, id: string, reason?: stri
     const claim = await store.getClaim(id);
     if (!claim) return false;
     const request = { id, worker: claim.worker, token: claim.token, data };
-    const [result] = await store.executor.run([
-      {
-        build: async () => {
-          await store.ensureDir(layout.cancelsOf(claim.worker));
-          return { ops: cancelRequestOps(layout, request) };
-        },
+    const unit: TxUnit = {
+      build: async () => {
+        await store.ensureDir(layout.cancelsOf(claim.worker));
+        return { ops: cancelRequestOps(layout, request) };
       },
-    ]);
-    if (!result || result.ok) return true;
+    };
+    const result = (await store.executor.run([unit]))[0] as UnitResult;
+    if (result.ok) return true;
     const { error, op } = result;
     // asked before, for this attempt
     if (error instanceof NodeExistsError && op?.path === layout.cancel(claim.worker, id, claim.token)) return true;
