@@ -5,6 +5,7 @@
  * Queue, Worker and CLI use.
  */
 export { ZooKeeperQueueBackend } from './backend.js';
+export { type CancellationRelay, cancelJob, relayCancellation } from './cancels.js';
 export type { ZooKeeperConnectionOptions } from './context.js';
 export { NotSupportedError } from './errors.js';
 export { createZooKeeperBackend } from './factory.js';

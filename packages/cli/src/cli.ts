@@ -4,6 +4,7 @@
  */
 import yargs, { type Argv } from 'yargs';
 import { registerAdminCommands } from './commands/admin.js';
+import { registerCancelCommand } from './commands/cancel.js';
 import { registerCoordinationCommands } from './commands/coordination.js';
 import { registerDashboardCommand } from './commands/dashboard.js';
 import { registerDemoCommand } from './commands/demo.js';
@@ -25,7 +26,7 @@ const EPILOGUE = [
 
 /** Command names, to point usage errors at the right --help. */
 const COMMANDS = new Set(
-  'worker add add-bulk stats jobs job queues events pause resume retry promote remove clean drain obliterate barrier lock leader dashboard dev-server demo'.split(
+  'worker add add-bulk stats jobs job queues events pause resume retry promote remove cancel clean drain obliterate barrier lock leader dashboard dev-server demo'.split(
     ' ',
   ),
 );
@@ -60,6 +61,7 @@ export function buildParser(argv: string[]): Argv<GlobalArgs> {
   y = registerInspectCommands(y);
   y = registerEventsCommand(y);
   y = registerAdminCommands(y);
+  y = registerCancelCommand(y);
   y = registerCoordinationCommands(y);
   y = registerDashboardCommand(y);
   y = registerDevServerCommand(y);

@@ -50,6 +50,7 @@ import {
   removeJob,
   removeRateLimit,
   removeSettings,
+  requestCancel,
   retryJobs,
   type Session,
   type Span,
@@ -59,6 +60,7 @@ import {
   setRateLimit,
   TelemetryAttributes,
   trace,
+  validateCancelReason,
   validateConnection,
   validateDeduplication,
   validateJobId,
@@ -454,6 +456,23 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
         if (err instanceof JobStateError) return 0;
         throw err;
       }
+    });
+  }
+
+  /**
+   * Cancels a running job, in whichever process runs it: that worker's
+   * processor sees its AbortSignal fire with `reason`, and the job then ends
+   * as the processor's error says (failed, or retried). Resolves true when
+   * the request reached the running attempt, false when the job is not
+   * active (nothing is changed then). A processor that ignores its signal
+   * is not stopped.
+   */
+  async cancelJob(jobId: string, reason?: string): Promise<boolean> {
+    return this.trace(SpanKind.INTERNAL, 'cancelJob', async (span) => {
+      validateJobId(jobId);
+      validateCancelReason(reason);
+      span?.setAttributes({ [TelemetryAttributes.JobId]: jobId });
+      return requestCancel(await this.store(), jobId, reason);
     });
   }
 

@@ -128,6 +128,15 @@ export class Attempt {
     }
   }
 
+  /**
+   * A cancel request reached this attempt: the processor's signal fires with
+   * `reason` (as BullMQ's `worker.cancelJob` does); the error the processor
+   * throws decides what follows. One that ignores the signal runs on.
+   */
+  cancel(reason: string | undefined): void {
+    this.controller.abort(reason);
+  }
+
   /** Takes the final progress and the log lines a thread reported with its result. */
   absorb(progress: unknown, logs: string[]): void {
     if (progress !== undefined) this.progress = progress;

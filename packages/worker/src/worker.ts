@@ -21,6 +21,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   Barrier,
+  CancelWatch,
   type ClaimedJob,
   ClosedError,
   DEFAULT_METRICS_DATA_POINTS,
@@ -107,6 +108,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private housekeeper: Housekeeper | undefined;
   private barrier: Barrier | undefined;
   private collector: MetricsCollector | undefined;
+  private cancels: CancelWatch | undefined;
   private readonly tracing: WorkerTracing;
   /** Settles when start-up is done (connected, registered) or has failed. */
   private readonly started = deferred();
@@ -226,6 +228,14 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       (err) => this.emitError(err as Error),
     );
     this.renewer.start();
+    // requests to cancel a job this worker runs, filed under its id (Queue.cancelJob, zkq cancel)
+    this.cancels = new CancelWatch(store, {
+      owner: this.id,
+      holding: () => this.attempts.size > 0,
+      tokenOf: (id) => this.attempts.get(id)?.token,
+      cancel: (r) => this.attempts.get(r.id)?.cancel(r.reason),
+      onError: (err) => this.emitError(err),
+    });
     session.on('reconnected', ({ newSession }) => {
       if (newSession) void this.renewer?.renew().catch((err) => this.emitError(err));
       this.nudge();
@@ -419,6 +429,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       rateLimited: () => void this.holdForRateLimit().catch((err) => this.emitError(err)),
     });
     this.attempts.set(claimed.record.id, attempt);
+    this.cancels?.claimed(claimed.record.id, claimed.token);
     this.tracing
       .process(attempt.job, (s) => {
         span = s;
@@ -442,9 +453,15 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private async execute(job: Job<DataType, ResultType, NameType>, signal: AbortSignal): Promise<ResultType> {
     if (this.processorFn) return this.processorFn(job, job.token, signal);
     const attempt = this.attempts.get(job.id);
-    return (await (this.pool as ThreadPool).run(job.toJSON(), job.token ?? '', signal, (progress, logs) =>
-      attempt?.absorb(progress, logs),
-    )) as ResultType;
+    try {
+      return (await (this.pool as ThreadPool).run(job.toJSON(), job.token ?? '', signal, (progress, logs) =>
+        attempt?.absorb(progress, logs),
+      )) as ResultType;
+    } catch (err) {
+      // a thread cannot see the signal: piscina stops it; the job fails with the cancel's reason
+      if (signal.aborted && typeof signal.reason === 'string') throw new Error(signal.reason);
+      throw err;
+    }
   }
 
   private onThreadMessage(m: ThreadMessage): void {
@@ -496,6 +513,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       this.source?.leaveLine();
       await Promise.all([...this.attempts.values()].map((a) => a.done));
       await this.collector?.close();
+      this.cancels?.close();
       await this.renewer?.stop();
       this.trimmer?.stop();
       await this.housekeeper?.close().catch(() => undefined);

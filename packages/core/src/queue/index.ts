@@ -47,6 +47,7 @@ export {
   MAX_PRIORITY,
   numberOf,
   pad10,
+  parseCancelName,
   parseDepEntry,
   QueueLayout,
   shardOf,
@@ -70,6 +71,7 @@ export {
 export * from './protocol/index.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy } from './retention.js';
+export { CancelWatch, type CancelWatchOptions } from './runtime/cancel-watch.js';
 export { Finisher } from './runtime/finisher.js';
 export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';
 export { IdleLine } from './runtime/idle-line.js';

@@ -84,6 +84,14 @@
  *   deps/<shard>/<jobId>/<k>-<queue>:<childId>
  *                                     one per child: k = u unprocessed, p processed (data: its
  *                                     return value), i ignored, f failed (data: the reason)
+ *   cancels/w-<worker>/<jobId>-<token>
+ *                                     cancel requests (see protocol/cancels.ts), created on first
+ *                                     use, under the worker named in the job's claim (URI-encoded),
+ *                                     so only that worker is woken; one per attempt (its token):
+ *                                     {"reason"?,"at"}. Created only while the claim exists and the
+ *                                     record is at the token (checked in the same transaction);
+ *                                     deleted by the worker that acts on it, or by the leader once
+ *                                     that attempt is over. The leader removes empty worker directories
  * ```
  *
  * Every container of pointers (a lane, an hour of delayed jobs, a finished set)
@@ -189,6 +197,12 @@ export function dueOfDelayed(name: string): number {
   return Number(name.slice(0, 13));
 }
 
+/** The job id and attempt token a cancel request `<jobId>-<token>` names (ids may hold `-`, tokens not). */
+export function parseCancelName(name: string): { id: string; token: number } | undefined {
+  const m = /^(.+)-(\d+)$/.exec(name);
+  return m ? { id: m[1] as string, token: Number(m[2]) } : undefined;
+}
+
 /** The number in a `b-<n>`, `d-<n>` or `h-<n>` container name. */
 export function numberOf(name: string): number {
   return Number(name.slice(2));
@@ -239,6 +253,7 @@ export class QueueLayout {
   readonly dedupDir: string;
   readonly childrenDir: string;
   readonly depsDir: string;
+  readonly cancelsDir: string;
 
   constructor(readonly queue: string) {
     validateQueueName(queue);
@@ -270,6 +285,7 @@ export class QueueLayout {
     this.dedupDir = `${this.root}/dedup`;
     this.childrenDir = `${this.root}/waiting-children`;
     this.depsDir = `${this.root}/deps`;
+    this.cancelsDir = `${this.root}/cancels`;
   }
 
   /** Directories created once per queue (shards included). */
@@ -324,6 +340,16 @@ export class QueueLayout {
   /** One child's entry under its parent's dependency node (`kind`: u, p, i or f). */
   depEntry(parentId: string, kind: DepKind, child: ChildKey): string {
     return `${this.deps(parentId)}/${kind}-${child.queue}:${child.id}`;
+  }
+
+  /** The directory of the cancel requests for the jobs `worker` runs (its claims' `worker`). */
+  cancelsOf(worker: string): string {
+    return `${this.cancelsDir}/w-${encodeURIComponent(worker)}`;
+  }
+
+  /** The cancel request for the attempt of job `id` at `token`, run by `worker`. */
+  cancel(worker: string, id: string, token: number): string {
+    return `${this.cancelsOf(worker)}/${id}-${token}`;
   }
 
   shard(shard: string): string {

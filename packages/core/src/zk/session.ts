@@ -364,6 +364,15 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.isClosed;
   }
 
+  /**
+   * The watches this session has armed that have not fired yet, as
+   * `<exists|data|children>:<path>` (paths in the namespace): for
+   * diagnostics and tests, since ZooKeeper's `wchp` lists no child watches.
+   */
+  armedWatches(): string[] {
+    return [...this.armed.keys()];
+  }
+
   // ---- paths -------------------------------------------------------------
 
   /** The absolute server path of a namespace path; a malformed path is refused (it could escape the namespace). */

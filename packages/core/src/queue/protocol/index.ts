@@ -16,6 +16,8 @@
  *                     dependency node, written at its version by every
  *                     change of a child's standing, in that change's own
  *                     transaction; the last child releases the parent.
+ * 10. `cancels.ts`    cancel requests: filed under the worker that runs the
+ *                     job, only while it runs; that worker alone is woken.
  *
  * A job is its record `jobs/<shard>/<id>` plus ONE pointer that says where it
  * is: a ready pointer (waiting, or active while a claim exists), a delayed
@@ -35,6 +37,7 @@
  */
 export * from './attempts.js';
 export * from './builders.js';
+export * from './cancels.js';
 export { Containers } from './containers.js';
 export * from './executor.js';
 export * from './flows.js';

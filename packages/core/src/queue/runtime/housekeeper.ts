@@ -12,8 +12,9 @@
  *   time (at most PROMOTE_POLL_MS), woken early by watches on the delayed
  *   containers. A failed promotion is retried after a pause, for as long as
  *   it leads;
- * - removes receipts left by clients that died before deleting them, and the
- *   dependency nodes of parents that retention trimmed.
+ * - removes receipts left by clients that died before deleting them, the
+ *   dependency nodes of parents that retention trimmed, and cancel requests
+ *   whose attempt ended before its worker saw them.
  * Every write carries the election's fence: a deposed leader's writes fail
  * instead of racing the new one's, so two leaders never act at once.
  */
@@ -26,6 +27,7 @@ import {
   type ProtocolOp,
   promoteDue,
   revokeClaims,
+  sweepCancels,
   sweepOrphanDeps,
   sweepReceipts,
 } from '../protocol/index.js';
@@ -148,6 +150,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.lastSweep = performance.now();
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
+    await sweepCancels(this.store, this.fence);
   }
 
   private async promoteLoop(term: number): Promise<void> {

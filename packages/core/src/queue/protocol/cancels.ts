@@ -1,0 +1,225 @@
+/**
+ * Cancel requests: cancelling a job reaches the process that runs it,
+ * whichever machine that is.
+ *
+ * A request is a node `cancels/w-<worker>/<jobId>-<token>` {"reason"?,"at"}
+ * filed under the worker named in the job's claim, one per attempt (the
+ * attempt's fencing token is in its name). Only that worker watches that
+ * directory (one children watch, armed while it holds jobs: see
+ * runtime/cancel-watch.ts), so a cancel wakes the one process that can act
+ * on it, however many workers the queue has. A directory holds the requests
+ * of the worker's running attempts, and those of ended ones until the next
+ * sweep.
+ *
+ * - `requestCancel` creates the request in a transaction that also checks
+ *   that the claim exists and the record is at the attempt's token: a
+ *   request only ever names a running attempt. A job that is not running
+ *   (waiting, delayed, finished, missing) is refused with `false`, and
+ *   nothing is written.
+ * - The worker aborts the attempt whose token the request names (the
+ *   processor's AbortSignal fires with the reason) and deletes the request.
+ *   What becomes of the job is the processor's answer: it fails, or
+ *   retries, with the error it throws; a processor that ignores its signal
+ *   is not killed and finishes as it would have.
+ * - A request outlives its attempt when the job finished (or its worker
+ *   died) before the worker acted. It then names a token the record has
+ *   moved past (versions never go back) or a record that is gone, and the
+ *   leader deletes it (`sweepCancels`), then the worker directories left
+ *   empty. A later attempt of the same job never acts on it (another token,
+ *   another name), and a request for that attempt is a node of its own.
+ *
+ * Suspension loses nothing: requests are persistent, and the worker's watch
+ * loop lists its directory again on reconnecting. After a session loss the
+ * worker re-claims its jobs at the same token (or loses them), and reads
+ * its directory again: a request for a job it still runs is acted on.
+ */
+import { InvalidArgumentError } from '../../errors.js';
+import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
+import type { Watcher } from '../../zk/types.js';
+import { parseCancelName, type QueueLayout } from '../layout.js';
+import type { QueueStore } from '../store.js';
+import { isConflict } from './attempts.js';
+import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
+
+/** Longest cancel reason, in bytes (UTF-8): a reason is a message, not a payload. */
+export const MAX_CANCEL_REASON_BYTES = 4096;
+/** Times `requestCancel` reads again after its transaction met another writer. */
+const REQUEST_ATTEMPTS = 5;
+/** Requests read (or jobs looked at) per round trip. */
+const READ_BATCH = 100;
+
+/** What a request node holds. */
+export interface CancelRequestData {
+  reason?: string;
+  /** When it was asked, on the asker's clock (for people; never compared). */
+  at: number;
+}
+
+/** A request as its worker reads it. */
+export interface CancelRequest extends CancelRequestData {
+  id: string;
+  /** The attempt it cancels: its fencing token. */
+  token: number;
+}
+
+/** Throws InvalidArgumentError unless `reason` is undefined or a string of at most MAX_CANCEL_REASON_BYTES. */
+export function validateCancelReason(reason: unknown): asserts reason is string | undefined {
+  if (reason === undefined) return;
+  if (typeof reason !== 'string') throw new InvalidArgumentError('reason must be a string', 'reason');
+  if (Buffer.byteLength(reason) > MAX_CANCEL_REASON_BYTES) {
+    throw new InvalidArgumentError(`reason is over ${MAX_CANCEL_REASON_BYTES} bytes`, 'reason');
+  }
+}
+
+/**
+ * The ops of a request: the record still at the attempt's token, the claim
+ * still there, then the request created (role `into`: its worker directory
+ * is made on first use and removed by the leader when empty). The order is
+ * pinned: `requestCancel` reads a failure of the last op as "asked before".
+ */
+export function cancelRequestOps(
+  layout: QueueLayout,
+  r: { id: string; worker: string; token: number; data: Buffer },
+): ProtocolOp[] {
+  return [
+    { op: 'check', path: layout.job(r.id), version: r.token },
+    { op: 'check', path: layout.claim(r.id), version: -1 },
+    { op: 'create', path: layout.cancel(r.worker, r.id, r.token), data: r.data, role: 'into' },
+  ];
+}
+
+/**
+ * Asks the worker running job `id` to cancel it. Resolves true once a
+ * request for the running attempt is stored (made now, or asked before),
+ * false when the job is not running: nothing is written then.
+ */
+export async function requestCancel(store: QueueStore, id: string, reason?: string): Promise<boolean> {
+  validateCancelReason(reason);
+  const { layout } = store;
+  const body: CancelRequestData = { at: Date.now(), ...(reason === undefined ? {} : { reason }) };
+  const data = Buffer.from(JSON.stringify(body));
+  for (let attempt = 1; ; attempt++) {
+    const claim = await store.getClaim(id);
+    if (!claim) return false;
+    const request = { id, worker: claim.worker, token: claim.token, data };
+    const unit: TxUnit = {
+      build: async () => {
+        await store.ensureDir(layout.cancelsOf(claim.worker));
+        return { ops: cancelRequestOps(layout, request) };
+      },
+    };
+    const result = (await store.executor.run([unit]))[0] as UnitResult;
+    if (result.ok) return true;
+    const { error, op } = result;
+    // asked before, for this attempt
+    if (error instanceof NodeExistsError && op?.path === layout.cancel(claim.worker, id, claim.token)) return true;
+    // the attempt ended (or another began) between the read and the write: look again
+    if (!isConflict(error) || attempt >= REQUEST_ATTEMPTS) throw error;
+  }
+}
+
+function parseRequest(data: Buffer): CancelRequestData {
+  try {
+    const v = JSON.parse(data.toString()) as Partial<CancelRequestData>;
+    return { at: typeof v.at === 'number' ? v.at : 0, ...(typeof v.reason === 'string' ? { reason: v.reason } : {}) };
+  } catch {
+    return { at: 0 };
+  }
+}
+
+// ---- the worker's side --------------------------------------------------------
+
+/**
+ * The attempts `worker`'s requests name, arming `watch`: a children watch
+ * on its directory or, while the directory does not exist, an exists-watch
+ * that fires when the first request makes it.
+ */
+export async function listCancelRequests(
+  store: QueueStore,
+  worker: string,
+  watch?: Watcher,
+): Promise<{ id: string; token: number }[]> {
+  const dir = store.layout.cancelsOf(worker);
+  for (;;) {
+    try {
+      const names = await store.session.getChildren(dir, watch ? { watch } : {});
+      return names.flatMap((n) => parseCancelName(n) ?? []);
+    } catch (err) {
+      if (!(err instanceof NoNodeError)) throw err;
+    }
+    if (!watch) return [];
+    // made between the two reads: list it (the exists-watch set meanwhile fires at most once)
+    if (!(await store.session.exists(dir, { watch }))) return [];
+  }
+}
+
+/** The requests of `worker` for these attempts, with their reasons; gone ones are left out. */
+export async function readCancelRequests(
+  store: QueueStore,
+  worker: string,
+  attempts: readonly { id: string; token: number }[],
+): Promise<CancelRequest[]> {
+  const requests: CancelRequest[] = [];
+  for (let i = 0; i < attempts.length; i += READ_BATCH) {
+    const batch = attempts.slice(i, i + READ_BATCH);
+    const replies = await store.session.readMulti(
+      batch.map((a) => ({ op: 'getData' as const, path: store.layout.cancel(worker, a.id, a.token) })),
+    );
+    batch.forEach((a, j) => {
+      const reply = replies[j];
+      if (reply?.ok) requests.push({ id: a.id, token: a.token, ...parseRequest(reply.data) });
+    });
+  }
+  return requests;
+}
+
+/** Deletes requests acted on (one already gone is fine). */
+export async function dropCancelRequests(
+  store: QueueStore,
+  worker: string,
+  attempts: readonly { id: string; token: number }[],
+): Promise<void> {
+  if (attempts.length === 0) return;
+  const units = attempts.map((a) => ({
+    build: () => ({ ops: [{ op: 'delete' as const, path: store.layout.cancel(worker, a.id, a.token) }] }),
+  }));
+  await store.executor.run(units, { receipt: false });
+}
+
+// ---- the leader's side ----------------------------------------------------------
+
+/**
+ * Deletes the requests whose attempt is over (the record gone, or at
+ * another version than the token: versions never go back), and the worker
+ * directories found empty. Every delete carries the leader's fence.
+ * Resolves with the number of requests deleted.
+ */
+export async function sweepCancels(store: QueueStore, fence: () => ProtocolOp[]): Promise<number> {
+  const { layout, session } = store;
+  let swept = 0;
+  for (const name of await store.children(layout.cancelsDir)) {
+    const dir = `${layout.cancelsDir}/${name}`;
+    const names = await store.children(dir);
+    if (names.length === 0) {
+      // a request made since fails the delete (not empty): the directory stays
+      await store.executor.run([{ build: () => ({ ops: [{ op: 'delete', path: dir }] }) }], { fence, receipt: false });
+      continue;
+    }
+    for (let i = 0; i < names.length; i += READ_BATCH) {
+      const batch = names.slice(i, i + READ_BATCH);
+      const records = await Promise.all(
+        batch.map((n) => {
+          const named = parseCancelName(n);
+          return named ? session.exists(layout.job(named.id)) : null;
+        }),
+      );
+      const stale = batch.filter((n, j) => records[j]?.version !== parseCancelName(n)?.token);
+      const units = stale.map((n) => ({
+        build: () => ({ ops: [{ op: 'delete' as const, path: `${dir}/${n}` }] }),
+      }));
+      const results = await store.executor.run(units, { fence, receipt: false });
+      swept += results.filter((r) => r.ok).length;
+    }
+  }
+  return swept;
+}
