@@ -433,7 +433,9 @@ function finishUnit(
       // a child done for good settles its standing with its parent
       if (planned.to?.kind === 'waiting-children') built = joinBuilt(built, { ops: await parkShare(store, id) });
       // a parent removed as it finishes takes its dependencies with it
-      if (!planned.record && job.record.hasDeps) built = joinBuilt(built, { ops: await dropDepsOps(store, id, 'reread') });
+      if (!planned.record && job.record.hasDeps) {
+        built = joinBuilt(built, { ops: await dropDepsOps(store, id, 'reread') });
+      }
       const settlement = planned.settlement;
       if (settlement && job.record.parentLink) {
         built = joinBuilt(built, await settleChildOps(store, job.record, settlement));
