@@ -35,7 +35,7 @@ import type { BackendContext, Held } from './context.js';
 import { addEntries, checkDeduplication } from './dedup.js';
 import { rewriteRecord } from './edits.js';
 import { NotSupportedError } from './errors.js';
-import { addFlowEntries, missingParent, parentLinkOf } from './flows.js';
+import { addFlowEntries, givenParentKey, missingParent, parentLinkOf } from './flows.js';
 import { finishedError, toJobJson } from './json.js';
 
 /** BullMQ's `[jobData, id, rateLimitDelay, delayUntil]`, empty when nothing was claimed. */
@@ -69,13 +69,16 @@ export async function addJobs(ctx: BackendContext, entries: AddEntry[]): Promise
   if (!prepared.some((p) => p.record.parentLink)) return addEntries(ctx, prepared);
   // a job with a parent goes on its own, counted into its parent's dependencies in its transaction
   const out: string[] = [];
-  for (const p of prepared) {
+  for (const [i, p] of prepared.entries()) {
     if (!p.record.parentLink) {
       out.push(...(await addEntries(ctx, [p])));
       continue;
     }
     const [[err, res] = [null, 0]] = await addFlowEntries(store, [{ queue: ctx.name, record: p.record, lane: p.lane }]);
-    if (res === ErrorCode.ParentJobNotExist) missingParent(ctx, p.record.parentLink, 'addJob');
+    if (res === ErrorCode.ParentJobNotExist) {
+      const e = entries[i] as AddEntry;
+      missingParent(givenParentKey(e.job, e.parentKeyOpts) ?? '', 'addJob');
+    }
     // a custom id that exists answers with that id, as without a parent
     if (err && !(err instanceof NodeExistsError && p.custom)) throw err;
     out.push(p.record.id);

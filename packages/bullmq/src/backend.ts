@@ -33,6 +33,8 @@ import * as control from './control.js';
 import * as dedup from './dedup.js';
 import { NotSupportedError } from './errors.js';
 import * as events from './events.js';
+import * as flowReads from './flow-reads.js';
+import * as flowRemoval from './flow-removal.js';
 import * as flows from './flows.js';
 import * as meta from './meta.js';
 import * as reads from './reads.js';
@@ -260,10 +262,10 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return [];
   }
 
-  async moveToWaitingChildren(jobId: string, token: string, _opts?: MoveToWaitingChildrenOpts): Promise<boolean> {
-    const held = await attempts.heldBy(this.ctx, jobId, token, 'moveToWaitingChildren');
-    const parked = await flows.moveToWaitingChildren(this.ctx, held);
-    if (parked) attempts.release(this.ctx, jobId, held.job.token);
+  async moveToWaitingChildren(jobId: string, token: string, opts?: MoveToWaitingChildrenOpts): Promise<boolean> {
+    const held = this.ctx.held.get(jobId);
+    const parked = await flows.moveToWaitingChildren(this.ctx, jobId, token, opts?.child);
+    if (parked && held) attempts.release(this.ctx, jobId, held.job.token);
     return parked;
   }
 
@@ -363,7 +365,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return reads.getJobLogs(this.ctx, jobId, start, end, asc);
   }
 
-  paginate(
+  async paginate(
     key: string,
     opts: { start: number; end: number; fetchJobs?: boolean },
   ): Promise<{
@@ -372,7 +374,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     total: number;
     jobs?: JobJson[];
   }> {
-    return reads.paginate(this.ctx, key, opts);
+    return (await flowReads.paginateDependencies(this.ctx, key, opts)) ?? reads.paginate(this.ctx, key, opts);
   }
 
   getMetrics(type: 'completed' | 'failed', start?: number, end?: number): Promise<[string[], string[], number]> {
@@ -388,19 +390,19 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   getDependencyCounts(jobId: string, types: string[]): Promise<number[]> {
-    return flows.getDependencyCounts(this.ctx, jobId, types);
+    return flowReads.getDependencyCounts(this.ctx, jobId, types);
   }
 
   getDependencies(jobId: string, opts: DependenciesOpts): ReturnType<IQueueBackend['getDependencies']> {
-    return flows.getDependencies(this.ctx, jobId, opts);
+    return flowReads.getDependencies(this.ctx, jobId, opts);
   }
 
   getProcessedChildrenValues(jobId: string): Promise<Record<string, string>> {
-    return flows.getProcessedChildrenValues(this.ctx, jobId);
+    return flowReads.getProcessedChildrenValues(this.ctx, jobId);
   }
 
   getIgnoredChildrenFailures(jobId: string): Promise<Record<string, string>> {
-    return flows.getIgnoredChildrenFailures(this.ctx, jobId);
+    return flowReads.getIgnoredChildrenFailures(this.ctx, jobId);
   }
 
   getDeduplicationJobId(deduplicationId: string): Promise<string | null> {
@@ -442,11 +444,11 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   removeUnprocessedChildren(jobId: string): Promise<void> {
-    return flows.removeUnprocessedChildren(this.ctx, jobId);
+    return flowRemoval.removeUnprocessedChildren(this.ctx, jobId);
   }
 
   removeChildDependency(jobId: string, parentKey: string): Promise<boolean> {
-    return flows.removeChildDependency(this.ctx, jobId, parentKey);
+    return flowRemoval.removeChildDependency(this.ctx, jobId, parentKey);
   }
 
   retryFinishedJob<T = unknown, R = unknown, N extends string = string>(

@@ -25,7 +25,7 @@ import {
 import { ErrorCode, type FinishedStatus, type RetryOptions } from 'bullmq';
 import type { AnyJob } from './attempts.js';
 import type { BackendContext } from './context.js';
-import { removeTree } from './flows.js';
+import { removeTree } from './flow-removal.js';
 import { finishedError } from './json.js';
 
 export { addLog, changeDelay, changePriority, clearLogs, updateData } from './edits.js';
