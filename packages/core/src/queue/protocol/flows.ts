@@ -62,6 +62,9 @@ function depsData(node: DepsNode): Buffer {
 /** Reads a parent's dependency node, its record and the child's pending entry, in one request. */
 async function readParent(store: QueueStore, link: ChildKey, child?: ChildKey): Promise<ParentRead> {
   const ps = store.sibling(link.queue);
+  // its event log follows its listeners from now on, so a release is reported there (a queue
+  // deleted meanwhile is followed, not made again as init would)
+  await ps.events.start();
   const { layout } = ps;
   const reads = [
     { op: 'getData' as const, path: layout.deps(link.id) },
