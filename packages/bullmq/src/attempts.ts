@@ -21,7 +21,6 @@ import {
   leaseOf,
   MAX_DELAY_MS,
   MAX_PRIORITY,
-  NodeExistsError,
   newRecord,
   type Outcome,
   type QueueStore,
@@ -75,12 +74,12 @@ export async function addJobs(ctx: BackendContext, entries: AddEntry[]): Promise
       continue;
     }
     const [[err, res] = [null, 0]] = await addFlowEntries(store, [{ queue: ctx.name, record: p.record, lane: p.lane }]);
-    if (res === ErrorCode.ParentJobNotExist) {
-      const e = entries[i] as AddEntry;
-      missingParent(givenParentKey(e.job, e.parentKeyOpts) ?? '', 'addJob');
+    const e = entries[i] as AddEntry;
+    if (res === ErrorCode.ParentJobNotExist) missingParent(givenParentKey(e.job, e.parentKeyOpts) ?? '', 'addJob');
+    if (res === ErrorCode.ParentJobCannotBeReplaced) {
+      throw finishedError(ErrorCode.ParentJobCannotBeReplaced, givenParentKey(e.job, e.parentKeyOpts) ?? '', 'addJob');
     }
-    // a custom id that exists answers with that id, as without a parent
-    if (err && !(err instanceof NodeExistsError && p.custom)) throw err;
+    if (err) throw err; // a custom id that exists answers with that id (it joins the parent: BullMQ's duplicate)
     out.push(p.record.id);
   }
   return out;

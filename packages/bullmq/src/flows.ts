@@ -7,8 +7,9 @@
  * two parts are all that locate a job.
  */
 import {
-  addFlow as addFlowJobs,
+  addFlows,
   type ChildKey,
+  childKey,
   FailedChildrenError,
   type FlowJob,
   type JobRecord,
@@ -18,6 +19,7 @@ import {
   type ParentLink,
   type QueueStore,
   readDeps,
+  removeJob,
 } from '@zkq/core';
 import { ErrorCode, type JobJson, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext } from './context.js';
@@ -74,18 +76,48 @@ export function bullKey(ctx: BackendContext, c: ChildKey): string {
 }
 
 /**
- * Adds jobs of a flow (or single jobs with a parent) in one transaction.
- * Resolves with BullMQ's per-entry `[error, id | code]`: a missing parent
- * is code -5 for every entry, as nothing was added.
+ * Splits a flow's entries (parents before their children, as FlowProducer
+ * gives them) into trees: a job goes with its parent when that is an entry
+ * too, else it starts a tree of its own.
+ */
+function trees(jobs: readonly FlowJob[]): { jobs: FlowJob[]; at: number[] }[] {
+  const out: { jobs: FlowJob[]; at: number[] }[] = [];
+  const treeOf = new Map<string, { jobs: FlowJob[]; at: number[] }>();
+  jobs.forEach((j, i) => {
+    const link = j.record.parentLink;
+    const tree = (link && treeOf.get(childKey(link))) || { jobs: [], at: [] };
+    if (tree.jobs.length === 0) out.push(tree);
+    tree.jobs.push(j);
+    tree.at.push(i);
+    treeOf.set(childKey({ queue: j.queue, id: j.record.id }), tree);
+  });
+  return out;
+}
+
+/**
+ * Adds the jobs of flows (or single jobs with a parent), each tree in one
+ * transaction of its own, as BullMQ's commands each stand alone. Resolves
+ * with BullMQ's per-entry `[error, id | code]`: -5 for the entries of a tree
+ * whose parent is missing (nothing of it added), -7 for an existing job
+ * that has another parent.
  */
 export async function addFlowEntries(store: QueueStore, jobs: FlowJob[]): Promise<[Error | null, string | number][]> {
-  try {
-    await addFlowJobs(store, jobs);
-  } catch (err) {
-    if (err instanceof MissingParentError) return jobs.map(() => [null, ErrorCode.ParentJobNotExist]);
-    return jobs.map(() => [err as Error, 0]);
-  }
-  return jobs.map((j) => [null, j.record.id]);
+  const out: [Error | null, string | number][] = jobs.map(() => [null, 0]);
+  const split = trees(jobs);
+  const results = await addFlows(
+    store,
+    split.map((t) => t.jobs),
+  );
+  split.forEach((tree, n) => {
+    const r = results[n];
+    tree.at.forEach((i, k) => {
+      const id = (jobs[i] as FlowJob).record.id;
+      if (r?.ok) out[i] = [null, r.outcomes[k] === 'refused' ? ErrorCode.ParentJobCannotBeReplaced : id];
+      else if (r?.error instanceof MissingParentError) out[i] = [null, ErrorCode.ParentJobNotExist];
+      else out[i] = [(r?.error as Error) ?? null, 0];
+    });
+  });
+  return out;
 }
 
 /** Throws BullMQ's error for a missing parent, named by its key as given. */
@@ -142,4 +174,22 @@ export async function checkCompletable(ctx: BackendContext, record: JobRecord): 
   const deps = await readDeps(await ctx.store(), record.id);
   if (deps?.failed) throw finishedError(ErrorCode.JobHasFailedChildren, record.id, 'moveToFinished');
   if (deps && deps.pending > 0) throw finishedError(ErrorCode.JobPendingChildren, record.id, 'moveToFinished');
+}
+
+/**
+ * Whether a finished job to remove at once goes by removeJob after its
+ * finish rather than inside it: a parent takes its dependencies along, and
+ * a child whose failure left it pending releases its parent (BullMQ's
+ * removal does both). A crash in between keeps the job finished: nothing
+ * is left that a later removal cannot clear.
+ */
+export function removedApart(record: JobRecord, kind: 'completed' | 'failed'): boolean {
+  if (record.hasDeps) return true;
+  const link = record.parentLink;
+  return kind === 'failed' && link !== undefined && !link.fpof && !link.cpof && !link.idof && !link.rdof;
+}
+
+/** Removes a job finished just now and kept for removedApart. */
+export async function removeFinished(ctx: BackendContext, jobId: string): Promise<void> {
+  await removeJob(await ctx.store(), jobId).catch(ctx.onError);
 }
