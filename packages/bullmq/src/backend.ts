@@ -193,13 +193,15 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
       'completed',
       removeOnComplete ?? this.ctx.opts.removeOnComplete,
     );
+    const apart = remove && flows.removedApart(held.job.record, 'completed');
     const finishedOn = await attempts.finish(
       this.ctx,
       held,
-      { kind: 'completed', returnvalue: returnValue ?? null, remove },
+      { kind: 'completed', returnvalue: returnValue ?? null, remove: remove && !apart },
       'moveToFinished',
       held.progress,
     );
+    if (apart) await flows.removeFinished(this.ctx, held.job.record.id);
     await this.ctx.countFinished('completed', finishedOn);
     return { result: fetchNext && !this.closing ? await this.moveToActive(token) : undefined, finishedOn };
   }
@@ -220,13 +222,15 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
       removeOnFail ?? this.ctx.opts.removeOnFail,
     );
     const stacktrace = attempts.stacktraceOf(fieldsToUpdate);
+    const apart = remove && flows.removedApart(held.job.record, 'failed');
     const finishedOn = await attempts.finish(
       this.ctx,
       attempts.withTrace(held),
-      { kind: 'failed', reason: failedReason, stacktrace, remove },
+      { kind: 'failed', reason: failedReason, stacktrace, remove: remove && !apart },
       'moveToFinished',
       held.progress,
     );
+    if (apart) await flows.removeFinished(this.ctx, held.job.record.id);
     await this.ctx.countFinished('failed', finishedOn);
     return { result: fetchNext && !this.closing ? await this.moveToActive(token) : undefined, finishedOn };
   }
