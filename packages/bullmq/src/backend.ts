@@ -31,7 +31,6 @@ import * as attempts from './attempts.js';
 import type { BackendContext } from './context.js';
 import * as control from './control.js';
 import * as dedup from './dedup.js';
-import { NotSupportedError } from './errors.js';
 import * as events from './events.js';
 import * as flowReads from './flow-reads.js';
 import * as flowRemoval from './flow-removal.js';
@@ -162,9 +161,6 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     // a FlowProducer's backend is bound to no queue: the flow runs from its root's
     const store = await this.ctx.shared.store((entries[0] as { queueName: string }).queueName);
     await store.init();
-    if (entries.some((e) => e.jobData.opts?.deduplication)) {
-      throw new NotSupportedError('deduplication on a flow node');
-    }
     if (entries.some((e) => (e.jobData.opts?.delay ?? 0) > 0)) await store.clock.now(); // due times: ZooKeeper's clock
     return flows.addFlowEntries(
       store,

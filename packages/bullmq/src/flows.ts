@@ -10,6 +10,7 @@ import {
   addFlows,
   type ChildKey,
   childKey,
+  enqueueJobs,
   FailedChildrenError,
   type FlowJob,
   type JobRecord,
@@ -77,13 +78,14 @@ export function bullKey(ctx: BackendContext, c: ChildKey): string {
 
 /**
  * Splits a flow's entries (parents before their children, as FlowProducer
- * gives them) into trees: a job goes with its parent when that is an entry
- * too, else it starts a tree of its own.
+ * gives them; those `skip` says aside) into trees: a job goes with its
+ * parent when that is an entry too, else it starts a tree of its own.
  */
-function trees(jobs: readonly FlowJob[]): { jobs: FlowJob[]; at: number[] }[] {
+function trees(jobs: readonly FlowJob[], skip: (j: FlowJob) => boolean): { jobs: FlowJob[]; at: number[] }[] {
   const out: { jobs: FlowJob[]; at: number[] }[] = [];
   const treeOf = new Map<string, { jobs: FlowJob[]; at: number[] }>();
   jobs.forEach((j, i) => {
+    if (skip(j)) return;
     const link = j.record.parentLink;
     const tree = (link && treeOf.get(childKey(link))) || { jobs: [], at: [] };
     if (tree.jobs.length === 0) out.push(tree);
@@ -103,7 +105,17 @@ function trees(jobs: readonly FlowJob[]): { jobs: FlowJob[]; at: number[] }[] {
  */
 export async function addFlowEntries(store: QueueStore, jobs: FlowJob[]): Promise<[Error | null, string | number][]> {
   const out: [Error | null, string | number][] = jobs.map(() => [null, 0]);
-  const split = trees(jobs);
+  // a node with a deduplication key stands alone (BullMQ allows one on a node without parent or children)
+  const keyed = (j: FlowJob) => Boolean(j.record.opts.deduplication) && !j.record.parentLink;
+  for (const [i, j] of jobs.entries()) {
+    if (!keyed(j)) continue;
+    const js = store.sibling(j.queue);
+    await js.init();
+    const [added] = await enqueueJobs(js, [{ record: j.record, lane: j.lane, custom: true }]);
+    if (added?.kind === 'existing') await js.publish([{ event: 'duplicated', jobId: added.id, ts: Date.now() }]);
+    out[i] = [null, added?.id ?? j.record.id];
+  }
+  const split = trees(jobs, keyed);
   const results = await addFlows(
     store,
     split.map((t) => t.jobs),

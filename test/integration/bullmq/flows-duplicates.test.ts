@@ -101,3 +101,25 @@ test('a job whose parent exists cannot be given another; a running job cannot be
   assert.equal(await running.getState(), 'active');
   assert.deepEqual(await queue.getJobCounts(), before, 'nothing of the refused flow was added');
 });
+
+test('a flow node alone keeps its deduplication key; in a bulk add a tree whose parent is missing fails alone', async (t) => {
+  const { connection } = await bullEnv(t);
+  const flow = new FlowProducer({ connection });
+  const queue = new Queue('q', { connection });
+  t.after(() => Promise.all([flow.close(), queue.close()]));
+  const dedup = { id: 'nightly' };
+  const first = await flow.add({ name: 'report', queueName: 'q', data: { n: 1 }, opts: { deduplication: dedup } });
+  const second = await flow.add({ name: 'report', queueName: 'q', data: { n: 2 }, opts: { deduplication: dedup } });
+  assert.equal(second.job.id, first.job.id);
+  assert.equal(await queue.getDeduplicationJobId('nightly'), first.job.id);
+
+  const [kept, orphan, tree] = await flow.addBulk([
+    { name: 'report', queueName: 'q', opts: { deduplication: dedup } },
+    { name: 'orphan', queueName: 'q', opts: { parent: { id: 'missing', queue: queue.qualifiedName } } },
+    { name: 'parent', queueName: 'q', children: [{ name: 'kid', queueName: 'q' }] },
+  ]);
+  assert.equal(kept?.job.id, first.job.id);
+  assert.equal(await queue.getJob(orphan?.job.id as string), undefined);
+  assert.equal(await tree?.job.getState(), 'waiting-children');
+  assert.equal(await queue.count(), 3, 'the report, the parent and its kid');
+});
