@@ -182,14 +182,14 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     fetchNext: boolean,
   ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
     const held = await attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
-    await flows.checkCompletable(this.ctx, held.job.record);
+    const hasDeps = await flows.checkCompletable(this.ctx, held.job.record);
     const remove = attempts.retention(
       this.ctx,
       () => this.trimmer(),
       'completed',
       removeOnComplete ?? this.ctx.opts.removeOnComplete,
     );
-    const apart = remove && flows.removedApart(held.job.record, 'completed');
+    const apart = remove && flows.removedApart(held.job.record, 'completed', hasDeps);
     const finishedOn = await attempts.finish(
       this.ctx,
       held,

@@ -21,6 +21,7 @@ import {
   type QueueStore,
   readDeps,
   removeJob,
+  WatchLoop,
 } from '@zkq/core';
 import { ErrorCode, type JobJson, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext } from './context.js';
@@ -175,17 +176,50 @@ export async function moveToWaitingChildren(
   throw result.error;
 }
 
+/** Per queue store: whether the queue ever held a parent's dependencies (see parentsHeld). */
+const holdsParents = new WeakMap<QueueStore, Promise<() => boolean>>();
+
+/**
+ * Whether the queue ever held a parent's dependencies (its `deps`
+ * directory exists): until then no completion needs to read them. An
+ * exists-watch follows it until it appears (it goes only with the queue);
+ * when that cannot be known, the answer is yes.
+ */
+async function parentsHeld(store: QueueStore, onError: (err: unknown) => void): Promise<boolean> {
+  let known = holdsParents.get(store);
+  if (!known) {
+    let seen = false;
+    const loop: WatchLoop<boolean> = new WatchLoop(store.session, {
+      read: async (watch) => (await store.session.exists(store.layout.depsDir, { watch })) !== null,
+      onRead: (exists) => {
+        if (!exists) return;
+        seen = true;
+        loop.close();
+      },
+      onError,
+    });
+    known = loop.start().then(
+      () => () => seen || loop.closed,
+      () => () => true,
+    );
+    holdsParents.set(store, known);
+  }
+  return (await known)();
+}
+
 /**
  * BullMQ refuses to complete a parent with pending (-4) or failed (-9)
- * children. Only parents are read for it: jobs added with children, or
- * parked once (a job given children later by `opts.parent` and never
- * parked is not checked).
+ * children. Read for a job added with children or parked once, and for any
+ * job of a queue that ever held a parent's dependencies (a running job may
+ * be given children by `opts.parent`). Resolves whether it has dependencies.
  */
-export async function checkCompletable(ctx: BackendContext, record: JobRecord): Promise<void> {
-  if (!record.hasDeps) return;
-  const deps = await readDeps(await ctx.store(), record.id);
+export async function checkCompletable(ctx: BackendContext, record: JobRecord): Promise<boolean> {
+  const store = await ctx.store();
+  if (!record.hasDeps && !(await parentsHeld(store, ctx.onError))) return false;
+  const deps = await readDeps(store, record.id);
   if (deps?.failed) throw finishedError(ErrorCode.JobHasFailedChildren, record.id, 'moveToFinished');
   if (deps && deps.pending > 0) throw finishedError(ErrorCode.JobPendingChildren, record.id, 'moveToFinished');
+  return deps !== undefined;
 }
 
 /**
@@ -195,8 +229,8 @@ export async function checkCompletable(ctx: BackendContext, record: JobRecord): 
  * removal does both). A crash in between keeps the job finished: nothing
  * is left that a later removal cannot clear.
  */
-export function removedApart(record: JobRecord, kind: 'completed' | 'failed'): boolean {
-  if (record.hasDeps) return true;
+export function removedApart(record: JobRecord, kind: 'completed' | 'failed', hasDeps = false): boolean {
+  if (hasDeps || record.hasDeps) return true;
   const link = record.parentLink;
   return kind === 'failed' && link !== undefined && !link.fpof && !link.cpof && !link.idof && !link.rdof;
 }

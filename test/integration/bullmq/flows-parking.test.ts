@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { type Job, withBackend } from 'bullmq';
 import { bullEnv } from '../../helpers/queue.js';
+import { waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker } = withBackend(createZooKeeperBackend);
 
@@ -37,4 +38,25 @@ test('moveToWaitingChildren waits for a named child only while it is pending; th
   await assert.rejects(parent.moveToWaitingChildren('0'), {
     message: `Job ${id} is not in the active state. moveToWaitingChildren`,
   });
+});
+
+test('a job that gave itself a child while running cannot complete before that child', async (t) => {
+  const { connection } = await bullEnv(t);
+  const queue = new Queue('q', { connection });
+  const kids = new Queue('kids', { connection });
+  t.after(() => Promise.all([queue.close(), kids.close()]));
+  const worker = new Worker(
+    'q',
+    async (job: Job) => {
+      await kids.add('kid', {}, { parent: { id: job.id as string, queue: job.queueQualifiedName } });
+      return 'done too early';
+    },
+    { connection },
+  );
+  t.after(() => worker.close());
+  const parent = await queue.add('parent', {});
+  await waitFor(async () => (await parent.getState()) === 'failed');
+  const failed = (await queue.getJob(parent.id as string)) as Job;
+  assert.equal(failed.failedReason, `Job ${parent.id} has pending dependencies. moveToFinished`);
+  assert.deepEqual(await failed.getDependenciesCount(), { processed: 0, unprocessed: 1, ignored: 0, failed: 0 });
 });
