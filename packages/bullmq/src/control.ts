@@ -31,7 +31,7 @@ import { finishedError } from './json.js';
 export { addLog, changeDelay, changePriority, clearLogs, updateData } from './edits.js';
 
 /** The states BullMQ's clean names (`waiting` arrives as `wait`). */
-const CLEAN_TYPES = new Set<string>([
+export const CLEAN_TYPES = new Set<string>([
   'completed',
   'failed',
   'delayed',
