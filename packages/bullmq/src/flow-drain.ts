@@ -70,24 +70,24 @@ async function lastPending(store: QueueStore, link: ChildKey, child: string): Pr
 }
 
 /**
- * Removes a job the hard way: when it was the last pending child of a
- * parent in the same queue, that parent (released by the removal) goes
- * too. Resolves false when it could not be removed (it runs).
+ * Removes a job the hard way: when it is the last pending child of a parent
+ * in the same queue, that parent goes first (with its dependencies, and so
+ * on up), so that no worker takes it between its release and its removal.
+ * Resolves false when the job could not be removed (it runs).
  */
 async function removeHard(store: QueueStore, id: string, stored: StoredJob): Promise<boolean> {
   const link = stored.record.parentLink;
-  const up = link?.queue === store.queue && (await lastPending(store, link, id));
+  if (link?.queue === store.queue && (await lastPending(store, link, id))) {
+    const parent = await store.getJob(link.id);
+    if (parent) await removeHard(store, link.id, parent);
+  }
   try {
     await removeJob(store, id);
+    return true;
   } catch (err) {
     if (err instanceof JobStateError) return false;
     throw err;
   }
-  if (up && link) {
-    const parent = await store.getJob(link.id);
-    if (parent) await removeHard(store, link.id, parent);
-  }
-  return true;
 }
 
 /** Drains the jobs of flows among the waiting (and, with `delayed`, delayed) ones. */

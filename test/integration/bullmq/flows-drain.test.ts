@@ -12,7 +12,7 @@ import { type Job, withBackend } from 'bullmq';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
-const { Queue, Worker, FlowProducer } = withBackend(createZooKeeperBackend);
+const { Queue, Worker, FlowProducer, QueueEvents } = withBackend(createZooKeeperBackend);
 
 test('drain takes children out of their parents: a parent in the queue goes with them, one elsewhere waits', async (t) => {
   const { connection } = await bullEnv(t);
@@ -59,4 +59,24 @@ test('clean removes a failed child from its parent and a completed parent with i
   await queue.clean(0, 0, 'completed');
   assert.equal(await done.job.getState(), 'unknown');
   assert.deepEqual(await done.job.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
+});
+
+test('a parent taken along by a drain is removed before its last child, never released on the way', async (t) => {
+  const { connection } = await bullEnv(t);
+  const flow = new FlowProducer({ connection });
+  const queue = new Queue('q', { connection });
+  const events = new QueueEvents('q', { connection });
+  t.after(() => Promise.all([flow.close(), queue.close(), events.close()]));
+  await events.waitUntilReady();
+  const tree = await flow.add({ name: 'parent', queueName: 'q', children: [{ name: 'kid', queueName: 'q' }] });
+  const seen: string[] = [];
+  events.on('waiting', ({ jobId }) => {
+    if (jobId === tree.job.id) seen.push('waiting');
+  });
+  events.on('removed', ({ jobId }) => {
+    if (jobId === tree.job.id) seen.push('removed');
+  });
+  await queue.drain();
+  await waitFor(() => seen.includes('removed'), { what: 'the parent removed' });
+  assert.deepEqual(seen, ['removed']);
 });
