@@ -16,6 +16,10 @@
  * - a parent parking itself (moveToWaitingChildren) writes the node too, so
  *   a child finishing meanwhile either sees it parked or fails and re-reads.
  *
+ * A flow naming a job that exists already (BullMQ's duplicated id) gives it
+ * the flow's parent in the same transaction: its record written at the
+ * version read, unless it runs (its record is then its attempt's token).
+ *
  * The parent's record, whose version is its attempt's fencing token, is
  * written only while the parent is not active: released from
  * waiting-children, or given a deferred failure while it waits. An active
@@ -311,20 +315,21 @@ export async function flowUnit(
       continue;
     }
     const js = stores[i] as QueueStore;
-    parts.push(
-      share(store, js, { ops: [], events: [{ event: 'duplicated', jobId: me.id, ts: Date.now() }], wakes: false }),
-    );
     const stored = found[i];
-    if (!stored) {
+    if (stored) {
+      const attach = await attachExisting(js, stored, link);
+      outcomes[i] = attach.outcome;
+      if (attach.kid && link) shareOf(link).kids.push(attach.kid);
+      if (attach.ops.length) parts.push({ ops: attach.ops });
+    } else {
       // named twice in this flow: the first one stands
       const first = jobs[created.get(keyOf(j)) as number]?.record.parentLink;
       outcomes[i] = !link || (first && childKey(first) === childKey(link)) ? 'duplicate' : 'refused';
-      continue;
     }
-    const attach = await attachExisting(js, stored, link);
-    outcomes[i] = attach.outcome;
-    if (attach.kid && link) shareOf(link).kids.push(attach.kid);
-    if (attach.ops.length) parts.push({ ops: attach.ops });
+    if (outcomes[i] === 'duplicate') {
+      const events = [{ event: 'duplicated', jobId: me.id, ts: Date.now() }];
+      parts.push(share(store, js, { ops: [], events, wakes: false }));
+    }
   }
   for (const [key, i] of created) {
     const j = jobs[i] as FlowJob;
