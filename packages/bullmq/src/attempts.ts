@@ -21,7 +21,6 @@ import {
   leaseOf,
   MAX_DELAY_MS,
   MAX_PRIORITY,
-  NodeExistsError,
   newRecord,
   type Outcome,
   type QueueStore,
@@ -35,7 +34,7 @@ import type { BackendContext, Held } from './context.js';
 import { addEntries, checkDeduplication } from './dedup.js';
 import { rewriteRecord } from './edits.js';
 import { NotSupportedError } from './errors.js';
-import { addFlowEntries, missingParent, parentLinkOf } from './flows.js';
+import { addFlowEntries, givenParentKey, missingParent, parentLinkOf } from './flows.js';
 import { finishedError, toJobJson } from './json.js';
 
 /** BullMQ's `[jobData, id, rateLimitDelay, delayUntil]`, empty when nothing was claimed. */
@@ -69,15 +68,18 @@ export async function addJobs(ctx: BackendContext, entries: AddEntry[]): Promise
   if (!prepared.some((p) => p.record.parentLink)) return addEntries(ctx, prepared);
   // a job with a parent goes on its own, counted into its parent's dependencies in its transaction
   const out: string[] = [];
-  for (const p of prepared) {
+  for (const [i, p] of prepared.entries()) {
     if (!p.record.parentLink) {
       out.push(...(await addEntries(ctx, [p])));
       continue;
     }
     const [[err, res] = [null, 0]] = await addFlowEntries(store, [{ queue: ctx.name, record: p.record, lane: p.lane }]);
-    if (res === ErrorCode.ParentJobNotExist) missingParent(ctx, p.record.parentLink, 'addJob');
-    // a custom id that exists answers with that id, as without a parent
-    if (err && !(err instanceof NodeExistsError && p.custom)) throw err;
+    const e = entries[i] as AddEntry;
+    if (res === ErrorCode.ParentJobNotExist) missingParent(givenParentKey(e.job, e.parentKeyOpts) ?? '', 'addJob');
+    if (res === ErrorCode.ParentJobCannotBeReplaced) {
+      throw finishedError(ErrorCode.ParentJobCannotBeReplaced, givenParentKey(e.job, e.parentKeyOpts) ?? '', 'addJob');
+    }
+    if (err) throw err; // a custom id that exists answers with that id (it joins the parent: BullMQ's duplicate)
     out.push(p.record.id);
   }
   return out;

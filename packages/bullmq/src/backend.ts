@@ -5,7 +5,7 @@
  * works on the same znode layout as zkq's own Queue and Worker.
  */
 import { EventEmitter } from 'node:events';
-import type { Trimmer as TrimmerType } from '@zkq/core';
+import type { CleanType, Trimmer as TrimmerType } from '@zkq/core';
 import { Trimmer } from '@zkq/core';
 import type {
   DependenciesOpts,
@@ -31,8 +31,10 @@ import * as attempts from './attempts.js';
 import type { BackendContext } from './context.js';
 import * as control from './control.js';
 import * as dedup from './dedup.js';
-import { NotSupportedError } from './errors.js';
 import * as events from './events.js';
+import * as flowDrain from './flow-drain.js';
+import * as flowReads from './flow-reads.js';
+import * as flowRemoval from './flow-removal.js';
 import * as flows from './flows.js';
 import * as meta from './meta.js';
 import * as reads from './reads.js';
@@ -160,9 +162,6 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     // a FlowProducer's backend is bound to no queue: the flow runs from its root's
     const store = await this.ctx.shared.store((entries[0] as { queueName: string }).queueName);
     await store.init();
-    if (entries.some((e) => e.jobData.opts?.deduplication)) {
-      throw new NotSupportedError('deduplication on a flow node');
-    }
     if (entries.some((e) => (e.jobData.opts?.delay ?? 0) > 0)) await store.clock.now(); // due times: ZooKeeper's clock
     return flows.addFlowEntries(
       store,
@@ -184,20 +183,22 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     fetchNext: boolean,
   ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
     const held = await attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
-    await flows.checkCompletable(this.ctx, held.job.record);
+    const hasDeps = await flows.checkCompletable(this.ctx, held.job.record);
     const remove = attempts.retention(
       this.ctx,
       () => this.trimmer(),
       'completed',
       removeOnComplete ?? this.ctx.opts.removeOnComplete,
     );
+    const apart = remove && flows.removedApart(held.job.record, 'completed', hasDeps);
     const finishedOn = await attempts.finish(
       this.ctx,
       held,
-      { kind: 'completed', returnvalue: returnValue ?? null, remove },
+      { kind: 'completed', returnvalue: returnValue ?? null, remove: remove && !apart },
       'moveToFinished',
       held.progress,
     );
+    if (apart) await flows.removeFinished(this.ctx, held.job.record.id);
     await this.ctx.countFinished('completed', finishedOn);
     return { result: fetchNext && !this.closing ? await this.moveToActive(token) : undefined, finishedOn };
   }
@@ -218,13 +219,15 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
       removeOnFail ?? this.ctx.opts.removeOnFail,
     );
     const stacktrace = attempts.stacktraceOf(fieldsToUpdate);
+    const apart = remove && flows.removedApart(held.job.record, 'failed');
     const finishedOn = await attempts.finish(
       this.ctx,
       attempts.withTrace(held),
-      { kind: 'failed', reason: failedReason, stacktrace, remove },
+      { kind: 'failed', reason: failedReason, stacktrace, remove: remove && !apart },
       'moveToFinished',
       held.progress,
     );
+    if (apart) await flows.removeFinished(this.ctx, held.job.record.id);
     await this.ctx.countFinished('failed', finishedOn);
     return { result: fetchNext && !this.closing ? await this.moveToActive(token) : undefined, finishedOn };
   }
@@ -260,10 +263,10 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return [];
   }
 
-  async moveToWaitingChildren(jobId: string, token: string, _opts?: MoveToWaitingChildrenOpts): Promise<boolean> {
-    const held = await attempts.heldBy(this.ctx, jobId, token, 'moveToWaitingChildren');
-    const parked = await flows.moveToWaitingChildren(this.ctx, held);
-    if (parked) attempts.release(this.ctx, jobId, held.job.token);
+  async moveToWaitingChildren(jobId: string, token: string, opts?: MoveToWaitingChildrenOpts): Promise<boolean> {
+    const held = this.ctx.held.get(jobId);
+    const parked = await flows.moveToWaitingChildren(this.ctx, jobId, token, opts?.child);
+    if (parked && held) attempts.release(this.ctx, jobId, held.job.token);
     return parked;
   }
 
@@ -363,7 +366,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return reads.getJobLogs(this.ctx, jobId, start, end, asc);
   }
 
-  paginate(
+  async paginate(
     key: string,
     opts: { start: number; end: number; fetchJobs?: boolean },
   ): Promise<{
@@ -372,7 +375,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     total: number;
     jobs?: JobJson[];
   }> {
-    return reads.paginate(this.ctx, key, opts);
+    return (await flowReads.paginateDependencies(this.ctx, key, opts)) ?? reads.paginate(this.ctx, key, opts);
   }
 
   getMetrics(type: 'completed' | 'failed', start?: number, end?: number): Promise<[string[], string[], number]> {
@@ -388,19 +391,19 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   getDependencyCounts(jobId: string, types: string[]): Promise<number[]> {
-    return flows.getDependencyCounts(this.ctx, jobId, types);
+    return flowReads.getDependencyCounts(this.ctx, jobId, types);
   }
 
   getDependencies(jobId: string, opts: DependenciesOpts): ReturnType<IQueueBackend['getDependencies']> {
-    return flows.getDependencies(this.ctx, jobId, opts);
+    return flowReads.getDependencies(this.ctx, jobId, opts);
   }
 
   getProcessedChildrenValues(jobId: string): Promise<Record<string, string>> {
-    return flows.getProcessedChildrenValues(this.ctx, jobId);
+    return flowReads.getProcessedChildrenValues(this.ctx, jobId);
   }
 
   getIgnoredChildrenFailures(jobId: string): Promise<Record<string, string>> {
-    return flows.getIgnoredChildrenFailures(this.ctx, jobId);
+    return flowReads.getIgnoredChildrenFailures(this.ctx, jobId);
   }
 
   getDeduplicationJobId(deduplicationId: string): Promise<string | null> {
@@ -413,12 +416,18 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return control.pause(this.ctx, pause);
   }
 
-  drain(delayed: boolean): Promise<void> {
+  async drain(delayed: boolean): Promise<void> {
+    await flowDrain.drainFlowJobs(await this.ctx.store(), delayed); // jobs of flows first (flow-drain.ts)
     return control.drain(this.ctx, delayed);
   }
 
-  cleanJobsByState(state: string, timestamp: number, limit?: number): Promise<string[]> {
-    return control.cleanJobsByState(this.ctx, state, timestamp, limit);
+  async cleanJobsByState(state: string, timestamp: number, limit = 0): Promise<string[]> {
+    if (!control.CLEAN_TYPES.has(state)) return [];
+    const grace = Math.max(0, Date.now() - timestamp);
+    const flowJobs = await flowDrain.cleanFlowJobs(await this.ctx.store(), grace, limit, state as CleanType);
+    if (limit > 0 && flowJobs.length >= limit) return flowJobs;
+    const rest = await control.cleanJobsByState(this.ctx, state, timestamp, limit > 0 ? limit - flowJobs.length : 0);
+    return [...flowJobs, ...rest];
   }
 
   obliterate(opts: { force: boolean; count: number }): Promise<number> {
@@ -442,11 +451,11 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   }
 
   removeUnprocessedChildren(jobId: string): Promise<void> {
-    return flows.removeUnprocessedChildren(this.ctx, jobId);
+    return flowRemoval.removeUnprocessedChildren(this.ctx, jobId);
   }
 
   removeChildDependency(jobId: string, parentKey: string): Promise<boolean> {
-    return flows.removeChildDependency(this.ctx, jobId, parentKey);
+    return flowRemoval.removeChildDependency(this.ctx, jobId, parentKey);
   }
 
   retryFinishedJob<T = unknown, R = unknown, N extends string = string>(

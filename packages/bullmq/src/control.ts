@@ -25,13 +25,13 @@ import {
 import { ErrorCode, type FinishedStatus, type RetryOptions } from 'bullmq';
 import type { AnyJob } from './attempts.js';
 import type { BackendContext } from './context.js';
-import { removeTree } from './flows.js';
+import { removeTree } from './flow-removal.js';
 import { finishedError } from './json.js';
 
 export { addLog, changeDelay, changePriority, clearLogs, updateData } from './edits.js';
 
 /** The states BullMQ's clean names (`waiting` arrives as `wait`). */
-const CLEAN_TYPES = new Set<string>([
+export const CLEAN_TYPES = new Set<string>([
   'completed',
   'failed',
   'delayed',

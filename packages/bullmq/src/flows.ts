@@ -1,35 +1,34 @@
 /**
- * Flows (FlowProducer, `opts.parent`, waiting-children, dependencies) over
- * the protocol's (core `protocol/flows.ts`). BullMQ names a job by its key
- * `<prefix>:<queue>:<id>`; here every queue of a flow is in the backend's
- * namespace, so a key's last two parts are all that locate a job.
+ * Flows (FlowProducer, `opts.parent`, waiting-children) over the protocol's
+ * (core `protocol/flows.ts`): adding, parking a running parent, and the
+ * checks before a parent completes. Reads are in flow-reads.ts, removals in
+ * flow-removal.ts. BullMQ names a job by its key `<prefix>:<queue>:<id>`;
+ * here every queue of a flow is in the backend's namespace, so a key's last
+ * two parts are all that locate a job.
  */
 import {
-  addFlow as addFlowJobs,
+  addFlows,
   type ChildKey,
-  dependencyCounts,
-  detachOps,
-  encodeRecord,
+  childKey,
+  enqueueJobs,
   FailedChildrenError,
   type FlowJob,
   type JobRecord,
-  JobStateError,
-  joinBuilt,
   LostJobError,
   MissingParentError,
   NoPendingChildrenError,
   type ParentLink,
   type QueueStore,
-  getDependencies as readDependencies,
   readDeps,
   removeJob,
+  WatchLoop,
 } from '@zkq/core';
 import { ErrorCode, type JobJson, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { finishedError } from './json.js';
 
 /** The queue name of a qualified queue key `<prefix...>:<queue>`. */
-function queueOfKey(queueKey: string): string {
+export function queueOfKey(queueKey: string): string {
   return queueKey.slice(queueKey.lastIndexOf(':') + 1);
 }
 
@@ -58,6 +57,14 @@ export function parentLinkOf(job: JobJson, parentKeyOpts?: ParentKeyOpts): Paren
   return link;
 }
 
+/** The parent's key as the caller gave it (`<queue key>:<id>`), which BullMQ's errors name; none without a parent. */
+export function givenParentKey(job: JobJson, parentKeyOpts?: ParentKeyOpts): string | undefined {
+  const parent = (job.opts as { parent?: { id: string; queue: string } } | undefined)?.parent;
+  if (parent) return `${parent.queue}:${parent.id}`;
+  if (job.parent?.queueKey && job.parent.id) return `${job.parent.queueKey}:${job.parent.id}`;
+  return parentKeyOpts?.parentKey ?? job.parentKey ?? undefined;
+}
+
 /** A parent key `<prefix>:<queue>:<id>`: BullMQ's own ids carry no ':' (uuids and numbers). */
 function locateParentKey(key: string): ChildKey {
   const parts = key.split(':');
@@ -71,209 +78,164 @@ export function bullKey(ctx: BackendContext, c: ChildKey): string {
 }
 
 /**
- * Adds jobs of a flow (or single jobs with a parent) in one transaction.
- * Resolves with BullMQ's per-entry `[error, id | code]`: a missing parent
- * is code -5 for every entry, as nothing was added.
+ * Splits a flow's entries (parents before their children, as FlowProducer
+ * gives them; those `skip` says aside) into trees: a job goes with its
+ * parent when that is an entry too, else it starts a tree of its own.
  */
-export async function addFlowEntries(store: QueueStore, jobs: FlowJob[]): Promise<[Error | null, string | number][]> {
-  try {
-    await addFlowJobs(store, jobs);
-  } catch (err) {
-    if (err instanceof MissingParentError) return jobs.map(() => [null, ErrorCode.ParentJobNotExist]);
-    return jobs.map(() => [err as Error, 0]);
-  }
-  return jobs.map((j) => [null, j.record.id]);
-}
-
-/** Throws BullMQ's error for a missing parent. */
-export function missingParent(ctx: BackendContext, link: ChildKey, command: string): never {
-  throw finishedError(ErrorCode.ParentJobNotExist, bullKey(ctx, link), command);
+function trees(jobs: readonly FlowJob[], skip: (j: FlowJob) => boolean): { jobs: FlowJob[]; at: number[] }[] {
+  const out: { jobs: FlowJob[]; at: number[] }[] = [];
+  const treeOf = new Map<string, { jobs: FlowJob[]; at: number[] }>();
+  jobs.forEach((j, i) => {
+    if (skip(j)) return;
+    const link = j.record.parentLink;
+    const tree = (link && treeOf.get(childKey(link))) || { jobs: [], at: [] };
+    if (tree.jobs.length === 0) out.push(tree);
+    tree.jobs.push(j);
+    tree.at.push(i);
+    treeOf.set(childKey({ queue: j.queue, id: j.record.id }), tree);
+  });
+  return out;
 }
 
 /**
- * Parks an active parent until its children are done. Resolves false when
- * none is pending: the attempt goes on, still held.
+ * Adds the jobs of flows (or single jobs with a parent), each tree in one
+ * transaction of its own, as BullMQ's commands each stand alone. Resolves
+ * with BullMQ's per-entry `[error, id | code]`: -5 for the entries of a tree
+ * whose parent is missing (nothing of it added), -7 for an existing job
+ * that has another parent.
+ */
+export async function addFlowEntries(store: QueueStore, jobs: FlowJob[]): Promise<[Error | null, string | number][]> {
+  const out: [Error | null, string | number][] = jobs.map(() => [null, 0]);
+  // a node with a deduplication key stands alone (BullMQ allows one on a node without parent or children)
+  const keyed = (j: FlowJob) => Boolean(j.record.opts.deduplication) && !j.record.parentLink;
+  for (const [i, j] of jobs.entries()) {
+    if (!keyed(j)) continue;
+    const js = store.sibling(j.queue);
+    await js.init();
+    const [added] = await enqueueJobs(js, [{ record: j.record, lane: j.lane, custom: true }]);
+    if (added?.kind === 'existing') await js.publish([{ event: 'duplicated', jobId: added.id, ts: Date.now() }]);
+    out[i] = [null, added?.id ?? j.record.id];
+  }
+  const split = trees(jobs, keyed);
+  const results = await addFlows(
+    store,
+    split.map((t) => t.jobs),
+  );
+  split.forEach((tree, n) => {
+    const r = results[n];
+    tree.at.forEach((i, k) => {
+      const id = (jobs[i] as FlowJob).record.id;
+      if (r?.ok) out[i] = [null, r.outcomes[k] === 'refused' ? ErrorCode.ParentJobCannotBeReplaced : id];
+      else if (r?.error instanceof MissingParentError) out[i] = [null, ErrorCode.ParentJobNotExist];
+      else out[i] = [(r?.error as Error) ?? null, 0];
+    });
+  });
+  return out;
+}
+
+/** Throws BullMQ's error for a missing parent, named by its key as given. */
+export function missingParent(parentKey: string, command: string): never {
+  throw finishedError(ErrorCode.ParentJobNotExist, parentKey, command);
+}
+
+/**
+ * Parks an active parent until its children are done (or, given `child`,
+ * while that child is pending). Resolves false when it waits for nothing:
+ * the attempt goes on, still held. BullMQ's order of refusals: the job
+ * missing, a child failed it, and only then its lock (a real token) or its
+ * state (token '0').
  */
 export async function moveToWaitingChildren(
   ctx: BackendContext,
-  held: { job: import('@zkq/core').ClaimedJob },
+  jobId: string,
+  token: string,
+  child?: { id: string; queue: string },
 ): Promise<boolean> {
-  const id = held.job.record.id;
+  const command = 'moveToWaitingChildren';
   const store = await ctx.store();
-  const deps = await readDeps(store, id);
-  if (deps?.failed) throw finishedError(ErrorCode.JobHasFailedChildren, id, 'moveToWaitingChildren');
+  const held = ctx.held.get(jobId);
+  if (!held && !(await store.getJob(jobId))) throw finishedError(ErrorCode.JobNotExist, jobId, command);
+  const deps = await readDeps(store, jobId);
+  if (deps?.failed) throw finishedError(ErrorCode.JobHasFailedChildren, jobId, command);
   if (!deps || deps.pending === 0) return false;
+  if (child) {
+    const c: ChildKey = { queue: queueOfKey(child.queue), id: child.id };
+    if (!(await store.session.exists(store.layout.depEntry(jobId, 'u', c)))) return false;
+  }
+  if (!held) {
+    throw token === '0'
+      ? finishedError(ErrorCode.JobNotInState, jobId, command, 'active')
+      : finishedError(ErrorCode.JobLockNotExist, jobId, command);
+  }
+  if (token !== '0' && held.lock !== token) throw finishedError(ErrorCode.JobLockMismatch, jobId, command, 'active');
   const result = await (await ctx.finisher()).finish({ job: held.job, outcome: { kind: 'waiting-children' } });
   if (result.ok) return true;
   if (result.error instanceof NoPendingChildrenError) return false;
-  if (result.error instanceof FailedChildrenError) {
-    throw finishedError(ErrorCode.JobHasFailedChildren, id, 'moveToWaitingChildren');
-  }
-  if (result.error instanceof LostJobError) {
-    throw finishedError(ErrorCode.JobLockNotExist, id, 'moveToWaitingChildren');
-  }
+  if (result.error instanceof FailedChildrenError) throw finishedError(ErrorCode.JobHasFailedChildren, jobId, command);
+  if (result.error instanceof LostJobError) throw finishedError(ErrorCode.JobLockNotExist, jobId, command);
   throw result.error;
+}
+
+/** Per queue store: whether the queue ever held a parent's dependencies (see parentsHeld). */
+const holdsParents = new WeakMap<QueueStore, Promise<() => boolean>>();
+
+/**
+ * Whether the queue ever held a parent's dependencies (its `deps`
+ * directory exists): until then no completion needs to read them. An
+ * exists-watch follows it until it appears (it goes only with the queue);
+ * when that cannot be known, the answer is yes.
+ */
+async function parentsHeld(store: QueueStore, onError: (err: unknown) => void): Promise<boolean> {
+  let known = holdsParents.get(store);
+  if (!known) {
+    let seen = false;
+    const loop: WatchLoop<boolean> = new WatchLoop(store.session, {
+      read: async (watch) => (await store.session.exists(store.layout.depsDir, { watch })) !== null,
+      onRead: (exists) => {
+        if (!exists) return;
+        seen = true;
+        loop.close();
+      },
+      onError,
+    });
+    known = loop.start().then(
+      () => () => seen || loop.closed,
+      () => () => true,
+    );
+    holdsParents.set(store, known);
+  }
+  return (await known)();
 }
 
 /**
  * BullMQ refuses to complete a parent with pending (-4) or failed (-9)
- * children. Only parents are read for it: jobs added with children, or
- * parked once (a job given children later by `opts.parent` and never
- * parked is not checked).
+ * children. Read for a job added with children or parked once, and for any
+ * job of a queue that ever held a parent's dependencies (a running job may
+ * be given children by `opts.parent`). Resolves whether it has dependencies.
  */
-export async function checkCompletable(ctx: BackendContext, record: JobRecord): Promise<void> {
-  if (!record.hasDeps) return;
-  const deps = await readDeps(await ctx.store(), record.id);
+export async function checkCompletable(ctx: BackendContext, record: JobRecord): Promise<boolean> {
+  const store = await ctx.store();
+  if (!record.hasDeps && !(await parentsHeld(store, ctx.onError))) return false;
+  const deps = await readDeps(store, record.id);
   if (deps?.failed) throw finishedError(ErrorCode.JobHasFailedChildren, record.id, 'moveToFinished');
   if (deps && deps.pending > 0) throw finishedError(ErrorCode.JobPendingChildren, record.id, 'moveToFinished');
-}
-
-// ---- reads ----------------------------------------------------------------------
-
-type Page = { cursor?: number; count?: number };
-
-/** BullMQ's getDependencies: all four lists, or pages of those asked for (cursor: an offset). */
-export async function getDependencies(
-  ctx: BackendContext,
-  jobId: string,
-  opts: { processed?: Page; unprocessed?: Page; ignored?: Page; failed?: Page },
-): Promise<Record<string, unknown>> {
-  const deps = await readDependencies(await ctx.store(), jobId);
-  const key = (c: ChildKey) => bullKey(ctx, c);
-  const processed = deps.processed.map((p) => [key(p.child), JSON.stringify(p.value)] as const);
-  const ignored = deps.ignored.map((p) => [key(p.child), p.reason] as const);
-  const unprocessed = deps.unprocessed.map(key);
-  const failed = deps.failed.map((f) => key(f.child));
-  if (!opts.processed && !opts.unprocessed && !opts.ignored && !opts.failed) {
-    return { processed: Object.fromEntries(processed), unprocessed, ignored: Object.fromEntries(ignored), failed };
-  }
-  const page = <T>(all: readonly T[], p: Page): { items: T[]; next: number } => {
-    const from = p.cursor ?? 0;
-    const count = p.count ?? 20;
-    const items = all.slice(from, from + count);
-    return { items, next: from + count < all.length ? from + count : 0 };
-  };
-  const out: Record<string, unknown> = {};
-  if (opts.processed) {
-    const { items, next } = page(processed, opts.processed);
-    out.processed = Object.fromEntries(items);
-    out.nextProcessedCursor = next;
-  }
-  if (opts.unprocessed) {
-    const { items, next } = page(unprocessed, opts.unprocessed);
-    out.unprocessed = items;
-    out.nextUnprocessedCursor = next;
-  }
-  if (opts.ignored) {
-    const { items, next } = page(ignored, opts.ignored);
-    out.ignored = Object.fromEntries(items);
-    out.nextIgnoredCursor = next;
-  }
-  if (opts.failed) {
-    const { items, next } = page(failed, opts.failed);
-    out.failed = items;
-    out.nextFailedCursor = next;
-  }
-  return out;
-}
-
-/** BullMQ's getDependencyCounts, in the order of `types`. */
-export async function getDependencyCounts(ctx: BackendContext, jobId: string, types: string[]): Promise<number[]> {
-  const counts = await dependencyCounts(await ctx.store(), jobId);
-  return types.map((t) => counts[t as keyof typeof counts] ?? 0);
-}
-
-/** The processed children's return values (JSON), by child key. */
-export async function getProcessedChildrenValues(ctx: BackendContext, jobId: string): Promise<Record<string, string>> {
-  const deps = await readDependencies(await ctx.store(), jobId);
-  return Object.fromEntries(deps.processed.map((p) => [bullKey(ctx, p.child), JSON.stringify(p.value)]));
-}
-
-/** The ignored children's failure reasons, by child key. */
-export async function getIgnoredChildrenFailures(ctx: BackendContext, jobId: string): Promise<Record<string, string>> {
-  const deps = await readDependencies(await ctx.store(), jobId);
-  return Object.fromEntries(deps.ignored.map((p) => [bullKey(ctx, p.child), p.reason]));
-}
-
-// ---- detaching ------------------------------------------------------------------
-
-/**
- * Takes a child that is not finished out of its parent's dependencies
- * (releasing a parent left with nothing pending) and forgets the link.
- * Resolves false when it was no pending dependency.
- */
-export async function removeChildDependency(ctx: BackendContext, jobId: string, parentKey: string): Promise<boolean> {
-  const store = await ctx.store();
-  for (let attempt = 1; ; attempt++) {
-    const stored = await store.getJob(jobId);
-    if (!stored) throw finishedError(ErrorCode.JobNotExist, jobId, 'removeChildDependency');
-    const link = stored.record.parentLink;
-    if (!link) return false;
-    const ps = store.sibling(link.queue);
-    if (!(await ps.getJob(link.id))) missingParent(ctx, link, 'removeChildDependency');
-    const detach = await detachOps(store, stored.record);
-    if (!detach) return false;
-    // the child forgets its parent, unless it is running (its record is its attempt's token)
-    const forget =
-      stored.record.state === 'active'
-        ? undefined
-        : {
-            ops: [
-              {
-                op: 'setData' as const,
-                path: store.layout.job(jobId),
-                data: encodeRecord({ ...stored.record, parentLink: undefined }),
-                version: stored.version,
-              },
-            ],
-          };
-    const [result] = await store.executor.run([{ build: () => joinBuilt(detach, forget) }], { receipt: false });
-    if (result?.ok) return true;
-    if (attempt >= 5) throw result?.error ?? new Error(`could not detach job ${jobId} from ${parentKey}`);
-  }
+  return deps !== undefined;
 }
 
 /**
- * Removes a parent's children that have not run (waiting, delayed, or
- * waiting for their own children, whose children go first), wherever they
- * are; running and finished ones stay.
+ * Whether a finished job to remove at once goes by removeJob after its
+ * finish rather than inside it: a parent takes its dependencies along, and
+ * a child whose failure left it pending releases its parent (BullMQ's
+ * removal does both). A crash in between keeps the job finished: nothing
+ * is left that a later removal cannot clear.
  */
-export async function removeUnprocessedChildren(ctx: BackendContext, jobId: string): Promise<void> {
-  await removeUnprocessed(await ctx.store(), jobId);
+export function removedApart(record: JobRecord, kind: 'completed' | 'failed', hasDeps = false): boolean {
+  if (hasDeps || record.hasDeps) return true;
+  const link = record.parentLink;
+  return kind === 'failed' && link !== undefined && !link.fpof && !link.cpof && !link.idof && !link.rdof;
 }
 
-async function removeUnprocessed(store: QueueStore, jobId: string): Promise<void> {
-  const deps = await readDependencies(store, jobId);
-  for (const c of deps.unprocessed) {
-    const cs = store.sibling(c.queue);
-    const child = await cs.getJob(c.id);
-    if (!child || !['waiting', 'delayed', 'waiting-children'].includes(child.record.state)) continue;
-    if (await cs.getClaim(c.id)) continue;
-    await removeUnprocessed(cs, c.id);
-    await removeJob(cs, c.id).catch((err) => {
-      if (!(err instanceof JobStateError)) throw err; // claimed meanwhile: it runs
-    });
-  }
-}
-
-/**
- * Removes a job and, with `children`, its whole tree of children first
- * (processed ones too). Resolves false when a job of the tree is running:
- * BullMQ's 0, with what could be removed removed.
- */
-export async function removeTree(store: QueueStore, jobId: string, children: boolean): Promise<boolean> {
-  let all = true;
-  if (children) {
-    const deps = await readDependencies(store, jobId);
-    const kids = [...deps.unprocessed, ...[...deps.processed, ...deps.ignored, ...deps.failed].map((d) => d.child)];
-    for (const c of kids) if (!(await removeTree(store.sibling(c.queue), c.id, true))) all = false;
-  }
-  if (!all) return false;
-  try {
-    await removeJob(store, jobId);
-    return true;
-  } catch (err) {
-    if (err instanceof JobStateError) return false;
-    throw err;
-  }
+/** Removes a job finished just now and kept for removedApart. */
+export async function removeFinished(ctx: BackendContext, jobId: string): Promise<void> {
+  await removeJob(await ctx.store(), jobId).catch(ctx.onError);
 }

@@ -104,8 +104,8 @@ export async function getJobLogs(
 }
 
 /**
- * BullMQ pages a parent's children (`<job>:dependencies`, `<job>:processed`)
- * with this; no job has children here, so every page is empty.
+ * BullMQ pages only a parent's children with this (flows.ts serves those
+ * keys): any other key gives an empty page.
  */
 export async function paginate(
   _ctx: BackendContext,

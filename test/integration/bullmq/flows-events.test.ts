@@ -1,50 +1,43 @@
 /**
- * Flow events reach a QueueEvents of the parent's queue, even when the
- * parent is released by a child finishing in another queue, in a process
- * that never used the parent's queue before.
+ * Events of a flow on the ZooKeeper backend: a parent released by a child
+ * that a worker of another queue (on its own session) finished is reported
+ * on the parent's queue.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { Worker as ZkqWorker } from '@zkq/worker';
 import { withBackend } from 'bullmq';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
-const { FlowProducer, QueueEvents } = withBackend(createZooKeeperBackend);
+const { Queue, Worker, FlowProducer, QueueEvents } = withBackend(createZooKeeperBackend);
 
-test("a parent released from another queue's worker logs waiting on its own queue", async (t) => {
-  const { env, connection } = await bullEnv(t);
-  const events = new QueueEvents('parents', { connection });
-  t.after(() => events.close());
-  await events.waitUntilReady();
-  const seen: { event: string; jobId: string; prev?: string }[] = [];
-  for (const event of ['added', 'waiting-children', 'waiting'] as const) {
-    events.on(event as 'waiting', (args: { jobId: string; prev?: string }) =>
-      seen.push({ event, jobId: args.jobId, ...(args.prev ? { prev: args.prev } : {}) }),
-    );
-  }
+test("a child finished in another queue reports its parent's release there: waiting, or delayed by its delay", async (t) => {
+  const { connection } = await bullEnv(t);
   const flow = new FlowProducer({ connection });
-  t.after(() => flow.close());
-  const tree = await flow.add({
-    name: 'parent',
-    queueName: 'parents',
-    children: [{ name: 'child', queueName: 'kids', data: {} }],
+  const tops = new Queue('tops', { connection });
+  const events = new QueueEvents('tops', { connection });
+  t.after(() => Promise.all([flow.close(), tops.close(), events.close()]));
+  await events.waitUntilReady();
+  const seen: { event: string; jobId: string; delay?: number }[] = [];
+  events.on('waiting', ({ jobId }) => seen.push({ event: 'waiting', jobId }));
+  events.on('delayed', ({ jobId, delay }) => seen.push({ event: 'delayed', jobId, delay: Number(delay) }));
+
+  const addedAt = Date.now();
+  const now = await flow.add({ name: 'now', queueName: 'tops', children: [{ name: 'kid', queueName: 'kids' }] });
+  const later = await flow.add({
+    name: 'later',
+    queueName: 'tops',
+    opts: { delay: 60_000 },
+    children: [{ name: 'kid', queueName: 'kids' }],
   });
-  const id = tree.job.id as string;
-  // zkq's own Worker on the children's queue: its store meets the parents' queue only to release it
-  const kids = new ZkqWorker('kids', async () => 'ok', { connection: env.connection, prefix: env.prefix });
-  t.after(() => kids.close());
-  await waitFor(() => seen.some((s) => s.event === 'waiting' && s.jobId === id), {
-    timeoutMs: 15_000,
-    what: 'the waiting event of the released parent',
+  const worker = new Worker('kids', async () => 'ok', { connection });
+  t.after(() => worker.close());
+
+  await waitFor(() => seen.some((e) => e.event === 'waiting' && e.jobId === now.job.id), { what: 'waiting' });
+  const delayed = await waitFor(() => seen.find((e) => e.event === 'delayed' && e.jobId === later.job.id), {
+    what: 'delayed',
   });
-  assert.deepEqual(
-    seen.filter((s) => s.jobId === id),
-    [
-      { event: 'added', jobId: id },
-      { event: 'waiting-children', jobId: id },
-      { event: 'waiting', jobId: id, prev: 'waiting-children' },
-    ],
-  );
+  assert.ok((delayed.delay ?? 0) > addedAt, 'the event carries the due time');
+  assert.equal(await later.job.getState(), 'delayed');
 });

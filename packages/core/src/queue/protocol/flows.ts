@@ -16,17 +16,22 @@
  * - a parent parking itself (moveToWaitingChildren) writes the node too, so
  *   a child finishing meanwhile either sees it parked or fails and re-reads.
  *
+ * A flow naming a job that exists already (BullMQ's duplicated id) gives it
+ * the flow's parent in the same transaction: its record written at the
+ * version read, unless it runs (its record is then its attempt's token).
+ *
  * The parent's record, whose version is its attempt's fencing token, is
  * written only while the parent is not active: released from
  * waiting-children, or given a deferred failure while it waits. An active
  * parent learns of a failed child from the node's `failed` when it parks.
  */
 import { NoNodeError } from '../../zk/errors.js';
-import { FailedChildrenError, MissingParentError, NoPendingChildrenError } from '../errors.js';
+import { FailedChildrenError, JobStateError, MissingParentError, NoPendingChildrenError } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
 import { type ChildKey, type DepKind, parseDepEntry } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord, type ParentLink } from '../record.js';
 import type { QueueStore, StoredJob } from '../store.js';
+import type { Place } from './attempts.js';
 import { moveOps, parkedPath, pointerOp } from './builders.js';
 import type { Built, ProtocolOp } from './executor.js';
 
@@ -226,89 +231,278 @@ export interface FlowJob {
 }
 
 /**
- * The unit that adds a flow, whole, in one transaction: every record and
- * pointer (a parent with children in the flow parks in waiting-children),
- * each such parent's dependency node and entries, and for a child of a job
- * outside the flow, that parent's node counted up at the version read.
- * Throws MissingParentError when such a parent does not exist.
+ * What became of one job of a flow. A job whose id exists is BullMQ's
+ * duplicate: kept as it is, and given the flow's parent when it has none or
+ * that one (a pending child, or a processed one when it completed);
+ * `refused` when it has another parent that still exists (BullMQ's -7),
+ * or is named a second time in the flow under another parent: left alone.
  */
-export async function flowUnit(store: QueueStore, jobs: readonly FlowJob[]): Promise<Built> {
-  const inFlow = new Set(jobs.map((j) => childKey({ queue: j.queue, id: j.record.id })));
-  const children = new Map<string, ChildKey[]>();
-  for (const j of jobs) {
-    const link = j.record.parentLink;
-    if (!link) continue;
+export type FlowAdded = 'added' | 'duplicate' | 'refused';
+
+/** A parent's share of a flow: its children, each with the entry it gets. */
+interface ParentShare {
+  link: ParentLink;
+  kids: { child: ChildKey; kind: 'u' | 'p'; data: Buffer }[];
+}
+
+/**
+ * The records of `jobs` that exist, and the entries of a dependency node a
+ * job left behind (a parent trimmed by retention): read in one request of
+ * listings (records have no children), then the existing records.
+ */
+async function existing(
+  stores: QueueStore[],
+  jobs: readonly FlowJob[],
+): Promise<{ found: (StoredJob | undefined)[]; stale: (string[] | undefined)[] }> {
+  const store = stores[0] as QueueStore;
+  const at = (i: number) => (stores[i] as QueueStore).layout;
+  const reads = jobs.flatMap((j, i) => [
+    { op: 'getChildren' as const, path: at(i).job(j.record.id) },
+    { op: 'getChildren' as const, path: at(i).deps(j.record.id) },
+  ]);
+  const listed = await store.session.readMulti(reads);
+  const failed = listed.find((r) => !r.ok && !(r.error instanceof NoNodeError));
+  if (failed && !failed.ok) throw failed.error;
+  const found = await Promise.all(
+    jobs.map((j, i) => (listed[2 * i]?.ok ? (stores[i] as QueueStore).getJob(j.record.id) : undefined)),
+  );
+  const stale = jobs.map((_, i) => {
+    const r = listed[2 * i + 1];
+    return r?.ok && 'children' in r ? r.children : undefined;
+  });
+  return { found, stale };
+}
+
+/**
+ * The unit that adds a flow, whole, in one transaction: every new record
+ * and pointer (a parent waiting for children in the flow parks in
+ * waiting-children), each such parent's dependency node and entries (one
+ * left by a trimmed job of the same id deleted first), and
+ * for a child of a job outside the flow (or of an existing one), that
+ * parent's node counted up at the version read. Fills `outcomes` per job.
+ * Throws MissingParentError when such a parent does not exist, and
+ * JobStateError when an existing job to give a parent is running (its
+ * record is its attempt's token: it cannot be written).
+ */
+export async function flowUnit(
+  store: QueueStore,
+  jobs: readonly FlowJob[],
+  outcomes: FlowAdded[] = [],
+): Promise<Built> {
+  const stores = jobs.map((j) => store.sibling(j.queue));
+  for (const s of new Set(stores)) await s.init();
+  const { found, stale } = await existing(stores, jobs);
+  const keyOf = (j: FlowJob) => childKey({ queue: j.queue, id: j.record.id });
+  const created = new Map<string, number>();
+  jobs.forEach((j, i) => {
+    if (!found[i] && !created.has(keyOf(j))) created.set(keyOf(j), i);
+  });
+  const parents = new Map<string, ParentShare>();
+  const shareOf = (link: ParentLink) => {
     const key = childKey(link);
-    children.set(key, [...(children.get(key) ?? []), { queue: j.queue, id: j.record.id }]);
-  }
+    const sh = parents.get(key) ?? { link, kids: [] };
+    parents.set(key, sh);
+    return sh;
+  };
   const parts: Built[] = [];
-  for (const j of jobs) {
-    const js = store.sibling(j.queue);
-    await js.init();
-    const key = childKey({ queue: j.queue, id: j.record.id });
-    const mine = children.get(key);
-    const r = j.record;
-    const place =
-      mine && r.state === 'waiting-children'
-        ? ({ kind: 'waiting-children' } as const)
-        : r.state === 'delayed'
-          ? ({ kind: 'delayed', due: r.due ?? Date.now() } as const)
-          : ({ kind: 'ready', lane: j.lane } as const);
-    const to = await js.destination(place);
-    const record: JobRecord = { ...r, lane: j.lane };
-    if (to.kind === 'waiting-children') record.parked = parkedPath(r.id, to);
-    if (mine) record.hasDeps = true;
-    const ops: ProtocolOp[] = [
-      { op: 'create', path: js.layout.job(r.id), data: encodeRecord(record) },
-      pointerOp(js.layout, r.id, to),
-    ];
-    if (mine) {
-      await js.ensureDir(js.layout.depsShard(r.id));
-      // a node left by an earlier job of this id (trimmed since): the record's create proves it gone
-      ops.push(...(await dropDepsOps(js, r.id, 'reread')));
-      ops.push({ op: 'create', path: js.layout.deps(r.id), data: depsData({ pending: mine.length }) });
-      for (const c of mine) ops.push({ op: 'create', path: js.layout.depEntry(r.id, 'u', c), data: EMPTY });
+  for (const [i, j] of jobs.entries()) {
+    const link = j.record.parentLink;
+    const me: ChildKey = { queue: j.queue, id: j.record.id };
+    if (created.get(keyOf(j)) === i) {
+      outcomes[i] = 'added';
+      if (link) shareOf(link).kids.push({ child: me, kind: 'u', data: EMPTY });
+      continue;
     }
-    const ts = Date.now();
-    const second: QueueEventRecord =
-      to.kind === 'waiting-children'
-        ? { event: 'waiting-children', jobId: r.id, ts }
-        : to.kind === 'delayed'
-          ? { event: 'delayed', jobId: r.id, delay: to.due, ts }
-          : { event: 'waiting', jobId: r.id, ts };
-    const events = [{ event: 'added', jobId: r.id, name: r.name, ts }, second];
-    parts.push(share(store, js, { ops, events, wakes: to.kind === 'ready' }));
+    const js = stores[i] as QueueStore;
+    const stored = found[i];
+    if (stored) {
+      const attach = await attachExisting(js, stored, link);
+      outcomes[i] = attach.outcome;
+      if (attach.kid && link) shareOf(link).kids.push(attach.kid);
+      if (attach.ops.length) parts.push({ ops: attach.ops });
+    } else {
+      // named twice in this flow: the first one stands
+      const first = jobs[created.get(keyOf(j)) as number]?.record.parentLink;
+      outcomes[i] = !link || (first && childKey(first) === childKey(link)) ? 'duplicate' : 'refused';
+    }
+    if (outcomes[i] === 'duplicate') {
+      const events = [{ event: 'duplicated', jobId: me.id, ts: Date.now() }];
+      parts.push(share(store, js, { ops: [], events, wakes: false }));
+    }
   }
-  // children of jobs outside the flow: count them into those parents' nodes
-  for (const [key, kids] of children) {
-    if (inFlow.has(key)) continue;
-    const link = (jobs.find((j) => j.record.parentLink && childKey(j.record.parentLink) === key)?.record.parentLink ??
-      {}) as ParentLink;
-    const read = await readParent(store, link);
-    if (!read.parent) throw new MissingParentError(key);
-    const ps = read.store;
-    await ps.ensureDir(ps.layout.depsShard(link.id));
-    const node: DepsNode = { ...(read.deps?.node ?? { pending: 0 }) };
-    node.pending += kids.length;
-    const path = ps.layout.deps(link.id);
-    const ops: ProtocolOp[] = [
-      read.deps
-        ? { op: 'setData', path, data: depsData(node), version: read.deps.version, role: 'reread' }
-        : { op: 'create', path, data: depsData(node), role: 'reread' },
-      // the parent is still where it was read (a parent released or removed meanwhile is read again)
-      { op: 'check', path: ps.layout.job(link.id), version: read.parent.version, role: 'reread' },
-      ...kids.map((c): ProtocolOp => ({ op: 'create', path: ps.layout.depEntry(link.id, 'u', c), data: EMPTY })),
-    ];
-    parts.push({ ops });
+  for (const [key, i] of created) {
+    const j = jobs[i] as FlowJob;
+    parts.push(await createdShare(store, stores[i] as QueueStore, j, parents.get(key), stale[i]));
+    parents.delete(key);
   }
+  // parents outside the flow, or existing ones named in it: count their new children in
+  for (const sh of parents.values()) parts.push(await existingParentShare(store, sh));
   return joinBuilt(...parts);
 }
 
-/** Adds a flow in one transaction (see flowUnit); throws what failed it, nothing written then. */
-export async function addFlow(store: QueueStore, jobs: readonly FlowJob[]): Promise<void> {
+/**
+ * What an existing job named in a flow under `link` becomes: given that
+ * parent when it has none or that one (its record rewritten, unless it has
+ * that very link), left alone under another live parent (refused) or a
+ * parent since gone. Throws JobStateError while it runs.
+ */
+async function attachExisting(
+  js: QueueStore,
+  stored: StoredJob,
+  link: ParentLink | undefined,
+): Promise<{ outcome: FlowAdded; kid?: ParentShare['kids'][number]; ops: ProtocolOp[] }> {
+  const r = stored.record;
+  if (!link) return { outcome: 'duplicate', ops: [] };
+  const had = r.parentLink;
+  if (had && childKey(had) !== childKey(link)) {
+    const alive = await js.session.exists(js.sibling(had.queue).layout.job(had.id));
+    return { outcome: alive ? 'refused' : 'duplicate', ops: [] };
+  }
+  // its record already names this very parent: a running attempt settles with it as it is
+  const same = sameLink(had, link);
+  if (!same && (await js.session.exists(js.layout.claim(r.id)))) {
+    throw new JobStateError(r.id, 'is running: a running job cannot be given a parent');
+  }
+  const child: ChildKey = { queue: js.queue, id: r.id };
+  const kid =
+    r.state === 'completed'
+      ? { child, kind: 'p' as const, data: Buffer.from(JSON.stringify(r.returnvalue ?? null)) }
+      : { child, kind: 'u' as const, data: EMPTY };
+  // at the version read: a job finishing meanwhile is read again (a pending entry must not outlive its finish)
+  const path = js.layout.job(r.id);
+  const ops: ProtocolOp[] = same
+    ? [{ op: 'check', path, version: stored.version, role: 'reread' }]
+    : [
+        {
+          op: 'setData',
+          path,
+          data: encodeRecord({ ...r, parentLink: link }),
+          version: stored.version,
+          role: 'reread',
+        },
+      ];
+  return { outcome: 'duplicate', kid, ops };
+}
+
+function sameLink(a: ParentLink | undefined, b: ParentLink): boolean {
+  if (!a || childKey(a) !== childKey(b)) return false;
+  return (['fpof', 'cpof', 'idof', 'rdof'] as const).every((k) => Boolean(a[k]) === Boolean(b[k]));
+}
+
+/**
+ * A job the flow creates: its record and pointer, and when it has children
+ * in the flow, its dependency node and entries. It parks in waiting-children
+ * while one is pending; with none (each one an existing completed job) it
+ * is released at once, as a child's finish would.
+ */
+async function createdShare(
+  store: QueueStore,
+  js: QueueStore,
+  j: FlowJob,
+  mine: ParentShare | undefined,
+  stale: string[] | undefined,
+) {
+  const r = j.record;
+  const pending = mine?.kids.filter((k) => k.kind === 'u').length ?? 0;
+  const record: JobRecord = { ...r, lane: j.lane };
+  let place: Place;
+  if (mine && pending > 0 && r.state === 'waiting-children') place = { kind: 'waiting-children' };
+  else if (r.state === 'delayed') place = { kind: 'delayed', due: r.due ?? Date.now() };
+  else if (r.state === 'waiting-children' && (r.delay ?? 0) > 0) {
+    place = { kind: 'delayed', due: js.clock.fromLocal(Date.now() + (r.delay ?? 0)) };
+  } else place = { kind: 'ready', lane: j.lane };
+  if (place.kind === 'delayed') Object.assign(record, { state: 'delayed', due: place.due });
+  if (place.kind === 'ready') record.state = 'waiting';
+  const to = await js.destination(place);
+  if (to.kind === 'waiting-children') record.parked = parkedPath(r.id, to);
+  if (mine) record.hasDeps = true;
+  const ops: ProtocolOp[] = [
+    { op: 'create', path: js.layout.job(r.id), data: encodeRecord(record), role: 'reread' },
+    pointerOp(js.layout, r.id, to),
+  ];
+  if (stale) {
+    // a node left by an earlier job of this id (trimmed without it) is not this job's
+    const path = js.layout.deps(r.id);
+    ops.push(...stale.map((n): ProtocolOp => ({ op: 'delete', path: `${path}/${n}`, role: 'reread' })));
+    ops.push({ op: 'delete', path, role: 'reread' });
+  }
+  if (mine) {
+    await js.ensureDir(js.layout.depsShard(r.id));
+    ops.push({ op: 'create', path: js.layout.deps(r.id), data: depsData({ pending }) });
+    for (const k of mine.kids)
+      ops.push({ op: 'create', path: js.layout.depEntry(r.id, k.kind, k.child), data: k.data });
+  }
+  const ts = Date.now();
+  const second: QueueEventRecord =
+    to.kind === 'waiting-children'
+      ? { event: 'waiting-children', jobId: r.id, ts }
+      : to.kind === 'delayed'
+        ? { event: 'delayed', jobId: r.id, delay: to.due, ts }
+        : { event: 'waiting', jobId: r.id, ts };
+  const events = [{ event: 'added', jobId: r.id, name: r.name, ts }, second];
+  return share(store, js, { ops, events, wakes: to.kind === 'ready' });
+}
+
+/**
+ * An existing parent's share: its node counted up by its new pending
+ * children at the version read, their entries (an existing child already
+ * among them is left as it is), and a check that the parent is where it
+ * was read. Throws MissingParentError when it does not exist.
+ */
+async function existingParentShare(store: QueueStore, sh: ParentShare): Promise<Built> {
+  const { link } = sh;
+  const read = await readParent(store, link);
+  if (!read.parent) throw new MissingParentError(childKey(link));
+  const ps = read.store;
+  const kinds: DepKind[] = ['u', 'p', 'i', 'f'];
+  const present = await store.session.readMulti(
+    sh.kids.flatMap((k) =>
+      kinds.map((kind) => ({ op: 'getChildren' as const, path: ps.layout.depEntry(link.id, kind, k.child) })),
+    ),
+  );
+  const kids = sh.kids.filter((_, n) => !present.slice(n * kinds.length, (n + 1) * kinds.length).some((p) => p.ok));
+  if (kids.length === 0) return { ops: [] };
+  await ps.ensureDir(ps.layout.depsShard(link.id));
+  const node: DepsNode = { ...(read.deps?.node ?? { pending: 0 }) };
+  node.pending += kids.filter((k) => k.kind === 'u').length;
+  const path = ps.layout.deps(link.id);
+  const ops: ProtocolOp[] = [
+    read.deps
+      ? { op: 'setData', path, data: depsData(node), version: read.deps.version, role: 'reread' }
+      : { op: 'create', path, data: depsData(node), role: 'reread' },
+    // the parent is still where it was read (a parent released or removed meanwhile is read again)
+    { op: 'check', path: ps.layout.job(link.id), version: read.parent.version, role: 'reread' },
+    ...kids.map(
+      (k): ProtocolOp => ({ op: 'create', path: ps.layout.depEntry(link.id, k.kind, k.child), data: k.data }),
+    ),
+  ];
+  return { ops };
+}
+
+/** One flow's outcome: per job when it was added, or what failed it (nothing written then). */
+export type FlowResult = { ok: true; outcomes: FlowAdded[] } | { ok: false; error: unknown };
+
+/**
+ * Adds flows, each whole in one transaction of its own (see flowUnit): one
+ * that fails leaves the others. Resolves with each flow's outcome.
+ */
+export async function addFlows(store: QueueStore, flows: readonly (readonly FlowJob[])[]): Promise<FlowResult[]> {
   await store.init();
-  const [result] = await store.executor.run([{ build: () => flowUnit(store, jobs) }]);
+  const outcomes = flows.map((): FlowAdded[] => []);
+  const results = await store.executor.run(
+    flows.map((jobs, n) => ({ build: () => flowUnit(store, jobs, outcomes[n]) })),
+    { inFlight: 1 },
+  );
+  return results.map((r, n) =>
+    r.ok ? { ok: true, outcomes: outcomes[n] as FlowAdded[] } : { ok: false, error: r.error },
+  );
+}
+
+/** Adds one flow in one transaction (see flowUnit); throws what failed it, nothing written then. */
+export async function addFlow(store: QueueStore, jobs: readonly FlowJob[]): Promise<FlowAdded[]> {
+  const [result] = await addFlows(store, [jobs]);
   if (!result?.ok) throw result?.error;
+  return result.outcomes;
 }
 
 // ---- detaching and removing ----------------------------------------------------
