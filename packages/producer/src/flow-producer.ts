@@ -167,6 +167,7 @@ export class FlowProducer extends EventEmitter<FlowProducerListener> {
       await addFlow(
         root,
         records.map((r, i) => ({ queue: (flat[i] as FlatNode).queue, record: r.record, lane: r.lane })),
+        'refuse',
       );
     } catch (err) {
       throw await this.explain(err, flat, records);

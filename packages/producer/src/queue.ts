@@ -31,6 +31,7 @@ import {
   isMaxed,
   Job,
   type JobCounts,
+  JobExistsError,
   JobNotFoundError,
   type JobState,
   JobStateError,
@@ -268,13 +269,16 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     const { record } = e;
     for (let attempt = 0; ; attempt++) {
       try {
-        await addFlow(store, [{ queue: this.name, record, lane: e.lane }]);
+        await addFlow(store, [{ queue: this.name, record, lane: e.lane }], 'refuse');
         const job = new Job<DataType, ResultType, NameType>(store, record);
         if (record.state === 'waiting') this.emit('waiting', job);
         added.set(record.id, job);
         return;
       } catch (err) {
-        if (!(err instanceof NodeExistsError && e.custom && err.path === store.layout.job(record.id))) throw err;
+        const taken =
+          (err instanceof JobExistsError && err.jobId === record.id) ||
+          (err instanceof NodeExistsError && err.path === store.layout.job(record.id));
+        if (!(taken && e.custom)) throw err;
       }
       this.emit('duplicated', record.id);
       const stored = await store.getJob(record.id);

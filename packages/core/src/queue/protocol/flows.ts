@@ -26,7 +26,13 @@
  * parent learns of a failed child from the node's `failed` when it parks.
  */
 import { NoNodeError } from '../../zk/errors.js';
-import { FailedChildrenError, JobStateError, MissingParentError, NoPendingChildrenError } from '../errors.js';
+import {
+  FailedChildrenError,
+  JobExistsError,
+  JobStateError,
+  MissingParentError,
+  NoPendingChildrenError,
+} from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
 import { type ChildKey, type DepKind, parseDepEntry } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord, type ParentLink } from '../record.js';
@@ -239,6 +245,14 @@ export interface FlowJob {
  */
 export type FlowAdded = 'added' | 'duplicate' | 'refused';
 
+/**
+ * What a flow does with a job id that exists: `join` (BullMQ's duplicate,
+ * see FlowAdded), or `refuse` the whole flow with JobExistsError (zkq's
+ * FlowProducer and `Queue.add` with a parent: a taken custom id is an error
+ * there, nothing is written).
+ */
+export type ExistingIds = 'join' | 'refuse';
+
 /** A parent's share of a flow: its children, each with the entry it gets. */
 interface ParentShare {
   link: ParentLink;
@@ -288,10 +302,15 @@ export async function flowUnit(
   store: QueueStore,
   jobs: readonly FlowJob[],
   outcomes: FlowAdded[] = [],
+  existingIds: ExistingIds = 'join',
 ): Promise<Built> {
   const stores = jobs.map((j) => store.sibling(j.queue));
   for (const s of new Set(stores)) await s.init();
   const { found, stale } = await existing(stores, jobs);
+  if (existingIds === 'refuse') {
+    const taken = found.findIndex((f) => f !== undefined);
+    if (taken >= 0) throw new JobExistsError(jobs[taken]?.queue as string, jobs[taken]?.record.id as string);
+  }
   const keyOf = (j: FlowJob) => childKey({ queue: j.queue, id: j.record.id });
   const created = new Map<string, number>();
   jobs.forEach((j, i) => {
@@ -486,11 +505,15 @@ export type FlowResult = { ok: true; outcomes: FlowAdded[] } | { ok: false; erro
  * Adds flows, each whole in one transaction of its own (see flowUnit): one
  * that fails leaves the others. Resolves with each flow's outcome.
  */
-export async function addFlows(store: QueueStore, flows: readonly (readonly FlowJob[])[]): Promise<FlowResult[]> {
+export async function addFlows(
+  store: QueueStore,
+  flows: readonly (readonly FlowJob[])[],
+  existingIds: ExistingIds = 'join',
+): Promise<FlowResult[]> {
   await store.init();
   const outcomes = flows.map((): FlowAdded[] => []);
   const results = await store.executor.run(
-    flows.map((jobs, n) => ({ build: () => flowUnit(store, jobs, outcomes[n]) })),
+    flows.map((jobs, n) => ({ build: () => flowUnit(store, jobs, outcomes[n], existingIds) })),
     { inFlight: 1 },
   );
   return results.map((r, n) =>
@@ -499,8 +522,12 @@ export async function addFlows(store: QueueStore, flows: readonly (readonly Flow
 }
 
 /** Adds one flow in one transaction (see flowUnit); throws what failed it, nothing written then. */
-export async function addFlow(store: QueueStore, jobs: readonly FlowJob[]): Promise<FlowAdded[]> {
-  const [result] = await addFlows(store, [jobs]);
+export async function addFlow(
+  store: QueueStore,
+  jobs: readonly FlowJob[],
+  existingIds: ExistingIds = 'join',
+): Promise<FlowAdded[]> {
+  const [result] = await addFlows(store, [jobs], existingIds);
   if (!result?.ok) throw result?.error;
   return result.outcomes;
 }
