@@ -317,7 +317,7 @@ export async function addFlow(store: QueueStore, jobs: readonly FlowJob[]): Prom
  * The ops that take a pending child out of its parent's dependencies (it is
  * removed, or detached by hand), releasing a parent left with nothing
  * pending. None when it is not a pending dependency. Written at the versions
- * read (no role: the caller plans again after a conflict).
+ * read (no `reread`: the caller plans again after a conflict).
  */
 export async function detachOps(store: QueueStore, child: JobRecord): Promise<Built | undefined> {
   const link = child.parentLink;
@@ -334,7 +334,12 @@ export async function detachOps(store: QueueStore, child: JobRecord): Promise<Bu
   const parent = read.parent;
   if (parent?.record.state === 'waiting-children' && node.pending === 0) {
     const released = await releaseParent(ps, parent);
-    const plain = { ...released, ops: released.ops.map(({ role: _r, ...op }) => op as ProtocolOp) };
+    // `reread` goes (the caller plans again); `into` stays: a bucket removed since the remover
+    // cached it must be forgotten, or every plan picks it again
+    const plain = {
+      ...released,
+      ops: released.ops.map(({ role, ...op }): ProtocolOp => (role === 'into' ? { ...op, role } : op)),
+    };
     return joinBuilt({ ops }, share(store, ps, plain));
   }
   return { ops };
