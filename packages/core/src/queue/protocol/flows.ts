@@ -233,6 +233,7 @@ export interface FlowJob {
  * Throws MissingParentError when such a parent does not exist.
  */
 export async function flowUnit(store: QueueStore, jobs: readonly FlowJob[]): Promise<Built> {
+  refuseCycles(jobs);
   const inFlow = new Set(jobs.map((j) => childKey({ queue: j.queue, id: j.record.id })));
   const children = new Map<string, ChildKey[]>();
   for (const j of jobs) {
@@ -302,6 +303,25 @@ export async function flowUnit(store: QueueStore, jobs: readonly FlowJob[]): Pro
     parts.push({ ops });
   }
   return joinBuilt(...parts);
+}
+
+/**
+ * Throws MissingParentError when the links between jobs of the flow go
+ * round (a root whose `opts.parent` is itself or one of its descendants):
+ * its parents would wait for each other for ever. That parent does not
+ * exist before the flow is added, as BullMQ answers.
+ */
+function refuseCycles(jobs: readonly FlowJob[]): void {
+  const parentOf = new Map(jobs.map((j) => [childKey({ queue: j.queue, id: j.record.id }), j.record.parentLink]));
+  for (const start of parentOf.keys()) {
+    const seen = new Set<string>();
+    for (let key: string | undefined = start; key !== undefined && parentOf.has(key); ) {
+      if (seen.has(key)) throw new MissingParentError(key);
+      seen.add(key);
+      const link = parentOf.get(key);
+      key = link && childKey(link);
+    }
+  }
 }
 
 /** Adds a flow in one transaction (see flowUnit); throws what failed it, nothing written then. */
