@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openSession, QueueStore } from '@zkq/core';
+import { claimJobs, openSession, QueueStore, readCancelRequests, requestCancel, scanHead } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
@@ -75,4 +75,36 @@ test('a request left by an attempt of an earlier job of the same id does not can
   await waitFor(async () => (await queue.getJob('x'))?.finishedOn !== undefined, { what: 'the new x to finish' });
   assert.equal(aborted.get('x'), undefined, 'the new x was cancelled by a request for the job before it');
   assert.equal((await queue.getJob('x'))?.returnvalue, 'ran to the end');
+});
+
+test('a cancel of the new job over a request the earlier one left is stored for the new attempt', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('c', env);
+  t.after(() => queue.close());
+  const session = await openSession(env.connection, env.prefix);
+  t.after(() => session.close());
+  const store = new QueueStore(session, 'c');
+  await store.init();
+  // a request left by an earlier job 'x' (its first attempt's token: 1), then a new job 'x' claimed by 'ghost'
+  await store.ensureDir(store.layout.cancelsOf('ghost'));
+  await session.create(store.layout.cancel('ghost', 'x', 1), Buffer.from(JSON.stringify({ at: 1, reason: 'old' })));
+  await queue.add('x', {}, { jobId: 'x' });
+  const candidates = await scanHead(store, { limit: 1, exclude: new Set() });
+  const { claimed } = await claimJobs(store, candidates, { workerId: 'ghost', lockDuration: 60_000 });
+  assert.equal(claimed[0]?.token, 1, 'the new attempt repeats the earlier token');
+  const before = await readCancelRequests(store, 'ghost', [{ id: 'x', token: 1 }]);
+  assert.deepEqual(
+    [before.requests.length, before.stale.length],
+    [0, 1],
+    "the request left over is not the new attempt's",
+  );
+
+  assert.equal(await requestCancel(store, 'x', 'new'), true);
+  const after = await readCancelRequests(store, 'ghost', [{ id: 'x', token: 1 }]);
+  assert.deepEqual(
+    after.requests.map((r) => r.reason),
+    ['new'],
+    'the new attempt has its own request',
+  );
+  assert.equal(after.stale.length, 0);
 });
