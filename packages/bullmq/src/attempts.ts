@@ -12,6 +12,7 @@ import {
   type EnqueueEntry,
   type Finish,
   type FlowJob,
+  JobExistsError,
   type JobRecord,
   type JobsOptions,
   keepPolicy,
@@ -21,7 +22,6 @@ import {
   leaseOf,
   MAX_DELAY_MS,
   MAX_PRIORITY,
-  NodeExistsError,
   newRecord,
   type Outcome,
   type QueueStore,
@@ -77,7 +77,7 @@ export async function addJobs(ctx: BackendContext, entries: AddEntry[]): Promise
     const [[err, res] = [null, 0]] = await addFlowEntries(store, [{ queue: ctx.name, record: p.record, lane: p.lane }]);
     if (res === ErrorCode.ParentJobNotExist) missingParent(ctx, p.record.parentLink, 'addJob');
     // a custom id that exists answers with that id, as without a parent
-    if (err && !(err instanceof NodeExistsError && p.custom)) throw err;
+    if (err && !(err instanceof JobExistsError && p.custom)) throw err;
     out.push(p.record.id);
   }
   return out;

@@ -12,11 +12,13 @@ import {
   encodeRecord,
   FailedChildrenError,
   type FlowJob,
+  JobExistsError,
   type JobRecord,
   JobStateError,
   joinBuilt,
   LostJobError,
   MissingParentError,
+  NodeExistsError,
   NoPendingChildrenError,
   type ParentLink,
   type QueueStore,
@@ -73,14 +75,21 @@ export function bullKey(ctx: BackendContext, c: ChildKey): string {
 /**
  * Adds jobs of a flow (or single jobs with a parent) in one transaction.
  * Resolves with BullMQ's per-entry `[error, id | code]`: a missing parent
- * is code -5 for every entry, as nothing was added.
+ * is code -5 for every entry, as nothing was added; a taken custom id is
+ * JobExistsError.
  */
 export async function addFlowEntries(store: QueueStore, jobs: FlowJob[]): Promise<[Error | null, string | number][]> {
   try {
     await addFlowJobs(store, jobs);
   } catch (err) {
     if (err instanceof MissingParentError) return jobs.map(() => [null, ErrorCode.ParentJobNotExist]);
-    return jobs.map(() => [err as Error, 0]);
+    // a taken custom id: the create of its record failed
+    const taken =
+      err instanceof NodeExistsError
+        ? jobs.find((j) => store.sibling(j.queue).layout.job(j.record.id) === err.path)
+        : undefined;
+    const error = taken ? new JobExistsError(taken.queue, taken.record.id) : (err as Error);
+    return jobs.map(() => [error, 0]);
   }
   return jobs.map((j) => [null, j.record.id]);
 }
