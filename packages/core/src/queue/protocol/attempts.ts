@@ -498,7 +498,8 @@ export function planFinish(f: Finish): {
     const settlement: Settlement = { kind: 'failed', reason: o.reason };
     if (o.remove) return { record: undefined, to: undefined, event, also, settlement };
     return {
-      record: { ...base, ...failure(record, o), state: 'failed', attemptsMade },
+      // a deferred failure is spent once the job failed (as BullMQ drops `defa`): a retry runs it
+      record: { ...base, ...failure(record, o), state: 'failed', attemptsMade, deferredFailure: undefined },
       to: { kind: 'failed' },
       event,
       also,
