@@ -438,7 +438,7 @@ function finishUnit(
       }
       const settlement = planned.settlement;
       if (settlement && job.record.parentLink) {
-        built = joinBuilt(built, await settleChildOps(store, job.record, settlement));
+        built = joinBuilt(built, await settleChildOps(store, job.record, settlement, !planned.record));
       }
       // only a job added with keepLastIfActive reads its key here, and only when it is done for good
       return f.outcome.kind === 'retry' || f.outcome.kind === 'waiting-children'

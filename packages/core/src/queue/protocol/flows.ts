@@ -147,10 +147,17 @@ function reread(op: ProtocolOp): ProtocolOp {
  * releasing the parent when that was the last pending child (or the child's
  * failure policy says to go on now), for the child's finish transaction.
  * None when the child is no longer a pending dependency, or the policy
- * leaves a failure pending (BullMQ's default: the parent waits). Written at
+ * leaves a failure pending (BullMQ's default: the parent waits, unless the
+ * child is deleted as it fails, which no retry could then bring back). Written at
  * the versions read, role `reread`: a sibling first makes the unit build again.
  */
-export async function settleChildOps(store: QueueStore, child: JobRecord, s: Settlement): Promise<Built | undefined> {
+export async function settleChildOps(
+  store: QueueStore,
+  child: JobRecord,
+  s: Settlement,
+  /** The child is deleted as it finishes: a failure that would stay pending takes it out instead (BullMQ's). */
+  removed = false,
+): Promise<Built | undefined> {
   const link = child.parentLink;
   if (!link) return undefined;
   const me: ChildKey = { queue: store.queue, id: child.id };
@@ -171,7 +178,7 @@ export async function settleChildOps(store: QueueStore, child: JobRecord, s: Set
     kind = 'i';
     data = Buffer.from(s.reason);
     go = link.cpof === true;
-  } else if (!link.rdof) return undefined; // a plain failure stays pending: the parent waits
+  } else if (!link.rdof && !removed) return undefined; // a plain failure stays pending: the parent waits
   const read = await readParent(store, link, me);
   if (!read.deps || !read.pending) return undefined;
   const ps = read.store;
