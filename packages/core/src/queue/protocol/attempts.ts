@@ -497,9 +497,10 @@ export function planFinish(f: Finish): {
         : [];
     const settlement: Settlement = { kind: 'failed', reason: o.reason };
     if (o.remove) return { record: undefined, to: undefined, event, also, settlement };
+    const failed: JobRecord = { ...base, ...failure(record, o), state: 'failed', attemptsMade };
+    delete failed.deferredFailure; // spent once the job failed (as BullMQ drops `defa`): a retry runs it
     return {
-      // a deferred failure is spent once the job failed (as BullMQ drops `defa`): a retry runs it
-      record: { ...base, ...failure(record, o), state: 'failed', attemptsMade, deferredFailure: undefined },
+      record: failed,
       to: { kind: 'failed' },
       event,
       also,
