@@ -207,7 +207,11 @@ export class FlowProducer extends EventEmitter<FlowProducerListener> {
     if (!Array.isArray(children)) throw new InvalidArgumentError(`${where}.children must be an array`, where);
     const defaults = opts?.queuesOptions?.[node.queueName]?.defaultJobOptions;
     const prepared = prepareJob({ name: node.name, data: node.data ?? {}, opts: given }, defaults, where);
-    const job: JobToBuild = { ...prepared, parked: children.length > 0, parentLink: parentLinkOf(prepared.opts) };
+    const job: JobToBuild = {
+      ...prepared,
+      parked: children.length > 0,
+      parentLink: parentLinkOf(prepared.opts, this.prefix),
+    };
     const custom = job.opts.jobId;
     if (custom !== undefined && out.some((f) => f.queue === node.queueName && f.job.opts.jobId === custom)) {
       throw new InvalidArgumentError(

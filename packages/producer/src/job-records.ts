@@ -19,6 +19,7 @@ import {
   type QueueStore,
   validateJobName,
   validateJobOptions,
+  validatePrefix,
 } from '@zkq/core';
 
 /** A job as validated, its options merged with its queue's defaults. */
@@ -64,9 +65,31 @@ export function linkTo(parent: { queue: string; id: string }, opts: JobsOptions)
   return link;
 }
 
-/** The link of a job added with `opts.parent` (its queue by name or as `<prefix>:<queue>`); none without. */
-export function parentLinkOf(opts: JobsOptions): ParentLink | undefined {
-  return opts.parent ? linkTo({ queue: parentQueueName(opts.parent.queue), id: opts.parent.id }, opts) : undefined;
+/**
+ * The link of a job added with `opts.parent` (its queue by name or as
+ * `<prefix>:<queue>`); none without. Throws InvalidArgumentError when the
+ * qualified name is of another namespace than `prefix`: a flow lives in one,
+ * and the same id in the same-named queue here is another job.
+ */
+export function parentLinkOf(opts: JobsOptions, prefix: string): ParentLink | undefined {
+  const parent = opts.parent;
+  if (!parent) return undefined;
+  const at = parent.queue.lastIndexOf(':');
+  if (at >= 0 && !samePrefix(parent.queue.slice(0, at), prefix)) {
+    throw new InvalidArgumentError(
+      `opts.parent.queue '${parent.queue}' is in another namespace than '${validatePrefix(prefix).slice(1)}': a flow lives in one`,
+      'opts.parent.queue',
+    );
+  }
+  return linkTo({ queue: parentQueueName(parent.queue), id: parent.id }, opts);
+}
+
+function samePrefix(given: string, prefix: string): boolean {
+  try {
+    return validatePrefix(given) === validatePrefix(prefix);
+  } catch {
+    return false; // not a namespace at all
+  }
 }
 
 /**

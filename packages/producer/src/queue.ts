@@ -206,7 +206,7 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
   private async addJobs(jobs: BulkJob<DataType, NameType>[]): Promise<Job<DataType, ResultType, NameType>[]> {
     const prepared = jobs.map((j, i): JobToBuild => {
       const p = prepareJob(j, this.opts.defaultJobOptions, `jobs[${i}]`);
-      return { ...p, parentLink: parentLinkOf(p.opts) };
+      return { ...p, parentLink: parentLinkOf(p.opts, this.opts.prefix ?? DEFAULT_PREFIX) };
     });
     const store = await this.store();
     const entries = await buildRecords(store, prepared);

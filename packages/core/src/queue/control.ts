@@ -378,6 +378,7 @@ function retryMove(
     attemptsStarted: opts.resetAttemptsStarted === false ? r.attemptsStarted : 0,
     stalledCounter: 0,
     failedReason: undefined,
+    deferredFailure: undefined, // spent by the failure this retry undoes
     returnvalue: undefined,
     finishedOn: undefined,
     processedOn: undefined,

@@ -438,7 +438,7 @@ function finishUnit(
       }
       const settlement = planned.settlement;
       if (settlement && job.record.parentLink) {
-        built = joinBuilt(built, await settleChildOps(store, job.record, settlement));
+        built = joinBuilt(built, await settleChildOps(store, job.record, settlement, !planned.record));
       }
       // only a job added with keepLastIfActive reads its key here, and only when it is done for good
       return f.outcome.kind === 'retry' || f.outcome.kind === 'waiting-children'
@@ -497,8 +497,10 @@ export function planFinish(f: Finish): {
         : [];
     const settlement: Settlement = { kind: 'failed', reason: o.reason };
     if (o.remove) return { record: undefined, to: undefined, event, also, settlement };
+    const failed: JobRecord = { ...base, ...failure(record, o), state: 'failed', attemptsMade };
+    delete failed.deferredFailure; // spent once the job failed (as BullMQ drops `defa`): a retry runs it
     return {
-      record: { ...base, ...failure(record, o), state: 'failed', attemptsMade },
+      record: failed,
       to: { kind: 'failed' },
       event,
       also,

@@ -27,6 +27,13 @@
  *   leader deletes it (`sweepCancels`), then the worker directories left
  *   empty. A later attempt of the same job never acts on it (another token,
  *   another name), and a request for that attempt is a node of its own.
+ * - A job of the same id added again (a custom id, after a removal) is a new
+ *   record whose versions count from 0 again, so its tokens repeat those of
+ *   the job before it. A request is therefore current only when last written
+ *   after its record was created (its mzxid past the record's czxid): an
+ *   older one with the same name is left from the earlier job. It never
+ *   cancels the new one; the worker and the leader delete it, and a request
+ *   for the new attempt rewrites it.
  *
  * Suspension loses nothing: requests are persistent, and the worker's watch
  * loop lists its directory again on reconnecting. After a session loss the
@@ -74,18 +81,28 @@ export function validateCancelReason(reason: unknown): asserts reason is string 
 /**
  * The ops of a request: the record still at the attempt's token, the claim
  * still there, then the request created (role `into`: its worker directory
- * is made on first use and removed by the leader when empty). The order is
- * pinned: `requestCancel` reads a failure of the last op as "asked before".
+ * is made on first use and removed by the leader when empty), or, over a
+ * request an earlier job of the same id left (`stale`: its version read),
+ * rewritten. The order is pinned: `requestCancel` reads a failure of the
+ * last op as "asked before".
  */
 export function cancelRequestOps(
   layout: QueueLayout,
-  r: { id: string; worker: string; token: number; data: Buffer },
+  r: { id: string; worker: string; token: number; data: Buffer; stale?: number | undefined },
 ): ProtocolOp[] {
+  const path = layout.cancel(r.worker, r.id, r.token);
   return [
     { op: 'check', path: layout.job(r.id), version: r.token },
     { op: 'check', path: layout.claim(r.id), version: -1 },
-    { op: 'create', path: layout.cancel(r.worker, r.id, r.token), data: r.data, role: 'into' },
+    r.stale === undefined
+      ? { op: 'create', path, data: r.data, role: 'into' }
+      : { op: 'setData', path, data: r.data, version: r.stale },
   ];
+}
+
+/** A request is current when last written after its job's record was made (see the header). */
+function isCurrent(request: { mzxid: number }, record: { czxid: number } | null | undefined): boolean {
+  return record !== null && record !== undefined && request.mzxid > record.czxid;
 }
 
 /**
@@ -98,10 +115,19 @@ export async function requestCancel(store: QueueStore, id: string, reason?: stri
   const { layout } = store;
   const body: CancelRequestData = { at: Date.now(), ...(reason === undefined ? {} : { reason }) };
   const data = Buffer.from(JSON.stringify(body));
+  let stale: { path: string; version: number } | undefined;
   for (let attempt = 1; ; attempt++) {
     const claim = await store.getClaim(id);
     if (!claim) return false;
-    const request = { id, worker: claim.worker, token: claim.token, data };
+    const path = layout.cancel(claim.worker, id, claim.token);
+    const request = {
+      id,
+      worker: claim.worker,
+      token: claim.token,
+      data,
+      stale: stale?.path === path ? stale.version : undefined,
+    };
+    stale = undefined;
     const unit: TxUnit = {
       build: async () => {
         await store.ensureDir(layout.cancelsOf(claim.worker));
@@ -111,10 +137,14 @@ export async function requestCancel(store: QueueStore, id: string, reason?: stri
     const result = (await store.executor.run([unit]))[0] as UnitResult;
     if (result.ok) return true;
     const { error, op } = result;
-    // asked before, for this attempt
-    if (error instanceof NodeExistsError && op?.path === layout.cancel(claim.worker, id, claim.token)) return true;
+    if (error instanceof NodeExistsError && op?.path === path) {
+      const [left, record] = await Promise.all([store.session.exists(path), store.session.exists(layout.job(id))]);
+      if (left && isCurrent(left, record)) return true; // asked before, for this attempt
+      // left by an earlier job of this id: rewritten next (gone meanwhile: made again)
+      if (left && record) stale = { path, version: left.version };
+    } else if (!isConflict(error)) throw error;
     // the attempt ended (or another began) between the read and the write: look again
-    if (!isConflict(error) || attempt >= REQUEST_ATTEMPTS) throw error;
+    if (attempt >= REQUEST_ATTEMPTS) throw error;
   }
 }
 
@@ -153,35 +183,57 @@ export async function listCancelRequests(
   }
 }
 
-/** The requests of `worker` for these attempts, with their reasons; gone ones are left out. */
+/** A request's node as read: its attempt and data version. */
+export interface ReadRequest {
+  id: string;
+  token: number;
+  version: number;
+}
+
+/**
+ * The requests of `worker` for these attempts, with their reasons; gone
+ * ones are left out, and those left by an earlier job of the same id (see
+ * the header) are returned apart, as `stale`.
+ */
 export async function readCancelRequests(
   store: QueueStore,
   worker: string,
   attempts: readonly { id: string; token: number }[],
-): Promise<CancelRequest[]> {
+): Promise<{ requests: CancelRequest[]; stale: ReadRequest[] }> {
   const requests: CancelRequest[] = [];
+  const stale: ReadRequest[] = [];
   for (let i = 0; i < attempts.length; i += READ_BATCH) {
     const batch = attempts.slice(i, i + READ_BATCH);
     const replies = await store.session.readMulti(
       batch.map((a) => ({ op: 'getData' as const, path: store.layout.cancel(worker, a.id, a.token) })),
     );
+    const records = await Promise.all(
+      batch.map((a, j) => (replies[j]?.ok ? store.session.exists(store.layout.job(a.id)) : null)),
+    );
     batch.forEach((a, j) => {
       const reply = replies[j];
-      if (reply?.ok) requests.push({ id: a.id, token: a.token, ...parseRequest(reply.data) });
+      if (!reply?.ok) return;
+      if (isCurrent(reply.stat, records[j])) requests.push({ id: a.id, token: a.token, ...parseRequest(reply.data) });
+      else stale.push({ ...a, version: reply.stat.version });
     });
   }
-  return requests;
+  return { requests, stale };
 }
 
-/** Deletes requests acted on (one already gone is fine). */
+/**
+ * Deletes requests acted on (one already gone is fine), or stale ones at the
+ * version read (one rewritten since for a new attempt stays).
+ */
 export async function dropCancelRequests(
   store: QueueStore,
   worker: string,
-  attempts: readonly { id: string; token: number }[],
+  attempts: readonly { id: string; token: number; version?: number }[],
 ): Promise<void> {
   if (attempts.length === 0) return;
   const units = attempts.map((a) => ({
-    build: () => ({ ops: [{ op: 'delete' as const, path: store.layout.cancel(worker, a.id, a.token) }] }),
+    build: () => ({
+      ops: [{ op: 'delete' as const, path: store.layout.cancel(worker, a.id, a.token), version: a.version ?? -1 }],
+    }),
   }));
   await store.executor.run(units, { receipt: false });
 }
@@ -190,7 +242,8 @@ export async function dropCancelRequests(
 
 /**
  * Deletes the requests whose attempt is over (the record gone, or at
- * another version than the token: versions never go back), and the worker
+ * another version than the token: versions never go back) or that an
+ * earlier job of the same id left, each at the version read, and the worker
  * directories found empty. Every delete carries the leader's fence.
  * Resolves with the number of requests deleted.
  */
@@ -213,9 +266,15 @@ export async function sweepCancels(store: QueueStore, fence: () => ProtocolOp[])
           return named ? session.exists(layout.job(named.id)) : null;
         }),
       );
-      const stale = batch.filter((n, j) => records[j]?.version !== parseCancelName(n)?.token);
-      const units = stale.map((n) => ({
-        build: () => ({ ops: [{ op: 'delete' as const, path: `${dir}/${n}` }] }),
+      const requests = await Promise.all(batch.map((n) => session.exists(`${dir}/${n}`)));
+      const stale = batch.flatMap((n, j) => {
+        const request = requests[j];
+        if (!request) return [];
+        const over = records[j]?.version !== parseCancelName(n)?.token;
+        return over || !isCurrent(request, records[j]) ? [{ path: `${dir}/${n}`, version: request.version }] : [];
+      });
+      const units = stale.map((r) => ({
+        build: () => ({ ops: [{ op: 'delete' as const, path: r.path, version: r.version }] }),
       }));
       const results = await store.executor.run(units, { fence, receipt: false });
       swept += results.filter((r) => r.ok).length;

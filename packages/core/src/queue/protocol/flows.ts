@@ -158,10 +158,17 @@ function reread(op: ProtocolOp): ProtocolOp {
  * releasing the parent when that was the last pending child (or the child's
  * failure policy says to go on now), for the child's finish transaction.
  * None when the child is no longer a pending dependency, or the policy
- * leaves a failure pending (BullMQ's default: the parent waits). Written at
+ * leaves a failure pending (BullMQ's default: the parent waits, unless the
+ * child is deleted as it fails, which no retry could then bring back). Written at
  * the versions read, role `reread`: a sibling first makes the unit build again.
  */
-export async function settleChildOps(store: QueueStore, child: JobRecord, s: Settlement): Promise<Built | undefined> {
+export async function settleChildOps(
+  store: QueueStore,
+  child: JobRecord,
+  s: Settlement,
+  /** The child is deleted as it finishes: a failure that would stay pending takes it out instead (BullMQ's). */
+  removed = false,
+): Promise<Built | undefined> {
   const link = child.parentLink;
   if (!link) return undefined;
   const me: ChildKey = { queue: store.queue, id: child.id };
@@ -182,7 +189,7 @@ export async function settleChildOps(store: QueueStore, child: JobRecord, s: Set
     kind = 'i';
     data = Buffer.from(s.reason);
     go = link.cpof === true;
-  } else if (!link.rdof) return undefined; // a plain failure stays pending: the parent waits
+  } else if (!link.rdof && !removed) return undefined; // a plain failure stays pending: the parent waits
   const read = await readParent(store, link, me);
   if (!read.deps || !read.pending) return undefined;
   const ps = read.store;
@@ -253,6 +260,25 @@ export type FlowAdded = 'added' | 'duplicate' | 'refused';
  */
 export type ExistingIds = 'join' | 'refuse';
 
+/**
+ * Throws MissingParentError when the links between jobs of the flow go
+ * round (a root whose `opts.parent` is itself or one of its descendants):
+ * its parents would wait for each other for ever. That parent does not
+ * exist before the flow is added, as BullMQ answers.
+ */
+function refuseCycles(jobs: readonly FlowJob[]): void {
+  const parentOf = new Map(jobs.map((j) => [childKey({ queue: j.queue, id: j.record.id }), j.record.parentLink]));
+  for (const start of parentOf.keys()) {
+    const seen = new Set<string>();
+    for (let key: string | undefined = start; key !== undefined && parentOf.has(key); ) {
+      if (seen.has(key)) throw new MissingParentError(key);
+      seen.add(key);
+      const link = parentOf.get(key);
+      key = link && childKey(link);
+    }
+  }
+}
+
 /** A parent's share of a flow: its children, each with the entry it gets. */
 interface ParentShare {
   link: ParentLink;
@@ -304,6 +330,7 @@ export async function flowUnit(
   outcomes: FlowAdded[] = [],
   existingIds: ExistingIds = 'join',
 ): Promise<Built> {
+  refuseCycles(jobs);
   const stores = jobs.map((j) => store.sibling(j.queue));
   for (const s of new Set(stores)) await s.init();
   const { found, stale } = await existing(stores, jobs);
@@ -538,7 +565,7 @@ export async function addFlow(
  * The ops that take a pending child out of its parent's dependencies (it is
  * removed, or detached by hand), releasing a parent left with nothing
  * pending. None when it is not a pending dependency. Written at the versions
- * read (no role: the caller plans again after a conflict).
+ * read (no `reread`: the caller plans again after a conflict).
  */
 export async function detachOps(store: QueueStore, child: JobRecord): Promise<Built | undefined> {
   const link = child.parentLink;
@@ -555,7 +582,12 @@ export async function detachOps(store: QueueStore, child: JobRecord): Promise<Bu
   const parent = read.parent;
   if (parent?.record.state === 'waiting-children' && node.pending === 0) {
     const released = await releaseParent(ps, parent);
-    const plain = { ...released, ops: released.ops.map(({ role: _r, ...op }) => op as ProtocolOp) };
+    // `reread` goes (the caller plans again); `into` stays: a bucket removed since the remover
+    // cached it must be forgotten, or every plan picks it again
+    const plain = {
+      ...released,
+      ops: released.ops.map(({ role, ...op }): ProtocolOp => (role === 'into' ? { ...op, role } : op)),
+    };
     return joinBuilt({ ops }, share(store, ps, plain));
   }
   return { ops };

@@ -93,8 +93,9 @@ export class CancelWatch {
     const mine = named.filter((a) => this.opts.tokenOf(a.id) === a.token);
     this.listed = new Set(named.filter((a) => !mine.includes(a)).map(key));
     if (mine.length === 0) return;
-    const requests = await readCancelRequests(this.store, this.opts.owner, mine);
+    const { requests, stale } = await readCancelRequests(this.store, this.opts.owner, mine);
     for (const r of requests) this.opts.cancel(r);
-    await dropCancelRequests(this.store, this.opts.owner, requests);
+    // acted on, or left by an earlier job of the same id (whose tokens this attempt repeats)
+    await dropCancelRequests(this.store, this.opts.owner, [...requests, ...stale]);
   }
 }

@@ -1,0 +1,83 @@
+/**
+ * A parent's dependency node holds one entry per child, and a parent can be
+ * given any number of children (`opts.parent`, a transaction per add or per
+ * bulk of flows, each of which fits). Every removal of the node deletes all
+ * its entries in ONE unit (dropDepsOps): a parent removed as it completes,
+ * `Queue.remove` of a parent, the leader's sweep. Past ~6,000 children (fewer with longer names) that
+ * unit is over the transaction budget: it fails with PayloadTooLargeError,
+ * every time. For a parent with removeOnComplete, the completion is never
+ * written: the attempt is lost, the job runs again after its lease, and
+ * ends failed ("stalled more than allowable limit") although its processor
+ * succeeded every time.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { FlowProducer, Queue } from '@zkq/producer';
+import { Worker } from '@zkq/worker';
+import { queueEnv } from '../../helpers/queue.js';
+import { waitFor } from '../../helpers/zk.js';
+
+/** A long queue name: longer entry names, so fewer children pass the budget. */
+const KIDS = 'children-of-one-very-large-parent-job';
+const CHILDREN = 7000;
+const PER_ADD = 1000;
+
+async function bigParent(t: { name?: string; after: (fn: () => unknown) => void }) {
+  const env = await queueEnv(t);
+  const flows = new FlowProducer(env);
+  const parents = new Queue('parents', env);
+  t.after(() => Promise.all([flows.close(), parents.close()]));
+  // a parent waiting for one child that fails and lets it go on (continueParentOnFailure) ...
+  const tree = await flows.add({
+    name: 'parent',
+    queueName: 'parents',
+    opts: { removeOnComplete: true },
+    children: [{ name: 'bad', queueName: 'bad', opts: { continueParentOnFailure: true } }],
+  });
+  const parent = { id: tree.job.id, queue: 'parents' };
+  // ... and many more children, added to it in bulks of flows (each bulk one transaction that fits)
+  for (let i = 0; i < CHILDREN; i += PER_ADD) {
+    await flows.addBulk(
+      Array.from({ length: PER_ADD }, () => ({ name: 'kid', queueName: KIDS, data: {}, opts: { parent } })),
+    );
+  }
+  assert.equal((await tree.job.getDependenciesCount({ unprocessed: true })).unprocessed, CHILDREN + 1);
+  return { env, tree, parents };
+}
+
+test('a parent with many children, removed as it completes, completes once', async (t) => {
+  const { env, tree, parents } = await bigParent(t);
+  let runs = 0;
+  const lost: string[] = [];
+  const worker = new Worker(
+    'parents',
+    async () => {
+      runs++;
+      return 'done';
+    },
+    { ...env, lockDuration: 2000, stalledInterval: 500 },
+  );
+  worker.on('lost', (_job, err) => lost.push(`${(err as { code?: string }).code}: ${err.message}`));
+  const bad = new Worker(
+    'bad',
+    async () => {
+      throw new Error('broken');
+    },
+    env,
+  );
+  t.after(() => Promise.all([worker.close(), bad.close()]));
+  // the child fails, the parent runs: then it is gone (completed and removed), or failed
+  await waitFor(async () => runs > 0 && ['unknown', 'failed'].includes(await parents.getJobState(tree.job.id)), {
+    timeoutMs: 40_000,
+    what: 'the parent to finish',
+  });
+  assert.deepEqual(lost, [], 'the parent lost its completion');
+  assert.equal(await parents.getJobState(tree.job.id), 'unknown', 'the parent completed and was removed');
+  assert.equal(runs, 1);
+});
+
+test('a parent with many children can be removed', async (t) => {
+  const { tree, parents } = await bigParent(t);
+  assert.equal(await parents.remove(tree.job.id), 1);
+  assert.equal(await parents.getJobState(tree.job.id), 'unknown');
+});
