@@ -1,17 +1,15 @@
 /**
  * A parent's dependency node holds one entry per child, and a parent can be
  * given any number of children (`opts.parent`, a transaction per add or per
- * bulk of flows, each of which fits). Every removal of the node deletes all
- * its entries in ONE unit (dropDepsOps): a parent removed as it completes,
- * `Queue.remove` of a parent, the leader's sweep. Past ~6,000 children (fewer with longer names) that
- * unit is over the transaction budget: it fails with PayloadTooLargeError,
- * every time. For a parent with removeOnComplete, the completion is never
- * written: the attempt is lost, the job runs again after its lease, and
- * ends failed ("stalled more than allowable limit") although its processor
- * succeeded every time.
+ * bulk of flows, each of which fits). Deleting all the entries inside the
+ * parent's own change (its finish, its removal) would not fit one
+ * transaction past ~6,000 children: the completion would never be written.
+ * A node with more than DROP_INLINE entries is left to the leader's sweep,
+ * which deletes it in chunks.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core';
 import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
@@ -76,8 +74,14 @@ test('a parent with many children, removed as it completes, completes once', asy
   assert.equal(runs, 1);
 });
 
-test('a parent with many children can be removed', async (t) => {
-  const { tree, parents } = await bigParent(t);
+test('a parent with many children can be removed; the sweep deletes its node in chunks', async (t) => {
+  const { env, tree, parents } = await bigParent(t);
   assert.equal(await parents.remove(tree.job.id), 1);
   assert.equal(await parents.getJobState(tree.job.id), 'unknown');
+  const session = await openSession(env.connection, env.prefix);
+  t.after(() => session.close());
+  const store = new QueueStore(session, 'parents');
+  assert.notEqual(await session.exists(store.layout.deps(tree.job.id)), null, 'left for the sweep');
+  assert.equal(await sweepOrphanDeps(store, () => []), 1);
+  assert.equal(await session.exists(store.layout.deps(tree.job.id)), null);
 });

@@ -594,14 +594,25 @@ export async function detachOps(store: QueueStore, child: JobRecord): Promise<Bu
 }
 
 /**
+ * Most entries a parent's dependency node may have for it to be deleted
+ * inside the change that removes the parent (its finish, its removal); a
+ * node with more is left for the leader's sweep, which deletes it in
+ * chunks, so the parent's own change always fits one transaction.
+ */
+export const DROP_INLINE = 200;
+/** Entries the sweep deletes per transaction. */
+const DROP_CHUNK = 500;
+
+/**
  * The ops that delete a parent's dependency node and its entries (with the
- * parent); none without one. They fail if a child changed an entry
- * meanwhile: `reread` for a unit whose build reads again (else the caller
- * plans again).
+ * parent); none without one, or with more than DROP_INLINE entries (the
+ * sweep takes those). They fail if a child changed an entry meanwhile:
+ * `reread` for a unit whose build reads again (else the caller plans again).
  */
 export async function dropDepsOps(store: QueueStore, id: string, role?: 'reread'): Promise<ProtocolOp[]> {
   const path = store.layout.deps(id);
   const names = await store.children(path);
+  if (names.length > DROP_INLINE) return [];
   const stat = names.length > 0 ? true : await store.session.exists(path);
   if (!stat) return [];
   const del = (p: string): ProtocolOp => (role ? { op: 'delete', path: p, role } : { op: 'delete', path: p });
@@ -613,10 +624,11 @@ const SWEEP_BATCH = 100;
 
 /**
  * Deletes the dependency nodes of parents that are gone (retention trimmed
- * them, or they were removed as they finished): the leader's tidy-up, one
- * shard at a time. Each deletion proves its parent absent by creating and
- * deleting the parent's record node in the same transaction, so a parent
- * added again meanwhile keeps its node. Resolves with the nodes deleted.
+ * them, they were removed as they finished, or they had too many entries to
+ * go with them): the leader's tidy-up, one shard at a time, a node's
+ * entries DROP_CHUNK per transaction. Each transaction proves the parent
+ * absent by creating and deleting the parent's record node in it, so a
+ * parent added again meanwhile keeps its node. Resolves with the nodes deleted.
  */
 export async function sweepOrphanDeps(store: QueueStore, fence: () => ProtocolOp[]): Promise<number> {
   const { layout, session } = store;
@@ -630,20 +642,30 @@ export async function sweepOrphanDeps(store: QueueStore, fence: () => ProtocolOp
         const r = replies[j];
         return r && !r.ok && r.error instanceof NoNodeError;
       });
-      const units = orphans.map((id) => ({
-        build: async (): Promise<Built> => ({
-          ops: [
-            { op: 'create', path: layout.job(id), data: EMPTY },
-            ...(await dropDepsOps(store, id, 'reread')),
-            { op: 'delete', path: layout.job(id) },
-          ],
-        }),
-      }));
-      const results = await store.executor.run(units, { fence, receipt: false });
-      swept += results.filter((r) => r.ok).length;
+      for (const id of orphans) if (await sweepOne(store, id, fence)) swept++;
     }
   }
   return swept;
+}
+
+/** Deletes one orphan node, its entries a chunk per transaction; false when its parent came back or it changed. */
+async function sweepOne(store: QueueStore, id: string, fence: () => ProtocolOp[]): Promise<boolean> {
+  const { layout } = store;
+  const path = layout.deps(id);
+  const names = await store.children(path);
+  for (let i = 0; i === 0 || i < names.length; i += DROP_CHUNK) {
+    const chunk = names.slice(i, i + DROP_CHUNK);
+    const last = i + DROP_CHUNK >= names.length;
+    const ops: ProtocolOp[] = [
+      { op: 'create', path: layout.job(id), data: EMPTY },
+      ...chunk.map((n): ProtocolOp => ({ op: 'delete', path: `${path}/${n}` })),
+      ...(last ? [{ op: 'delete', path } as ProtocolOp] : []),
+      { op: 'delete', path: layout.job(id) },
+    ];
+    const [result] = await store.executor.run([{ build: () => ({ ops }) }], { fence, receipt: false });
+    if (!result?.ok) return false;
+  }
+  return true;
 }
 
 // ---- reading -----------------------------------------------------------------
