@@ -10,6 +10,7 @@ import {
   dependencyCounts,
   type QueueStore,
   getDependencies as readDependencies,
+  readJobDependencies,
 } from '@zkq/core';
 import type { JobJson } from 'bullmq';
 import type { BackendContext } from './context.js';
@@ -18,50 +19,17 @@ import { toJobJson } from './json.js';
 
 type Page = { cursor?: number; count?: number };
 
-/** BullMQ's getDependencies: all four lists, or pages of those asked for (cursor: an offset). */
+/**
+ * BullMQ's getDependencies: all four lists, or pages of those asked for
+ * (cursor: an offset), as zkq's Job reads them (keys `<prefix>:<queue>:<id>`,
+ * the prefix being the namespace, which is this backend's prefix).
+ */
 export async function getDependencies(
   ctx: BackendContext,
   jobId: string,
   opts: { processed?: Page; unprocessed?: Page; ignored?: Page; failed?: Page },
 ): Promise<Record<string, unknown>> {
-  const deps = await readDependencies(await ctx.store(), jobId);
-  const key = (c: ChildKey) => bullKey(ctx, c);
-  // BullMQ hands the processed values over parsed here (getChildrenValues parses them itself)
-  const processed = deps.processed.map((p) => [key(p.child), p.value] as const);
-  const ignored = deps.ignored.map((p) => [key(p.child), p.reason] as const);
-  const unprocessed = deps.unprocessed.map(key);
-  const failed = deps.failed.map((f) => key(f.child));
-  if (!opts.processed && !opts.unprocessed && !opts.ignored && !opts.failed) {
-    return { processed: Object.fromEntries(processed), unprocessed, ignored: Object.fromEntries(ignored), failed };
-  }
-  const page = <T>(all: readonly T[], p: Page): { items: T[]; next: number } => {
-    const from = p.cursor ?? 0;
-    const count = p.count ?? 20;
-    const items = all.slice(from, from + count);
-    return { items, next: from + count < all.length ? from + count : 0 };
-  };
-  const out: Record<string, unknown> = {};
-  if (opts.processed) {
-    const { items, next } = page(processed, opts.processed);
-    out.processed = Object.fromEntries(items);
-    out.nextProcessedCursor = next;
-  }
-  if (opts.unprocessed) {
-    const { items, next } = page(unprocessed, opts.unprocessed);
-    out.unprocessed = items;
-    out.nextUnprocessedCursor = next;
-  }
-  if (opts.ignored) {
-    const { items, next } = page(ignored, opts.ignored);
-    out.ignored = Object.fromEntries(items);
-    out.nextIgnoredCursor = next;
-  }
-  if (opts.failed) {
-    const { items, next } = page(failed, opts.failed);
-    out.failed = items;
-    out.nextFailedCursor = next;
-  }
-  return out;
+  return { ...(await readJobDependencies(await ctx.store(), jobId, opts)) };
 }
 
 /** BullMQ's getDependencyCounts, in the order of `types`. */
