@@ -18,6 +18,7 @@ import {
   MissingParentError,
   NoPendingChildrenError,
   type ParentLink,
+  parentQueueName,
   type QueueStore,
   readDeps,
   removeJob,
@@ -26,11 +27,6 @@ import {
 import { ErrorCode, type JobJson, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { finishedError } from './json.js';
-
-/** The queue name of a qualified queue key `<prefix...>:<queue>`. */
-export function queueOfKey(queueKey: string): string {
-  return queueKey.slice(queueKey.lastIndexOf(':') + 1);
-}
 
 /** A job's link to its parent, from BullMQ's job (`parent`, `opts.parent`, `parentKey`); none without one. */
 export function parentLinkOf(job: JobJson, parentKeyOpts?: ParentKeyOpts): ParentLink | undefined {
@@ -42,8 +38,9 @@ export function parentLinkOf(job: JobJson, parentKeyOpts?: ParentKeyOpts): Paren
     removeDependencyOnFailure?: boolean;
   };
   let at: ChildKey | undefined;
-  if (opts.parent) at = { queue: queueOfKey(opts.parent.queue), id: opts.parent.id };
-  else if (job.parent?.queueKey && job.parent.id) at = { queue: queueOfKey(job.parent.queueKey), id: job.parent.id };
+  if (opts.parent) at = { queue: parentQueueName(opts.parent.queue), id: opts.parent.id };
+  else if (job.parent?.queueKey && job.parent.id)
+    at = { queue: parentQueueName(job.parent.queueKey), id: job.parent.id };
   else {
     const key = parentKeyOpts?.parentKey ?? job.parentKey;
     if (key) at = locateParentKey(key);
@@ -159,7 +156,7 @@ export async function moveToWaitingChildren(
   if (deps?.failed) throw finishedError(ErrorCode.JobHasFailedChildren, jobId, command);
   if (!deps || deps.pending === 0) return false;
   if (child) {
-    const c: ChildKey = { queue: queueOfKey(child.queue), id: child.id };
+    const c: ChildKey = { queue: parentQueueName(child.queue), id: child.id };
     if (!(await store.session.exists(store.layout.depEntry(jobId, 'u', c)))) return false;
   }
   if (!held) {

@@ -3,7 +3,7 @@
  * operations. zkq records already carry BullMQ's fields; BullMQ wants data,
  * return value and stack trace as JSON strings.
  */
-import type { JobRecord, JobState } from '@zkq/core';
+import { type JobRecord, type JobState, parentKeysIn } from '@zkq/core';
 import { ErrorCode, type JobJson, UnrecoverableError } from 'bullmq';
 
 /** A stored record in the shape `Job.fromJSON` reads; `prefix` qualifies a parent's key as BullMQ's. */
@@ -32,13 +32,7 @@ export function toJobJson(record: JobRecord, prefix: string, progress?: unknown)
   const deduplicationId = record.opts.deduplication?.id;
   if (deduplicationId) json.deduplicationId = deduplicationId;
   if (record.deferredFailure) json.deferredFailure = record.deferredFailure;
-  const link = record.parentLink;
-  if (link) {
-    const queueKey = `${prefix}:${link.queue}`;
-    json.parentKey = `${queueKey}:${link.id}`;
-    json.parent = { id: link.id, queueKey };
-    for (const k of ['fpof', 'cpof', 'idof', 'rdof'] as const) if (link[k]) json.parent[k] = true;
-  }
+  if (record.parentLink) Object.assign(json, parentKeysIn(prefix, record.parentLink));
   return json;
 }
 

@@ -28,6 +28,7 @@ export {
   jobKey,
   keyPrefix,
   parentKeys,
+  parentKeysIn,
   readJobDependencies,
 } from './job-deps.js';
 export {

@@ -25,7 +25,12 @@ export function jobKey(store: QueueStore, c: ChildKey): string {
 
 /** BullMQ's `parentKey` and `parent` of a child, from its link. */
 export function parentKeys(store: QueueStore, link: ParentLink): { parentKey: string; parent: ParentKeys } {
-  const queueKey = `${keyPrefix(store)}:${link.queue}`;
+  return parentKeysIn(keyPrefix(store), link);
+}
+
+/** BullMQ's `parentKey` and `parent` of a child, its parent's queue under key prefix `prefix`. */
+export function parentKeysIn(prefix: string, link: ParentLink): { parentKey: string; parent: ParentKeys } {
+  const queueKey = `${prefix}:${link.queue}`;
   const parent: ParentKeys = { id: link.id, queueKey };
   for (const k of ['fpof', 'rdof', 'idof', 'cpof'] as const) if (link[k]) parent[k] = true;
   return { parentKey: `${queueKey}:${link.id}`, parent };
