@@ -230,7 +230,8 @@ test('retry: Job.retry keeps attempt counters unless told, Queue.retryJobs retri
     await waitFor(async () => (await queue.getJob(id as string))?.returnvalue?.startsWith('ok'), { what: `job ${id}` });
   }
   assert.ok(waiting.some((w) => w.prev === 'completed') && waiting.some((w) => w.prev === 'failed'));
-  const gone = await queue.add('gone', {});
+  // delayed: the worker still running here cannot claim it before it is removed
+  const gone = await queue.add('gone', {}, { delay: 600_000 });
   await gone.remove();
   await assert.rejects(gone.retry('failed'), { code: -1, message: `Missing key for job ${gone.id}. reprocessJob` });
 });
