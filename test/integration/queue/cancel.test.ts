@@ -25,7 +25,8 @@ async function failedReason(queue: Queue, id: string): Promise<string> {
   const job = await waitFor(
     async () => {
       const j = await queue.getJob(id);
-      return j && (await j.getState()) === 'failed' ? j : undefined;
+      // the state is read after the job: read the job again once it says failed
+      return j && (await j.getState()) === 'failed' ? await queue.getJob(id) : undefined;
     },
     { what: `job ${id} to fail` },
   );
