@@ -5,7 +5,7 @@
  * works on the same znode layout as zkq's own Queue and Worker.
  */
 import { EventEmitter } from 'node:events';
-import type { CleanType, Trimmer as TrimmerType } from '@zkq/core';
+import type { Trimmer as TrimmerType } from '@zkq/core';
 import { Trimmer } from '@zkq/core';
 import type {
   DependenciesOpts,
@@ -32,7 +32,6 @@ import type { BackendContext } from './context.js';
 import * as control from './control.js';
 import * as dedup from './dedup.js';
 import * as events from './events.js';
-import * as flowDrain from './flow-drain.js';
 import * as flowReads from './flow-reads.js';
 import * as flowRemoval from './flow-removal.js';
 import * as flows from './flows.js';
@@ -416,18 +415,12 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return control.pause(this.ctx, pause);
   }
 
-  async drain(delayed: boolean): Promise<void> {
-    await flowDrain.drainFlowJobs(await this.ctx.store(), delayed); // jobs of flows first (flow-drain.ts)
+  drain(delayed: boolean): Promise<void> {
     return control.drain(this.ctx, delayed);
   }
 
-  async cleanJobsByState(state: string, timestamp: number, limit = 0): Promise<string[]> {
-    if (!control.CLEAN_TYPES.has(state)) return [];
-    const grace = Math.max(0, Date.now() - timestamp);
-    const flowJobs = await flowDrain.cleanFlowJobs(await this.ctx.store(), grace, limit, state as CleanType);
-    if (limit > 0 && flowJobs.length >= limit) return flowJobs;
-    const rest = await control.cleanJobsByState(this.ctx, state, timestamp, limit > 0 ? limit - flowJobs.length : 0);
-    return [...flowJobs, ...rest];
+  cleanJobsByState(state: string, timestamp: number, limit = 0): Promise<string[]> {
+    return control.cleanJobsByState(this.ctx, state, timestamp, limit);
   }
 
   obliterate(opts: { force: boolean; count: number }): Promise<number> {

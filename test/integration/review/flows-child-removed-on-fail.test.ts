@@ -1,10 +1,9 @@
 /**
  * A child that fails with no failure policy stays pending: its parent waits
- * until the child is retried (and completes) or removed. When the failed
- * child is deleted as it fails (removeOnFail) or trimmed by retention, it
- * can be neither: the parent waits for ever on a dependency that names a
- * job that is gone. BullMQ takes a child deleted as it finishes, or trimmed,
- * out of its parent's dependencies (the last one releases the parent).
+ * until the child is retried (and completes) or removed. A failed child
+ * deleted as it fails (removeOnFail) or trimmed by retention leaves its
+ * parent's dependencies as it goes (the last one releases the parent), as
+ * BullMQ does: otherwise the parent would wait for ever on a job that is gone.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -47,9 +46,7 @@ test('a plain child deleted as it fails (removeOnFail) does not leave its parent
   assert.notEqual(await tree.job.getState(), 'waiting-children');
 });
 
-test('a plain child trimmed by retention does not leave its parent waiting for it', {
-  todo: "KNOWN DEFECT, not fixed yet: retention trims a failed child without taking it out of its parent's dependencies",
-}, async (t) => {
+test('a plain child trimmed by retention does not leave its parent waiting for it', async (t) => {
   // one failed job kept: the first child's record is trimmed once the second failed
   const { tree, kids, states } = await failingChildren(t, { removeOnFail: { count: 1 } }, 2);
   await waitFor(

@@ -25,6 +25,7 @@ import { NoNodeError, NotEmptyError } from '../zk/errors.js';
 import { releaseOps } from './dedup.js';
 import { JobNotFoundError, JobStateError } from './errors.js';
 import type { QueueEventRecord } from './events.js';
+import { detachForeignChildren, flowIdsAmong, mayHoldParents, removeHard } from './flow-removals.js';
 import { laneOf } from './layout.js';
 import {
   applyMoves,
@@ -213,12 +214,18 @@ export async function drain(store: QueueStore, delayed = false): Promise<number>
     ...(delayed ? [delayedPointers(store, READ_CHUNK)] : []),
     readyPointers(store, () => true, READ_CHUNK),
   ];
+  const parents = await mayHoldParents(store);
   for (const source of sources) {
     for await (const chunk of source) {
       const jobs = await readJobs(store, chunk);
       const active = await activeIds(store);
-      const moves = jobs.filter((j) => !active.has(j.id)).map((j) => removeMove(store, j));
+      const idle = jobs.filter((j) => !active.has(j.id));
+      // jobs of flows go one at a time, detached from their parents (flow-removals.ts)
+      const flow = await flowIdsAmong(store, idle, parents);
+      const moves = idle.filter((j) => !flow.has(j.id)).map((j) => removeMove(store, j));
       removed += (await applyMoves(store, moves)).length;
+      for (const j of idle)
+        if (j.stored && flow.has(j.id) && (await removeHard(store, j.id, j.stored, removeJob))) removed++;
     }
   }
   return removed;
@@ -256,19 +263,28 @@ export async function clean(
     return []; // 'active': claimed jobs are never removed
   }
   const removed: string[] = [];
+  const parents = await mayHoldParents(store);
   for await (const chunk of source) {
     const jobs = await readJobs(store, chunk);
     const active = finished ? new Set<string>() : await activeIds(store);
-    const moves: Move[] = [];
-    for (const j of jobs) {
-      if (removed.length + moves.length >= max) break;
-      if (!j.stored || active.has(j.id)) continue;
+    const due = jobs.filter((j): j is Read & { stored: StoredJob } => {
+      if (!j.stored || active.has(j.id)) return false;
       const r = j.stored.record;
       const age = finished ? (r.finishedOn ?? r.timestamp) : r.timestamp;
-      if (age > cutoff || !inCleanState(r, type)) continue;
-      moves.push(removal(store, { id: j.id, version: j.version, pointer: j.pointer }, []));
+      return age <= cutoff && inCleanState(r, type);
+    });
+    // jobs of flows go one at a time, detached from their parents (flow-removals.ts)
+    const flow = await flowIdsAmong(store, due, parents);
+    const moves: Move[] = [];
+    for (const j of due) {
+      if (removed.length + moves.length >= max) break;
+      if (!flow.has(j.id)) moves.push(removal(store, { id: j.id, version: j.version, pointer: j.pointer }, []));
     }
     removed.push(...(await applyMoves(store, moves)));
+    for (const j of due) {
+      if (removed.length >= max) break;
+      if (flow.has(j.id) && (await removeHard(store, j.id, j.stored, removeJob))) removed.push(j.id);
+    }
     if (removed.length >= max) break;
   }
   if (removed.length > 0) await store.publish([{ event: 'cleaned', count: String(removed.length), ts: Date.now() }]);
@@ -305,6 +321,8 @@ export async function obliterate(store: QueueStore, opts: ObliterateOptions = {}
       }
     } else if (!(err instanceof NoNodeError)) throw err;
   }
+  // children whose parents live in other queues leave their dependencies first
+  await detachForeignChildren(store);
   for (let round = 0; ; round++) {
     try {
       await session.deleteRecursive(layout.root);

@@ -561,6 +561,13 @@ export async function addFlow(
 
 // ---- detaching and removing ----------------------------------------------------
 
+/** Whether a job may still be a pending dependency of its parent (a completed or settled one is not). */
+export function mayBePendingChild(r: JobRecord): boolean {
+  const link = r.parentLink;
+  if (!link || r.state === 'completed') return false;
+  return r.state !== 'failed' || !(link.fpof || link.cpof || link.idof || link.rdof);
+}
+
 /**
  * The ops that take a pending child out of its parent's dependencies (it is
  * removed, or detached by hand), releasing a parent left with nothing

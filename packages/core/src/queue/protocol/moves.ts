@@ -24,6 +24,7 @@ import type { KeepJobs } from '../types.js';
 import { type Candidate, PLAIN_LANE, type Place } from './attempts.js';
 import { eventOp, moveOps, removeOps, rewriteOps, trimOps } from './builders.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
+import { detachOps, joinBuilt, mayBePendingChild } from './flows.js';
 
 /** Lanes in the order they are served: lifo first, then by priority. */
 export function sortLanes(lanes: string[]): string[] {
@@ -377,8 +378,27 @@ export async function trimFinished(store: QueueStore, kind: 'completed' | 'faile
       victims.push(located);
     }
   }
-  const moves: Move[] = victims.map((v) => ({ id: v.id, build: () => ({ ops: trimOps(layout, v) }) }));
-  return applyMoves(store, moves);
+  return applyMoves(store, await trimMoves(store, kind, victims));
+}
+
+/**
+ * The moves that trim `victims`. A failed child with no failure policy is
+ * still pending for its parent: it leaves the parent's dependencies in the
+ * transaction that trims it (the last one releases the parent), so only
+ * failed jobs are read, and only children pay for the parent's reads.
+ */
+async function trimMoves(store: QueueStore, kind: 'completed' | 'failed', victims: Located[]): Promise<Move[]> {
+  const plain = (v: Located): Move => ({ id: v.id, build: () => ({ ops: trimOps(store.layout, v) }) });
+  if (kind !== 'failed') return victims.map(plain);
+  return Promise.all(
+    victims.map(async (v) => {
+      const stored = await store.getJob(v.id).catch(() => undefined);
+      if (!stored || !mayBePendingChild(stored.record)) return plain(v);
+      const detach = await detachOps(store, stored.record);
+      if (!detach) return plain(v);
+      return { id: v.id, build: () => joinBuilt({ ops: trimOps(store.layout, v) }, detach) };
+    }),
+  );
 }
 
 // ---- receipts ---------------------------------------------------------------
