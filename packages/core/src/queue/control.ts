@@ -32,12 +32,14 @@ import {
   delayedPointers,
   detachOps,
   dropDepsOps,
+  joinBuilt,
   type Located,
   type Move,
   pointersIn,
   promotedRecord,
   readyPointers,
   removal,
+  rependOps,
   toReady,
   waitingStateOf,
 } from './protocol/index.js';
@@ -403,7 +405,10 @@ function retryMove(
     processedBy: undefined,
     due: undefined,
   };
-  return toReady(store, stored, record, pointer, events);
+  const move = toReady(store, stored, record, pointer, events);
+  if (!r.parentLink) return move;
+  // a child becomes pending again for its parent, read anew whenever the unit is built
+  return { id: move.id, build: async () => joinBuilt(await move.build(), { ops: await rependOps(store, r) }) };
 }
 
 // ---- finding and reading jobs ------------------------------------------------

@@ -213,6 +213,38 @@ export async function settleChildOps(
 }
 
 /**
+ * The ops that make a finished child pending again for its parent, as it is
+ * retried (BullMQ's): its processed, ignored or failed entry becomes
+ * unprocessed and the count goes up, at the version read (role `reread`:
+ * build the unit inside `build()`, so a sibling first makes it read again).
+ * The parent's record is not written: a parent still waiting for children
+ * waits for this one too. None when the child is pending already, was taken
+ * out of the dependencies (removeDependencyOnFailure), or the parent's node
+ * is gone.
+ */
+export async function rependOps(store: QueueStore, child: JobRecord): Promise<ProtocolOp[]> {
+  const link = child.parentLink;
+  if (!link) return [];
+  const me: ChildKey = { queue: store.queue, id: child.id };
+  const read = await readParent(store, link, me);
+  if (!read.deps || read.pending) return [];
+  const { layout } = read.store;
+  const kinds = ['p', 'i', 'f'] as const;
+  const found = await store.session.readMulti(
+    kinds.map((k) => ({ op: 'getData' as const, path: layout.depEntry(link.id, k, me) })),
+  );
+  const kind = kinds.find((_, i) => found[i]?.ok);
+  if (!kind) return [];
+  const node: DepsNode = { ...read.deps.node, pending: read.deps.node.pending + 1 };
+  if (kind === 'f' && node.failed?.endsWith(`:${childKey(me)} failed`)) delete node.failed;
+  return [
+    { op: 'setData', path: layout.deps(link.id), data: depsData(node), version: read.deps.version, role: 'reread' },
+    { op: 'delete', path: layout.depEntry(link.id, kind, me), role: 'reread' },
+    { op: 'create', path: layout.depEntry(link.id, 'u', me), data: EMPTY, role: 'reread' },
+  ];
+}
+
+/**
  * The share of a parent parking itself in waiting-children (moveToWaitingChildren):
  * its dependency node rewritten at the version read, so that a child
  * finishing meanwhile re-reads and sees it parked. Throws
