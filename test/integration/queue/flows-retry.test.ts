@@ -28,7 +28,11 @@ async function setUp(t: Ctx, children: { data?: unknown; opts?: Record<string, u
   return { env, tree, parents, kids, kidJobs };
 }
 
-function startKids(t: Ctx, env: object, processor: (job: Job) => Promise<unknown>): Worker {
+function startKids(
+  t: Ctx,
+  env: Awaited<ReturnType<typeof queueEnv>>,
+  processor: (job: Job) => Promise<unknown>,
+): Worker {
   const worker = new Worker('kids', processor, env);
   t.after(() => worker.close());
   return worker;
