@@ -137,8 +137,6 @@ function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string, toServer: 
 export class Claimer {
   private waiting: { token: string; resolve: (next: NextJob) => void; reject: (err: unknown) => void }[] = [];
   private running = false;
-  /** The last claim round found nothing (the `drained` event was logged). */
-  private wasDrained = false;
 
   constructor(private readonly ctx: BackendContext) {}
 
@@ -192,15 +190,11 @@ export class Claimer {
         if (out.length === 0) throw err;
         break; // jobs claimed by an earlier try of this round are handed out, not orphaned
       }
-      if (taken === 'idle') {
-        if (out.length === 0) await this.drained();
-        break;
-      }
+      if (taken === 'idle') break; // `drained` is logged by the finish that left the queue empty (Finisher)
       if (!Array.isArray(taken)) {
         ttl = taken.ttl; // a global limit holds claims back (0: the global concurrency)
         break;
       }
-      this.wasDrained = false;
       for (const job of taken) {
         // the previous attempt's worker died: BullMQ's Worker reports it as stalled
         if (job.stalled) this.ctx.noteStalled(job.record.id);
@@ -208,14 +202,6 @@ export class Claimer {
       }
     }
     return { jobs: out, ttl };
-  }
-
-  /** BullMQ's global `drained` event: logged once when this worker first finds the queue empty. */
-  private async drained(): Promise<void> {
-    if (this.wasDrained) return;
-    this.wasDrained = true;
-    const store = await this.ctx.store();
-    await store.publish([{ event: 'drained', ts: Date.now() }]).catch(this.ctx.onError);
   }
 }
 

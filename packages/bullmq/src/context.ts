@@ -170,7 +170,7 @@ export class BackendContext {
   /** Finishes of overlapping calls share transactions (a Worker at concurrency N). */
   async finisher(): Promise<Finisher> {
     const store = await this.store();
-    this.finisherInstance ??= new Finisher(store);
+    this.finisherInstance ??= new Finisher(store, this.onError);
     return this.finisherInstance;
   }
 

@@ -204,7 +204,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     ]);
     this.store = store;
     setWorkerStore(this, store);
-    this.finisher = new Finisher(store);
+    this.finisher = new Finisher(store, (err) => this.emitError(err));
     if (this.opts.metrics) {
       const max = this.opts.metrics.maxDataPoints ?? DEFAULT_METRICS_DATA_POINTS;
       this.collector = new MetricsCollector(store, max, (err) => this.emitError(err));

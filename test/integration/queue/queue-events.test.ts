@@ -151,3 +151,32 @@ test('waitUntilFinished: close() rejects a pending wait and leaves nothing that 
   deadline.abort();
   assert.equal(exit, 0, 'the process exits by itself once everything is closed');
 });
+
+test('queue events: `drained` is logged once the last job of a batch finishes, once per batch', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('drained', env);
+  const events = new QueueEvents('drained', env);
+  const worker = new Worker('drained', async () => 'ok', { ...env, concurrency: 2 });
+  t.after(() => Promise.all([worker.close(), events.close(), queue.close()]));
+  await events.waitUntilReady();
+  const firstDrained = new Promise((resolve) => events.once('drained', resolve));
+  await untilHeard(queue, events, 'the worker to log events', 'completed');
+  await firstDrained; // the probes ran out
+
+  let drained = 0;
+  const completedAtDrain: number[] = [];
+  const batch = async (n: number) => {
+    const jobs = await queue.addBulk(Array.from({ length: n }, () => ({ name: 'j', data: 0 })));
+    const seen = drained;
+    await waitFor(async () => drained > seen, { what: 'drained after the batch' });
+    const states = await Promise.all(jobs.map((j) => j.getState()));
+    completedAtDrain.push(states.filter((s) => s === 'completed').length);
+  };
+  events.on('drained', () => {
+    drained++;
+  });
+  await batch(5);
+  await batch(3);
+  assert.deepEqual(completedAtDrain, [5, 3], 'each batch had finished when its drained came');
+  assert.equal(drained, 2, 'one drained per batch');
+});

@@ -22,6 +22,20 @@ async function laneCounts(store: QueueStore): Promise<Map<string, number>> {
   return new Map(lanes.map((lane, i) => [lane, counts[i] ?? 0]));
 }
 
+/**
+ * Whether nothing runs and nothing waits to run (BullMQ's `drained`): no
+ * claim, and no pointer in ready/ (or the queue is paused, so its waiting
+ * jobs wait for a resume). Delayed jobs and parents waiting for children do
+ * not count.
+ */
+export async function isDrained(store: QueueStore): Promise<boolean> {
+  const claims = await store.session.exists(store.layout.claimsDir);
+  if ((claims?.numChildren ?? 0) > 0) return false;
+  if (await store.isPaused()) return true;
+  for (const n of (await laneCounts(store)).values()) if (n > 0) return false;
+  return true;
+}
+
 export type JobCounts = Record<string, number>;
 
 /** Counts per state (BullMQ's getJobCounts). `waiting` excludes active jobs, whose pointers stay in ready/. */

@@ -3,7 +3,12 @@
  * same turn of the event loop (or while a write is in flight) share one
  * fenced transaction; a conflict only costs the job it concerns (see
  * finishJobs). At most MAX_IN_FLIGHT transactions run at once.
+ *
+ * While someone listens to the queue's events, the finish that leaves it
+ * with nothing running and nothing waiting logs `drained` (BullMQ's, written
+ * by its finish): checked once this finisher has nothing more to write.
  */
+import { isDrained } from '../listing.js';
 import { type Finish, type FinishResult, finishJobs } from '../protocol/attempts.js';
 import type { QueueStore } from '../store.js';
 
@@ -21,7 +26,13 @@ export class Finisher {
   private inFlight = 0;
   private scheduled = false;
 
-  constructor(private readonly store: QueueStore) {}
+  /** A finished job since the last look at whether the queue is drained. */
+  private finishedSinceLook = false;
+
+  constructor(
+    private readonly store: QueueStore,
+    private readonly onError: (err: unknown) => void = () => {},
+  ) {}
 
   /** Records `finish`; resolves with its result once written (or rejected by fencing). */
   finish(finish: Finish): Promise<FinishResult> {
@@ -50,7 +61,11 @@ export class Finisher {
       )
         .then(
           (results) => {
-            for (const [i, w] of batch.entries()) w.resolve(results[i] as FinishResult);
+            for (const [i, w] of batch.entries()) {
+              const kind = w.finish.outcome.kind;
+              if (results[i]?.ok && (kind === 'completed' || kind === 'failed')) this.finishedSinceLook = true;
+              w.resolve(results[i] as FinishResult);
+            }
           },
           (err) => {
             for (const w of batch) w.reject(err);
@@ -59,7 +74,16 @@ export class Finisher {
         .finally(() => {
           this.inFlight--;
           if (this.queue.length > 0) this.schedule();
+          else if (this.inFlight === 0) this.lookDrained();
         });
     }
+  }
+
+  private lookDrained(): void {
+    if (!this.finishedSinceLook || !this.store.events.enabled) return;
+    this.finishedSinceLook = false;
+    isDrained(this.store)
+      .then((drained) => (drained ? this.store.publish([{ event: 'drained', ts: Date.now() }]) : undefined))
+      .catch(this.onError);
   }
 }
