@@ -396,6 +396,37 @@ describe('the owner of a failing op', () => {
   });
 });
 
+describe('settleAll (runs shared by several callers)', () => {
+  test('units of multis that committed keep their result; the rest fail with the error that ended the run', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const err = new BadArgumentsError('refused');
+    session.respond = (multi, n) => {
+      if (n === 1) throw err;
+      return session.applied(multi);
+    };
+    const results = await executor.run([ops('a', 1), ops('b', 1), ops('c', 1)], {
+      maxOps: 1,
+      receipt: false,
+      settleAll: true,
+    });
+    assert.deepEqual(
+      results.map((r) => r.ok),
+      [true, false, false],
+    );
+    assert.ok(results.slice(1).every((r) => !r.ok && r.error === err));
+  });
+
+  test('without it the same run rejects', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const err = new BadArgumentsError('refused');
+    session.respond = (multi, n) => {
+      if (n === 1) throw err;
+      return session.applied(multi);
+    };
+    await assert.rejects(executor.run([ops('a', 1), ops('b', 1)], { maxOps: 1, receipt: false }), (e) => e === err);
+  });
+});
+
 describe('fences', () => {
   test('a failed fence op ends the run with FencedError; nothing more is sent', async () => {
     const { session, executor } = fakeExecutor(layout);

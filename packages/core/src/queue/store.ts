@@ -17,6 +17,7 @@ import { type Destination, dedupKeyOp, enqueueOps } from './protocol/builders.js
 import { Containers } from './protocol/containers.js';
 import { TxExecutor, type TxUnit } from './protocol/executor.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
+import { EnqueueBatch } from './runtime/enqueue-batch.js';
 import { ServerClock } from './runtime/server-clock.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -51,6 +52,8 @@ export class QueueStore {
   readonly containers: Containers;
   /** The one transaction executor every write goes through. */
   readonly executor: TxExecutor;
+  /** Enqueues of one turn of the event loop share the executor's transactions. */
+  private readonly enqueueBatch: EnqueueBatch;
   /** ZooKeeper's time, which due times are written in and judged on. */
   readonly clock: ServerClock;
   private initialized: Promise<void> | undefined;
@@ -73,6 +76,7 @@ export class QueueStore {
     // one Containers per session: a transaction spanning queues forgets a removed bucket of any of them
     this.containers = shared?.containers ?? new Containers(session, this.layout);
     this.executor = new TxExecutor(session, this.layout, this.containers, this.events);
+    this.enqueueBatch = new EnqueueBatch(this.executor);
     this.clock = new ServerClock(this);
     this.family = shared?.family ?? new Map([[queue, this]]);
   }
@@ -275,7 +279,7 @@ export class QueueStore {
     // Custom ids and keys may fail their create; a failed transaction sent again would then land
     // after later pipelined ones, so those calls send one transaction at a time (FIFO holds).
     const inFlight = entries.some((e) => e.custom || e.dedup) ? 1 : ENQUEUE_IN_FLIGHT;
-    const results = await this.executor.run(units, { inFlight });
+    const results = await this.enqueueBatch.run(units, inFlight);
     const added: string[] = [];
     const existing: string[] = [];
     const collided: EnqueueEntry[] = [];

@@ -86,6 +86,12 @@ export interface RunOptions<U extends TxUnit> {
   inFlight?: number;
   /** Most ops per multi (default MAX_OPS). */
   maxOps?: number;
+  /**
+   * On an error that stops the run, resolve anyway: units whose multi
+   * committed keep their result, every other unit fails with that error
+   * (default: the run rejects with it). For callers that share one run.
+   */
+  settleAll?: boolean;
 }
 
 /** A leader's fenced write failed its fence: this process is no longer the leader. */
@@ -207,7 +213,10 @@ export class TxExecutor {
       }
     }
     await Promise.allSettled(running);
-    if (fatal !== undefined) throw fatal;
+    if (fatal !== undefined) {
+      if (!o.settleAll) throw fatal;
+      for (let i = 0; i < units.length; i++) results[i] ??= { ok: false, error: fatal };
+    }
     return results;
   }
 
