@@ -190,7 +190,11 @@ export class Claimer {
         if (out.length === 0) throw err;
         break; // jobs claimed by an earlier try of this round are handed out, not orphaned
       }
-      if (taken === 'idle') break; // `drained` is logged by the finish that left the queue empty (Finisher)
+      if (taken === 'idle') {
+        // the finishes of this worker may have drained the queue: BullMQ's `drained` (Finisher)
+        if (out.length === 0) (await this.ctx.finisher()).idle();
+        break;
+      }
       if (!Array.isArray(taken)) {
         ttl = taken.ttl; // a global limit holds claims back (0: the global concurrency)
         break;

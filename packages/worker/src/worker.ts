@@ -412,6 +412,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   }
 
   private onIdle(): void {
+    this.finisher?.idle();
     if (this.hadWork && this.attempts.size === 0) {
       this.hadWork = false;
       this.emit('drained');

@@ -25,7 +25,7 @@ import { NoNodeError, NotEmptyError } from '../zk/errors.js';
 import { releaseOps } from './dedup.js';
 import { JobNotFoundError, JobStateError } from './errors.js';
 import type { QueueEventRecord } from './events.js';
-import { detachForeignChildren, flowIdsAmong, mayHoldParents, removeHard } from './flow-removals.js';
+import { detachForeignChildren, flowIdsAmong, flowRemoval, mayHoldParents } from './flow-removals.js';
 import { laneOf } from './layout.js';
 import {
   applyMoves,
@@ -222,12 +222,10 @@ export async function drain(store: QueueStore, delayed = false): Promise<number>
       const jobs = await readJobs(store, chunk);
       const active = await activeIds(store);
       const idle = jobs.filter((j) => !active.has(j.id));
-      // jobs of flows go one at a time, detached from their parents (flow-removals.ts)
+      // jobs of flows leave their parents as they go (flow-removals.ts)
       const flow = await flowIdsAmong(store, idle, parents);
-      const moves = idle.filter((j) => !flow.has(j.id)).map((j) => removeMove(store, j));
+      const moves = idle.map((j) => (j.stored && flow.has(j.id) ? flowMove(store, j, j.stored) : removeMove(store, j)));
       removed += (await applyMoves(store, moves)).length;
-      for (const j of idle)
-        if (j.stored && flow.has(j.id) && (await removeHard(store, j.id, j.stored, removeJob))) removed++;
     }
   }
   return removed;
@@ -275,18 +273,16 @@ export async function clean(
       const age = finished ? (r.finishedOn ?? r.timestamp) : r.timestamp;
       return age <= cutoff && inCleanState(r, type);
     });
-    // jobs of flows go one at a time, detached from their parents (flow-removals.ts)
+    // jobs of flows leave their parents as they go (flow-removals.ts)
     const flow = await flowIdsAmong(store, due, parents);
-    const moves: Move[] = [];
-    for (const j of due) {
-      if (removed.length + moves.length >= max) break;
-      if (!flow.has(j.id)) moves.push(removal(store, { id: j.id, version: j.version, pointer: j.pointer }, []));
-    }
+    const moves = due
+      .slice(0, Math.max(0, max - removed.length))
+      .map((j) =>
+        flow.has(j.id)
+          ? flowRemoval(store, { ...j, stored: j.stored }, [])
+          : removal(store, { id: j.id, version: j.version, pointer: j.pointer }, []),
+      );
     removed.push(...(await applyMoves(store, moves)));
-    for (const j of due) {
-      if (removed.length >= max) break;
-      if (flow.has(j.id) && (await removeHard(store, j.id, j.stored, removeJob))) removed.push(j.id);
-    }
     if (removed.length >= max) break;
   }
   if (removed.length > 0) await store.publish([{ event: 'cleaned', count: String(removed.length), ts: Date.now() }]);
@@ -372,6 +368,10 @@ async function moveOne<T>(store: QueueStore, plan: () => Promise<T | { move: Mov
 
 function isPlanned<T>(p: unknown): p is { move: Move; result: T } {
   return typeof p === 'object' && p !== null && 'move' in p && 'result' in p;
+}
+
+function flowMove(store: QueueStore, j: Read, stored: StoredJob): Move {
+  return flowRemoval(store, { ...j, stored }, [removedEvent(j.id, stored.record)]);
 }
 
 function removeMove(store: QueueStore, j: Read): Move {

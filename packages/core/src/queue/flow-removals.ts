@@ -5,25 +5,28 @@
  *
  * - A child taken away leaves its parent's dependencies; the last one
  *   releases the parent (protocol `detachOps`). When that parent is in the
- *   same queue, a drain or clean takes it too, before the child (and so on
- *   up), so that no worker runs it between its release and its removal:
- *   BullMQ's "hard" removal.
+ *   same queue, drain and clean remove it too, in the same transaction (and
+ *   so on up), so that no worker runs it between its release and its
+ *   removal: BullMQ's "hard" removal.
  * - A parent takes its dependency node along (protocol `dropDepsOps`).
+ *
+ * Each removal deletes the job's record at the version the bulk operation
+ * read, so a job claimed, finished or moved since is left alone (and so is
+ * its parent); the parent's side is built inside the unit with role
+ * `reread`, so siblings removed together each read the node again.
  *
  * Queues without flows pay nothing: a child is known from its record, which
  * the bulk operations read anyway, and a parent's dependency node is looked
  * for only in a queue whose `deps/` has a shard.
  */
 import { NoNodeError } from '../zk/errors.js';
-import { JobStateError } from './errors.js';
+import type { QueueEventRecord } from './events.js';
 import { QueueLayout } from './layout.js';
-import { detachOps, type Move, mayBePendingChild } from './protocol/index.js';
+import { detachOps, dropDepsOps, joinBuilt, type Move, mayBePendingChild, removeOps } from './protocol/index.js';
 import type { QueueStore, StoredJob } from './store.js';
 
 /** Records read at once by obliterate's walk. */
 const WALK_CHUNK = 100;
-/** Attempts of a detach whose parent keeps changing under it. */
-const DETACH_ATTEMPTS = 5;
 
 /** A job read by a bulk operation. */
 export interface ReadJob {
@@ -62,51 +65,32 @@ export async function flowIdsAmong(store: QueueStore, jobs: ReadJob[], parents: 
 }
 
 /**
- * Removes a job of a flow the hard way: when it is the last pending child of
- * a waiting parent in the same queue, that parent goes first (recursively).
- * `remove` is the single-job removal (it detaches and drops dependencies in
- * its own transaction). Resolves false when the job could not be removed
- * (it runs).
+ * The removal of a job of a flow read at `version` through `pointer`: its
+ * record (at that version) and pointer, its dependency node, and its leaving
+ * its parent's dependencies the hard way (see the header).
  */
-export async function removeHard(
+export function flowRemoval(
   store: QueueStore,
-  id: string,
-  stored: StoredJob,
-  remove: (store: QueueStore, id: string) => Promise<boolean>,
-): Promise<boolean> {
-  const link = stored.record.parentLink;
-  if (link?.queue === store.queue && (await lastPendingOf(store, link.id, id))) {
-    const parent = await store.getJob(link.id);
-    if (parent) await removeHard(store, link.id, parent, remove);
-  }
-  try {
-    return await remove(store, id);
-  } catch (err) {
-    if (err instanceof JobStateError) return false;
-    throw err;
-  }
-}
-
-/** Whether `child` is the last pending dependency of `parentId` (same queue), which waits for it. */
-async function lastPendingOf(store: QueueStore, parentId: string, child: string): Promise<boolean> {
-  const { layout } = store;
-  const [parent, deps, entry] = await Promise.all([
-    store.getJob(parentId),
-    store.session.getData(layout.deps(parentId)).catch((err) => {
-      if (err instanceof NoNodeError) return undefined;
-      throw err;
-    }),
-    store.session.exists(layout.depEntry(parentId, 'u', { queue: store.queue, id: child })),
-  ]);
-  const pending = deps ? (JSON.parse(deps.data.toString()) as { pending?: number }).pending : undefined;
-  return parent?.record.state === 'waiting-children' && pending === 1 && entry !== null;
+  j: { id: string; version: number | undefined; pointer: string | undefined; stored: StoredJob },
+  events: QueueEventRecord[],
+): Move {
+  return {
+    id: j.id,
+    build: async () =>
+      joinBuilt(
+        { ops: removeOps(store.layout, j), events },
+        { ops: await dropDepsOps(store, j.id, 'reread') },
+        await detachOps(store, j.stored.record, { reread: true, hard: true }),
+      ),
+  };
 }
 
 /**
  * Before a queue is obliterated: takes its children whose parents live in
  * other queues out of those parents' dependencies (the last one releases
  * its parent). Walks every record only when another queue of the namespace
- * holds dependency nodes. Resolves with the children detached.
+ * holds dependency nodes. Resolves with the children detached; throws when
+ * one could not be (obliterate then deletes nothing).
  */
 export async function detachForeignChildren(store: QueueStore): Promise<number> {
   if (!(await othersHoldParents(store))) return 0;
@@ -118,11 +102,23 @@ export async function detachForeignChildren(store: QueueStore): Promise<number> 
       // one read per record: a batch of records can be far past a reply's size limit
       const batch = ids.slice(i, i + WALK_CHUNK);
       const jobs = await Promise.all(batch.map((id) => store.getJob(id).catch(() => undefined)));
-      for (const [j, id] of batch.entries()) {
-        const record = jobs[j]?.record;
-        if (!record || !mayBePendingChild(record) || record.parentLink?.queue === store.queue) continue;
-        if (await detachOne(store, id)) detached++;
-      }
+      const foreign = batch.filter((_, j) => {
+        const r = jobs[j]?.record;
+        return r && mayBePendingChild(r) && r.parentLink?.queue !== store.queue;
+      });
+      const moves: Move[] = foreign.map((id) => ({
+        id,
+        // read again inside the unit: a sibling writing the parent's node first makes it read anew
+        build: async () => {
+          const stored = await store.getJob(id);
+          const built = stored && (await detachOps(store, stored.record, { reread: true }));
+          return built ?? { ops: [] };
+        },
+      }));
+      const results = await store.executor.run(moves, { receipt: false });
+      const failed = results.find((r) => !r.ok);
+      if (failed && !failed.ok) throw failed.error;
+      detached += moves.length;
     }
   }
   return detached;
@@ -143,20 +139,6 @@ async function othersHoldParents(store: QueueStore): Promise<boolean> {
       throw err;
     });
     if (shards.length > 0) return true;
-  }
-  return false;
-}
-
-/** Detaches one child from its parent at the versions read, read again on a conflict. */
-async function detachOne(store: QueueStore, id: string): Promise<boolean> {
-  for (let attempt = 1; attempt <= DETACH_ATTEMPTS; attempt++) {
-    const stored = await store.getJob(id);
-    if (!stored || !mayBePendingChild(stored.record)) return false;
-    const built = await detachOps(store, stored.record);
-    if (!built) return false;
-    const move: Move = { id, build: () => built };
-    const [result] = await store.executor.run([move], { receipt: false });
-    if (result?.ok) return true;
   }
   return false;
 }

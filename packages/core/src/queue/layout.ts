@@ -84,6 +84,9 @@
  *   deps/<shard>/<jobId>/<k>-<queue>:<childId>
  *                                     one per child: k = u unprocessed, p processed (data: its
  *                                     return value), i ignored, f failed (data: the reason)
+ *   flow-children                     empty; created (once) before the queue first gets a child of a
+ *                                     flow: retention then reads the failed jobs it trims, since a
+ *                                     failed child may still be pending for its parent
  *   cancels/w-<worker>/<jobId>-<token>
  *                                     cancel requests (see protocol/cancels.ts), created on first
  *                                     use, under the worker named in the job's claim (URI-encoded),
@@ -254,6 +257,7 @@ export class QueueLayout {
   readonly childrenDir: string;
   readonly depsDir: string;
   readonly cancelsDir: string;
+  readonly flowChildren: string;
 
   constructor(readonly queue: string) {
     validateQueueName(queue);
@@ -286,6 +290,7 @@ export class QueueLayout {
     this.childrenDir = `${this.root}/waiting-children`;
     this.depsDir = `${this.root}/deps`;
     this.cancelsDir = `${this.root}/cancels`;
+    this.flowChildren = `${this.root}/flow-children`;
   }
 
   /** Directories created once per queue (shards included). */

@@ -15,7 +15,9 @@
  *   claim), or lets the unit fail with the error.
  * - **Re-reads.** An op of role `reread` was written at a version read while
  *   building its unit (a flow parent's dependencies); when it fails, another
- *   writer went first, and the unit is built again from a fresh read.
+ *   writer went first, and the unit is built again from a fresh read, with
+ *   every later unit of the same multi that wrote the same node so (siblings
+ *   of one parent sent together), each then sent in a multi of its own.
  * - **Fences.** Ops of role `fence` (a leader's election check) come first in
  *   every `multi`; a failed fence ends the whole run with FencedError.
  * - **Unknown outcomes.** A `multi` whose reply never came (connection loss,
@@ -356,10 +358,18 @@ export class TxExecutor {
       return [...rest, entry];
     }
     if (op.role === 'reread' && (entry.rereads ?? 0) < MAX_REREADS) {
-      entry.built = undefined;
-      entry.rereads = (entry.rereads ?? 0) + 1;
-      entry.solo = true;
-      return [...rest, entry];
+      // the units after it that wrote the same node at a version read alike are stale too:
+      // each is built again now, not one per multi sent again (siblings: O(k) multis, not O(k²) ops)
+      const stale = batch.entries
+        .slice(owner)
+        .filter((e) => e === entry || (e.built?.ops.some((o) => o.role === 'reread' && o.path === op.path) ?? false))
+        .filter((e) => (e.rereads ?? 0) < MAX_REREADS);
+      for (const e of stale) {
+        e.built = undefined;
+        e.rereads = (e.rereads ?? 0) + 1;
+        e.solo = true;
+      }
+      return [...rest.filter((e) => !stale.includes(e)), ...stale];
     }
     const instead = o.onConflict?.(entry.unit, err as ZooKeeperError, op);
     if (instead) return [...rest, { unit: instead, index: entry.index, bytes: 0, retries: entry.retries + 1 }];

@@ -570,6 +570,12 @@ export async function addFlows(
   existingIds: ExistingIds = 'join',
 ): Promise<FlowResult[]> {
   await store.init();
+  // the queues getting children say so first (retention then looks at the failed jobs it trims)
+  const childQueues = new Set(flows.flatMap((jobs) => jobs.filter((j) => j.record.parentLink).map((j) => j.queue)));
+  for (const queue of childQueues) {
+    const cs = store.sibling(queue);
+    await cs.containers.ensureDir(cs.layout.flowChildren);
+  }
   const outcomes = flows.map((): FlowAdded[] => []);
   const results = await store.executor.run(
     flows.map((jobs, n) => ({ build: () => flowUnit(store, jobs, outcomes[n], existingIds) })),
@@ -600,36 +606,90 @@ export function mayBePendingChild(r: JobRecord): boolean {
   return r.state !== 'failed' || !(link.fpof || link.cpof || link.idof || link.rdof);
 }
 
+/** How a child leaves its parent's dependencies. */
+export interface DetachOptions {
+  /**
+   * The ops carry role `reread`: the caller builds them inside its unit's
+   * `build()`, so a sibling writing the node first makes the unit read
+   * again. Without it the ops are at the versions read and the caller plans
+   * again after a conflict.
+   */
+  reread?: boolean;
+  /**
+   * BullMQ's hard removal (drain, clean): a parent in the same queue left
+   * with nothing pending is removed too (its record at the version read,
+   * its dependencies, and so on up) instead of released, so no worker runs
+   * it between its release and its removal.
+   */
+  hard?: boolean;
+}
+
 /**
  * The ops that take a pending child out of its parent's dependencies (it is
  * removed, or detached by hand), releasing a parent left with nothing
- * pending. None when it is not a pending dependency. Written at the versions
- * read (no `reread`: the caller plans again after a conflict).
+ * pending (or removing it: `hard`). None when it is not a pending dependency.
  */
-export async function detachOps(store: QueueStore, child: JobRecord): Promise<Built | undefined> {
+export async function detachOps(
+  store: QueueStore,
+  child: JobRecord,
+  o: DetachOptions = {},
+): Promise<Built | undefined> {
   const link = child.parentLink;
   if (!link) return undefined;
   const me: ChildKey = { queue: store.queue, id: child.id };
   const read = await readParent(store, link, me);
   if (!read.deps || !read.pending) return undefined;
   const ps = read.store;
+  const tag = (op: ProtocolOp): ProtocolOp => (o.reread ? reread(op) : op);
   const node: DepsNode = { ...read.deps.node, pending: Math.max(0, read.deps.node.pending - 1) };
-  const ops: ProtocolOp[] = [
-    { op: 'setData', path: ps.layout.deps(link.id), data: depsData(node), version: read.deps.version },
-    { op: 'delete', path: ps.layout.depEntry(link.id, 'u', me) },
-  ];
   const parent = read.parent;
-  if (parent?.record.state === 'waiting-children' && node.pending === 0) {
+  const last = parent?.record.state === 'waiting-children' && node.pending === 0;
+  if (last && parent && o.hard && ps === store) return removeParentHard(ps, parent, read.deps.version, o);
+  const ops: ProtocolOp[] = [
+    tag({ op: 'setData', path: ps.layout.deps(link.id), data: depsData(node), version: read.deps.version }),
+    tag({ op: 'delete', path: ps.layout.depEntry(link.id, 'u', me) }),
+  ];
+  if (last && parent) {
     const released = await releaseParent(ps, parent);
-    // `reread` goes (the caller plans again); `into` stays: a bucket removed since the remover
-    // cached it must be forgotten, or every plan picks it again
-    const plain = {
-      ...released,
-      ops: released.ops.map(({ role, ...op }): ProtocolOp => (role === 'into' ? { ...op, role } : op)),
-    };
+    // without `reread` the caller plans again; `into` stays: a bucket removed since the
+    // remover cached it must be forgotten, or every plan picks it again
+    const plain = o.reread
+      ? released
+      : {
+          ...released,
+          ops: released.ops.map(({ role, ...op }): ProtocolOp => (role === 'into' ? { ...op, role } : op)),
+        };
     return joinBuilt({ ops }, share(store, ps, plain));
   }
   return { ops };
+}
+
+/**
+ * Removes a parent whose last pending child goes by a hard removal: its
+ * record at the version read, its waiting-children pointer, its dependency
+ * node (checked at `depsVersion`) with its entries, and it leaves its own
+ * parent the same way.
+ */
+async function removeParentHard(
+  ps: QueueStore,
+  parent: StoredJob,
+  depsVersion: number,
+  o: DetachOptions,
+): Promise<Built> {
+  const tag = (op: ProtocolOp): ProtocolOp => (o.reread ? reread(op) : op);
+  const r = parent.record;
+  const depsPath = ps.layout.deps(r.id);
+  const names = await ps.children(depsPath);
+  const ops: ProtocolOp[] = [tag({ op: 'delete', path: ps.layout.job(r.id), version: parent.version })];
+  if (r.parked) ops.push(tag({ op: 'delete', path: r.parked }));
+  // a node too large for one transaction is left to the leader's sweep of orphans
+  if (names.length <= DROP_INLINE) {
+    ops.push(tag({ op: 'check', path: depsPath, version: depsVersion }));
+    for (const n of names) ops.push(tag({ op: 'delete', path: `${depsPath}/${n}` }));
+    ops.push(tag({ op: 'delete', path: depsPath }));
+  }
+  const events: QueueEventRecord[] = [{ event: 'removed', jobId: r.id, prev: 'waiting-children', ts: Date.now() }];
+  return joinBuilt({ ops, events }, await detachOps(ps, r, o));
 }
 
 /**

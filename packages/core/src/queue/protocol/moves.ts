@@ -384,21 +384,24 @@ export async function trimFinished(store: QueueStore, kind: 'completed' | 'faile
 /**
  * The moves that trim `victims`. A failed child with no failure policy is
  * still pending for its parent: it leaves the parent's dependencies in the
- * transaction that trims it (the last one releases the parent), so only
- * failed jobs are read, and only children pay for the parent's reads.
+ * transaction that trims it (the last one releases the parent). So failed
+ * jobs are read, inside their units (role `reread`: siblings trimmed
+ * together each read the parent's node again), and only in a queue that
+ * ever got a child of a flow.
  */
 async function trimMoves(store: QueueStore, kind: 'completed' | 'failed', victims: Located[]): Promise<Move[]> {
   const plain = (v: Located): Move => ({ id: v.id, build: () => ({ ops: trimOps(store.layout, v) }) });
-  if (kind !== 'failed') return victims.map(plain);
-  return Promise.all(
-    victims.map(async (v) => {
+  if (kind !== 'failed' || victims.length === 0) return victims.map(plain);
+  if (!(await store.session.exists(store.layout.flowChildren))) return victims.map(plain);
+  return victims.map((v) => ({
+    id: v.id,
+    build: async () => {
       const stored = await store.getJob(v.id).catch(() => undefined);
-      if (!stored || !mayBePendingChild(stored.record)) return plain(v);
-      const detach = await detachOps(store, stored.record);
-      if (!detach) return plain(v);
-      return { id: v.id, build: () => joinBuilt({ ops: trimOps(store.layout, v) }, detach) };
-    }),
-  );
+      const detach =
+        stored && mayBePendingChild(stored.record) && (await detachOps(store, stored.record, { reread: true }));
+      return joinBuilt({ ops: trimOps(store.layout, v) }, detach || undefined);
+    },
+  }));
 }
 
 // ---- receipts ---------------------------------------------------------------

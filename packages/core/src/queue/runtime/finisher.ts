@@ -6,7 +6,9 @@
  *
  * While someone listens to the queue's events, the finish that leaves it
  * with nothing running and nothing waiting logs `drained` (BullMQ's, written
- * by its finish): checked once this finisher has nothing more to write.
+ * by its finish). It is looked for only when the worker's claim found the
+ * queue idle after a job of its finished (`idle()`), once its finishes are
+ * written: a worker with a backlog pays nothing for it.
  */
 import { isDrained } from '../listing.js';
 import { type Finish, type FinishResult, finishJobs } from '../protocol/attempts.js';
@@ -28,6 +30,8 @@ export class Finisher {
 
   /** A finished job since the last look at whether the queue is drained. */
   private finishedSinceLook = false;
+  /** The worker found the queue idle: look once the finishes in flight are written. */
+  private lookWhenWritten = false;
 
   constructor(
     private readonly store: QueueStore,
@@ -74,12 +78,19 @@ export class Finisher {
         .finally(() => {
           this.inFlight--;
           if (this.queue.length > 0) this.schedule();
-          else if (this.inFlight === 0) this.lookDrained();
+          else if (this.inFlight === 0 && this.lookWhenWritten) this.lookDrained();
         });
     }
   }
 
+  /** The worker's claim found nothing to run: the queue may just have been drained by its finishes. */
+  idle(): void {
+    if (this.inFlight > 0 || this.queue.length > 0) this.lookWhenWritten = true;
+    else this.lookDrained();
+  }
+
   private lookDrained(): void {
+    this.lookWhenWritten = false;
     if (!this.finishedSinceLook || !this.store.events.enabled) return;
     this.finishedSinceLook = false;
     isDrained(this.store)
