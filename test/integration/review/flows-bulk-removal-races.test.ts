@@ -53,9 +53,7 @@ function beforeDeleting(session: Session, deleted: string[], action: () => Promi
 
 const stateOf = (job: Job) => job.getState();
 
-test('drain does not remove a waiting-children parent whose last child a worker claimed meanwhile', {
-  todo: 'removeHard removes the parent in a transaction of its own, without checking the child is still idle',
-}, async (t: Ctx) => {
+test('drain does not remove a waiting-children parent whose last child a worker claimed meanwhile', {}, async (t: Ctx) => {
   const env = await queueEnv(t);
   const flows = new FlowProducer(env);
   const q = new Queue('q', env);
@@ -86,9 +84,7 @@ test('drain does not remove a waiting-children parent whose last child a worker 
   assert.notEqual(state, 'waiting-children');
 });
 
-test('drain does not remove a child that a worker completed after drain read it waiting', {
-  todo: 'the single-job removal drain uses for jobs of flows removes the job in whatever state it is now',
-}, async (t: Ctx) => {
+test('drain does not remove a child that a worker completed after drain read it waiting', {}, async (t: Ctx) => {
   const env = await queueEnv(t);
   const flows = new FlowProducer(env);
   const kids = new Queue('kids', env);
@@ -105,9 +101,7 @@ test('drain does not remove a child that a worker completed after drain read it 
   assert.equal(await stateOf(child), 'completed', 'drain deleted a completed job (it only takes waiting ones)');
 });
 
-test('clean(wait) does not remove a child that a worker completed after clean read it waiting', {
-  todo: 'the single-job removal clean uses for jobs of flows removes the job in whatever state it is now',
-}, async (t: Ctx) => {
+test('clean(wait) does not remove a child that a worker completed after clean read it waiting', {}, async (t: Ctx) => {
   const env = await queueEnv(t);
   const flows = new FlowProducer(env);
   const kids = new Queue('kids', env);
@@ -125,9 +119,7 @@ test('clean(wait) does not remove a child that a worker completed after clean re
   assert.deepEqual(cleaned, []);
 });
 
-test("drain goes on while the siblings of a child it removes keep changing their parent's dependencies", {
-  todo: 'a flow job removal gives up after five conflicts on the dependency node, and drain throws BadVersionError',
-}, async (t: Ctx) => {
+test("drain goes on while the siblings of a child it removes keep changing their parent's dependencies", {}, async (t: Ctx) => {
   const env = await queueEnv(t);
   const flows = new FlowProducer(env);
   const kids = new Queue('kids', env);
@@ -160,9 +152,7 @@ test("drain goes on while the siblings of a child it removes keep changing their
   assert.equal(await stateOf(tree.job), 'waiting', 'no child is left: the parent goes on');
 });
 
-test("obliterate detaches a child whose siblings keep changing their parent's dependencies", {
-  todo: 'detachOne gives up after five conflicts and obliterate deletes the child: its parent waits for ever',
-}, async (t: Ctx) => {
+test("obliterate detaches a child whose siblings keep changing their parent's dependencies", {}, async (t: Ctx) => {
   const env = await queueEnv(t);
   const flows = new FlowProducer(env);
   const kids = new Queue('kids', env);

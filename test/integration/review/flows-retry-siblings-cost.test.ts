@@ -16,9 +16,7 @@ import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
-test('retryJobs over the children of one parent sends each child a bounded number of times', {
-  todo: 'stale sibling units are sent again after each reread conflict: O(N^2) ops',
-}, async (t) => {
+test('retryJobs over the children of one parent sends each child a bounded number of times', {}, async (t) => {
   const env = await queueEnv(t);
   const flows = new FlowProducer(env);
   const kids = new Queue('kids', env);

@@ -14,9 +14,7 @@ import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
-test('removeOnFail count: children of one parent that fail at once are trimmed to the count', {
-  todo: "trimming siblings writes the parent's dependency node at one stale version: one child trimmed per pass",
-}, async (t) => {
+test('removeOnFail count: children of one parent that fail at once are trimmed to the count', {}, async (t) => {
   const env = await queueEnv(t);
   const flows = new FlowProducer(env);
   const kids = new Queue('kids', env);
