@@ -39,6 +39,10 @@
  *   events/log/e-<seq>                event batches (JSON arrays), written only while
  *                                     someone listens, inside the transaction that
  *                                     caused them; trimmed to the last EVENTS_KEEP
+ *   events/drained                    the claims directory's pzxid when `drained` was last logged,
+ *                                     created on first use; the event is logged in a transaction
+ *                                     that writes it at the version read (see drained.ts), so two
+ *                                     workers that saw the same dry queue log it once
  *   schedulers/s-<id>                 job schedulers (JSON: repeat options, template, the current
  *                                     iteration's time `next` and count `ic`), created on first
  *                                     use; its data version fences every iteration it adds
@@ -246,6 +250,7 @@ export class QueueLayout {
   readonly eventsDir: string;
   readonly eventListeners: string;
   readonly eventLog: string;
+  readonly drainedMark: string;
   readonly metricsDir: string;
   readonly schedulersDir: string;
   readonly settings: string;
@@ -280,6 +285,7 @@ export class QueueLayout {
     this.eventsDir = `${this.root}/events`;
     this.eventListeners = `${this.eventsDir}/listeners`;
     this.eventLog = `${this.eventsDir}/log`;
+    this.drainedMark = `${this.eventsDir}/drained`;
     this.metricsDir = `${this.root}/metrics`;
     this.settings = `${this.root}/settings`;
     this.limiter = `${this.root}/limiter`;

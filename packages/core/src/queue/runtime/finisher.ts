@@ -10,7 +10,7 @@
  * queue idle after a job of its finished (`idle()`), once its finishes are
  * written: a worker with a backlog pays nothing for it.
  */
-import { isDrained } from '../listing.js';
+import { logDrained } from '../drained.js';
 import { type Finish, type FinishResult, finishJobs } from '../protocol/attempts.js';
 import type { QueueStore } from '../store.js';
 
@@ -93,8 +93,6 @@ export class Finisher {
     this.lookWhenWritten = false;
     if (!this.finishedSinceLook || !this.store.events.enabled) return;
     this.finishedSinceLook = false;
-    isDrained(this.store)
-      .then((drained) => (drained ? this.store.publish([{ event: 'drained', ts: Date.now() }]) : undefined))
-      .catch(this.onError);
+    logDrained(this.store).catch(this.onError);
   }
 }
