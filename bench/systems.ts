@@ -5,6 +5,7 @@
  * (`worker-child.ts`) are started and counted here.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import type { JobsOptions } from '@zkq/core';
@@ -162,8 +163,9 @@ export class WorkerGroup {
     };
     const execArgv = ['--import', 'tsx', '--conditions=zkq-source'];
     if (o.profileDir) {
-      const name = `${sys.name}-${o.queue}-${index}.cpuprofile`;
-      execArgv.push('--cpu-prof', `--cpu-prof-dir=${o.profileDir}`, `--cpu-prof-name=${name}`);
+      // A directory per process, with node's own file names: one name for all would let the
+      // loader thread's profile overwrite the main thread's (thread id 0 in the name).
+      execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(o.profileDir, `${sys.name}-${o.queue}-${index}`)}`);
     }
     const child = fork(childEntry, [JSON.stringify(cfg)], {
       cwd: root,

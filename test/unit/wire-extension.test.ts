@@ -1,8 +1,9 @@
 /**
- * The read-only multi extension of node-zookeeper-client, without a server.
- * These tests fail loudly when the installed wire client is not the exact
- * release the extension was written against, or when any internal it relies
- * on changed: bump the pin only after re-reading those internals.
+ * The runtime extensions of node-zookeeper-client (the read-only multi and the
+ * request pipe), without a server. These tests fail loudly when the installed
+ * wire client is not the exact release the extensions were written against,
+ * or when any internal they rely on changed: bump the pin only after
+ * re-reading those internals. The request pipe's behaviour: wire-pipe.test.ts.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -14,21 +15,37 @@ import { WireClientMismatchError } from '@zkq/core';
 import zookeeper from 'node-zookeeper-client';
 import {
   assertReadMultiSupported,
+  requestPipeProblems,
   sendReadMulti,
+  tuneClient,
   WIRE_CLIENT_VERSION,
   type WireReadResult,
   wireClientProblems,
 } from '../../packages/core/src/zk/wire.ts';
+import { fakeWire, framed, int, long, multiHeader, replyHeader, statBytes, str } from '../helpers/wire-bytes.ts';
 
 const fromCore = createRequire(new URL('../../packages/core/src/zk/wire.ts', import.meta.url));
 const clientDir = dirname(fromCore.resolve('node-zookeeper-client/package.json'));
 
-/** sha256 of the files whose code the extension relies on, in release 1.1.3. */
+/**
+ * sha256 of the files whose code the extensions rely on or re-implement, in
+ * release 1.1.3: the manager's send loop, reply framing and state handling
+ * (ConnectionManager.js), the packet queue's 'readable' event (PacketQueue.js),
+ * the single-request methods and their retry wrapper (index.js), request
+ * serialization and record layouts (jute), the write multi and its error
+ * mapping (Transaction.js), error codes (Exception.js), path checks (Path.js)
+ * and ACL records (ACL.js).
+ */
 const PINNED_FILES: Record<string, string> = {
   'index.js': 'abfcd1a0275dadaf95ad472ab6c76fe410187314f0d516f5ade2f37827b9925d',
   'lib/ConnectionManager.js': '51fbfd9f71e6ccfe2e09c3d3576195c05b6855670805e6b50d67e554c582a97a',
   'lib/jute/index.js': '55748531c8cb0109e6fa51470a86aac52fe2c456eb6289f53fb74c698a653461',
   'lib/jute/specification.json': 'c9764fd4c05cd8e8dc8460a18e520f70e4c8ba71730b303ae31ca86f35172c2f',
+  'lib/PacketQueue.js': '6399569dde9586655764eb2aa833890488978b6fbc6cb18d073093e91cfbb112',
+  'lib/Exception.js': '53ac8f6db9a5dd3d44b5ba4b28c9715a3191ddddfde02a4ffbbfca398f98ff88',
+  'lib/Path.js': 'd93b9f834c34b6285a24f776a5f8b786cf01bb1e884ebffeb6426ae90c8d12d2',
+  'lib/ACL.js': '482673d61fe000d7f4a29952d4792f48a6d27533eb9edd46fb8c8dd1314765eb',
+  'lib/Transaction.js': '13e56e3958c8313dc497c23dfa788d7aceffc4bf832ea5dce4272da4b48c5257',
 };
 
 describe('the wire client is the one the extension was written for', () => {
@@ -47,7 +64,7 @@ describe('the wire client is the one the extension was written for', () => {
       const actual = createHash('sha256')
         .update(readFileSync(join(clientDir, file)))
         .digest('hex');
-      assert.equal(actual, hash, `node-zookeeper-client/${file} changed: re-read it before trusting readMulti`);
+      assert.equal(actual, hash, `node-zookeeper-client/${file} changed: re-read it before trusting wire.ts`);
     }
   });
 
@@ -57,6 +74,69 @@ describe('the wire client is the one the extension was written for', () => {
     const client = zookeeper.createClient('127.0.0.1:1');
     const manager = (client as unknown as { connectionManager: Record<string, unknown> }).connectionManager;
     assert.equal(typeof manager.queue, 'function', 'Client keeps its ConnectionManager as .connectionManager');
+  });
+
+  test("the request pipe's runtime guard finds nothing amiss and the pipe installs on a session's client", () => {
+    const client = zookeeper.createClient('127.0.0.1:1', { retries: 0 });
+    assert.deepEqual(tuneClient(client), []);
+    const manager = (client as unknown as { connectionManager: Record<string, unknown> }).connectionManager;
+    assert.ok(Object.hasOwn(manager, 'onSocketData') && Object.hasOwn(manager, 'onPacketQueueReadable'));
+    assert.ok(Object.hasOwn(client, 'getData'));
+    assert.deepEqual(tuneClient(client), [], 'twice is once');
+  });
+
+  test("the request pipe's runtime guard names every difference of another copy, and leaves its client alone", () => {
+    const loaded = fromCore('node-zookeeper-client/lib/ConnectionManager.js') as { STATES: Record<string, number> };
+    class OtherManager {
+      static STATES = { ...loaded.STATES, CLOSING: -5 };
+      onPacketQueueReadable() {}
+    }
+    class OtherClient {
+      getData() {}
+    }
+    const problems = requestPipeProblems({
+      version: '1.2.0',
+      jute: { OP_CODES: { CREATE: 1, DELETE: 2, EXISTS: 3, GET_DATA: 4, SET_DATA: 5, PING: 11, AUTH: 100 } },
+      specification: { protocol: { RequestHeader: [{ name: 'type', type: 'int' }] } },
+      ConnectionManager: OtherManager as never,
+      PacketQueue: { prototype: {} },
+      Exception: { NO_NODE: -101, OK: 0 },
+      Path: {},
+      Client: OtherClient.prototype as never,
+    });
+    for (const expected of [
+      'installed version is 1.2.0',
+      'jute.OP_CODES.GET_CHILDREN2 is not 12',
+      'jute.OP_CODES.CLOSE_SESSION is not -11',
+      'ConnectionManager.STATES.CLOSING is not -1',
+      'the request header is no longer (xid: int, type: int)',
+      'jute.protocol.GetDataRequest is missing',
+      'Path.validate is missing',
+      "ConnectionManager no longer does `this.packetQueue.on('readable', this.onPacketQueueReadable.bind(this))`",
+    ]) {
+      assert.ok(problems.includes(expected), `${expected} in:\n${problems.join('\n')}`);
+    }
+    for (const method of ['connect', 'onSocketData', 'onPacketQueueReadable']) {
+      assert.ok(
+        problems.some((p) => p.startsWith(`ConnectionManager.prototype.${method} no longer does`)),
+        method,
+      );
+    }
+    assert.ok(problems.some((p) => p.startsWith('PacketQueue.prototype.push no longer does')));
+    assert.ok(problems.some((p) => p.startsWith('Client.prototype.getData no longer does')));
+    assert.ok(problems.some((p) => p.startsWith('Client.prototype.exists no longer does')));
+
+    // A client whose class is not the checked one is left as it is.
+    const other = Object.assign(Object.create(OtherClient.prototype) as object, {
+      connectionManager: { onSocketData() {} },
+      options: { retries: 0 },
+    });
+    const found = tuneClient(other as never);
+    assert.ok(
+      found.some((p) => p.startsWith('Client.prototype.getData no longer does')),
+      found.join('\n'),
+    );
+    assert.equal(Object.hasOwn(other, 'getData'), false);
   });
 
   test('the runtime guard names every difference of another copy', () => {
@@ -75,6 +155,8 @@ describe('the wire client is the one the extension was written for', () => {
     assert.ok(problems.includes('installed version is 1.2.0'), problems.join('\n'));
     assert.ok(problems.includes('jute.OP_CODES.MULTI is not 14'));
     assert.ok(problems.includes('jute.TransactionResponse.prototype.deserialize is missing'));
+    assert.ok(problems.includes('jute.OP_CODES.CHECK is not 13'));
+    assert.ok(problems.some((p) => p.startsWith('the protocol.CreateRequest record is no longer')));
     assert.ok(problems.some((p) => p.startsWith('ConnectionManager.prototype.queue no longer does')));
     assert.ok(problems.some((p) => p.startsWith('ConnectionManager.prototype.onSocketData no longer does')));
     const err = new WireClientMismatchError(WIRE_CLIENT_VERSION, problems);
@@ -85,59 +167,16 @@ describe('the wire client is the one the extension was written for', () => {
 
 // ---- a connection manager on a fake socket --------------------------------------
 
-const int = (n: number) => {
-  const b = Buffer.alloc(4);
-  b.writeInt32BE(n);
-  return b;
-};
-const str = (s: string) => Buffer.concat([int(Buffer.byteLength(s)), Buffer.from(s)]);
-const multiHeader = (type: number, done: boolean, err: number) =>
-  Buffer.concat([int(type), Buffer.from([done ? 1 : 0]), int(err)]);
-const framed = (...parts: Buffer[]) => {
-  const body = Buffer.concat(parts);
-  return Buffer.concat([int(body.length), body]);
-};
-const long = (n: number) => {
-  const b = Buffer.alloc(8);
-  b.writeBigInt64BE(BigInt(n));
-  return b;
-};
-/** A Stat record: czxid, mzxid, ctime, mtime, version, cversion, aversion, ephemeralOwner, dataLength, numChildren, pzxid. */
-function statBytes(): Buffer {
-  return Buffer.concat([
-    long(11),
-    long(12),
-    long(1_700_000_000_000),
-    long(1_700_000_000_500),
-    int(3),
-    int(4),
-    int(0),
-    long(0x1234abcd),
-    int(3),
-    int(2),
-    long(13),
-  ]);
-}
-
-/** A wire client whose connection manager believes it is connected and writes to an array. */
+/** A wire client whose connection manager believes it is connected and writes to an array (the client untouched). */
 function fakeConnected(connectionString = '127.0.0.1:1') {
-  const client = zookeeper.createClient(connectionString);
-  const manager = (client as unknown as { connectionManager: Record<string, unknown> }).connectionManager;
-  const written: Buffer[] = [];
-  let destroyed = false;
-  manager.state = 2; // STATES.CONNECTED
-  manager.xid = 7;
-  manager.socket = {
-    write: (b: Buffer) => written.push(b) > 0,
-    destroy: () => {
-      destroyed = true;
-    },
+  const wire = fakeWire({ tuned: false, connectionString });
+  return {
+    client: wire.client,
+    written: wire.socket.written,
+    receive: wire.receive,
+    destroyed: () => wire.socket.destroyed,
   };
-  const receive = (b: Buffer) => (manager.onSocketData as (b: Buffer) => void).call(manager, b);
-  return { client, written, receive, destroyed: () => destroyed };
 }
-
-const replyHeader = (xid: number) => Buffer.concat([int(xid), long(99), int(0)]);
 
 describe('a read-only multi through the connection manager', () => {
   test('is sent as op 22 with the xid the manager assigns, and its reply parsed per read', () => {

@@ -1,0 +1,149 @@
+/**
+ * wire.ts's write multi, without a server: byte for byte the request the wire
+ * client's own Transaction sends (with exact versions), its reply reported as
+ * Transaction.commit reports it, and the client's Transaction as the fallback.
+ */
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import zookeeper from 'node-zookeeper-client';
+import { exactVersion, sendMulti, type WireOp, wireAcl } from '../../packages/core/src/zk/wire.ts';
+import {
+  type FakeWire,
+  fakeWire,
+  framed,
+  int,
+  multiHeader,
+  nextTick,
+  replyHeader,
+  statBytes,
+  str,
+} from '../helpers/wire-bytes.ts';
+
+const ACL = wireAcl([
+  { scheme: 'digest', id: 'user:hash=', perms: 'rwcda' },
+  { scheme: 'world', id: 'anyone', perms: 'r' },
+]);
+
+const OPS: WireOp[] = [
+  { op: 'create', path: '/q/rec-1', data: Buffer.from('{"n":1}'), mode: zookeeper.CreateMode.PERSISTENT },
+  { op: 'create', path: '/q/claims/c-', mode: zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL },
+  { op: 'create', path: '/q/ünïcødé', data: Buffer.alloc(0), mode: zookeeper.CreateMode.PERSISTENT },
+  { op: 'delete', path: '/q/p-1', version: 0 },
+  { op: 'delete', path: '/q/p-2', version: -1 },
+  { op: 'setData', path: '/q/rec-2', data: Buffer.from('x'.repeat(300)), version: 0 },
+  { op: 'setData', path: '/q/rec-3', data: Buffer.from('y'), version: 7 },
+  { op: 'check', path: '/q', version: 0 },
+  { op: 'check', path: '/', version: 12 },
+];
+
+/** The same ops through the wire client's own Transaction, versions made exact as the session did. */
+function commitWithTransaction(wire: FakeWire, ops: readonly WireOp[], callback: (...args: unknown[]) => void): void {
+  const tx = wire.client.transaction();
+  for (const o of ops) {
+    if (o.op === 'create') {
+      if (o.data) tx.create(o.path, o.data, ACL, o.mode);
+      else tx.create(o.path, ACL, o.mode);
+    } else if (o.op === 'delete') exactVersion(tx.remove(o.path, o.version), o.version);
+    else if (o.op === 'setData') exactVersion(tx.setData(o.path, o.data, o.version), o.version);
+    else exactVersion(tx.check(o.path, o.version), o.version);
+  }
+  tx.commit(callback);
+}
+
+const record =
+  (log: unknown[][]) =>
+  (...args: unknown[]) =>
+    log.push(args.map((a) => (a instanceof Error ? { code: (a as unknown as zookeeper.Exception).getCode() } : a)));
+
+describe('a write multi serialized by wire.ts', () => {
+  for (const chroot of ['', '/root']) {
+    test(`is byte for byte the client's own Transaction${chroot ? ', under a chroot' : ''}`, async () => {
+      const connectionString = `127.0.0.1:1${chroot}`;
+      const plain = fakeWire({ tuned: false, connectionString });
+      commitWithTransaction(plain, OPS, () => undefined);
+      const wire = fakeWire({ tuned: true, connectionString });
+      sendMulti(wire.client, OPS, ACL, () => undefined);
+      await nextTick();
+      assert.deepEqual(wire.written(), plain.written());
+      if (chroot) assert.ok((wire.written()[0] as Buffer).includes(str('/root/q/rec-1')));
+    });
+  }
+
+  test('writes version 0 as 0, where the client alone would write -1 (any version)', async () => {
+    const wire = fakeWire({ tuned: true });
+    sendMulti(wire.client, [{ op: 'check', path: '/a', version: 0 }], ACL, () => undefined);
+    await nextTick();
+    const sent = wire.written()[0] as Buffer;
+    // length, xid, type, header (9), path (4 + 2), version
+    assert.equal(sent.readInt32BE(4 + 8 + 9 + 6), 0);
+  });
+
+  test('its reply is reported as Transaction.commit reports it, a failed op as that op error', () => {
+    const replies = [
+      framed(
+        replyHeader(7),
+        multiHeader(1, false, 0),
+        str('/n'),
+        multiHeader(2, false, 0),
+        multiHeader(5, false, 0),
+        statBytes(),
+        multiHeader(13, false, 0),
+        multiHeader(-1, true, -1),
+      ),
+      framed(
+        replyHeader(8),
+        multiHeader(-1, false, 0),
+        int(0),
+        multiHeader(-1, false, -103),
+        int(-103),
+        multiHeader(-1, false, -2),
+        int(-2),
+        multiHeader(-1, true, -1),
+      ),
+      framed(replyHeader(9, -4)),
+    ];
+    const run = (tuned: boolean) => {
+      const wire = fakeWire({ tuned });
+      const log: unknown[][] = [];
+      const ops = OPS.slice(3, 6);
+      for (let i = 0; i < replies.length; i++) {
+        if (tuned) sendMulti(wire.client, ops, ACL, record(log));
+        else commitWithTransaction(wire, ops, record(log));
+      }
+      return { wire, log };
+    };
+    const plain = run(false);
+    for (const r of replies) plain.wire.receive(r);
+    const tuned = run(true);
+    return nextTick().then(() => {
+      for (const r of replies) tuned.wire.receive(r);
+      assert.deepEqual(tuned.log, plain.log);
+      assert.deepEqual(tuned.log[1]?.[0], { code: -103 });
+      assert.deepEqual(tuned.log[2], [{ code: -4 }]);
+    });
+  });
+
+  test("on a client of another copy of the wire client, that copy's own Transaction sends it", () => {
+    // A second copy of the module, as two installed copies would give: its manager is not the checked class.
+    const require = createRequire(fileURLToPath(new URL('../../packages/core/src/zk/wire.ts', import.meta.url)));
+    const root = dirname(require.resolve('node-zookeeper-client/package.json'));
+    const saved = Object.entries(require.cache).filter(([file]) => file.startsWith(root));
+    for (const [file] of saved) delete require.cache[file];
+    let other: typeof zookeeper;
+    try {
+      other = require('node-zookeeper-client') as typeof zookeeper;
+    } finally {
+      for (const [file, entry] of saved) require.cache[file] = entry;
+    }
+    const client = other.createClient('127.0.0.1:1', { retries: 0 });
+    const manager = (client as unknown as { connectionManager: Record<string, unknown> }).connectionManager;
+    const queued: { payload: { ops: { version?: number }[] } }[] = [];
+    manager.queue = (request: (typeof queued)[number]) => queued.push(request);
+    sendMulti(client, [{ op: 'delete', path: '/a', version: 0 }], ACL, () => undefined);
+    assert.equal(queued.length, 1);
+    assert.equal(queued[0]?.payload.ops[0]?.version, 0, 'with its version made exact');
+  });
+});
