@@ -46,6 +46,7 @@ import { isRetryable, type RetryOptions, withRetry } from './retry.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
   assertReadMultiSupported,
+  discardTornReplies,
   dropConnection,
   eventType,
   exactVersion,
@@ -254,6 +255,7 @@ export class Session extends EventEmitter<SessionEvents> {
       retries: 0,
     });
     if (this.options.auth) client.addAuthInfo('digest', Buffer.from(this.options.auth));
+    discardTornReplies(client);
     this.client = client;
     this.stats.sessionsCreated++;
     const firstSession = this.stats.sessionsCreated === 1;
