@@ -7,7 +7,11 @@
  * wake-up node `head` (rewritten by every transaction that makes a job
  * claimable) and polls every `drainDelay` (a dead worker's job, claimable
  * again once its session ends, and a safety net); the others wait for their
- * turn, so a new job wakes one worker, not all. Workers that collide on the
+ * turn, so a new job wakes one worker, not all. The one right behind the
+ * first polls too, so a first one that cannot act (partitioned, stopped)
+ * holds the others back no longer than that; and any reconnection makes a
+ * waiting worker look at the line (and the head) again, re-arming what the
+ * connection may have lost. Workers that collide on the
  * same jobs start taking them from a random offset within the head, so they
  * spread instead of racing for the single smallest node; a lone worker
  * always takes the head in order.
@@ -240,9 +244,10 @@ export class JobSource {
 
   /**
    * Waits for a change at the head or in the claims (first in line), a poke,
-   * or the idle poll (`pollMs`, default `idlePollMs`). Further back in line,
-   * it waits for the predecessor to leave, and looks again, without
-   * returning: a waiting worker reads nothing.
+   * or the idle poll (`pollMs`, default `idlePollMs`; also right behind the
+   * first). Further back in line, it waits for the predecessor to leave (or
+   * a reconnection), and looks again, without returning: a waiting worker
+   * reads nothing.
    */
   async waitForWork(pollMs = this.o.idlePollMs): Promise<void> {
     this.outOfLine = false;
@@ -284,16 +289,23 @@ export class JobSource {
       this.poked = false;
       return Promise.resolve('wake');
     }
+    const { session } = this.store;
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
+      // A watch may have been lost with the connection: look at the line (and the head) again.
+      const reconnected = () => done('line');
       const done = (why: 'wake' | 'line') => {
         clearTimeout(timer);
-        this.wake = undefined;
-        this.lineMoved = undefined;
+        session.off('reconnected', reconnected);
+        if (this.wake === wake) this.wake = undefined;
+        if (this.lineMoved === moved) this.lineMoved = undefined;
         resolve(why);
       };
-      this.wake = () => done('wake');
-      this.lineMoved = () => done('line');
+      const wake = () => done('wake');
+      const moved = () => done('line');
+      this.wake = wake;
+      this.lineMoved = moved;
+      session.on('reconnected', reconnected);
       const later = (ms: number) => {
         clearTimeout(timer);
         timer = setTimeout(() => this.poke(), ms);
@@ -303,8 +315,10 @@ export class JobSource {
         .then(async (where) => {
           // told to leave while this look was joining: a node it made would hold up the line
           if (this.outOfLine) return this.line.leave();
-          if (where === 'waiting' || !this.wake) return;
+          if (where === 'waiting' || this.wake !== wake) return;
           later(pollMs);
+          // Right behind the head: a backup for a first one that cannot act, it looks at the idle poll.
+          if (where === 'next') return;
           if (this.maxedAt !== undefined) {
             await this.watchSlots();
             return;
@@ -320,7 +334,7 @@ export class JobSource {
           if ((await scanHead(this.store, { limit: 1, exclude })).length > 0) this.poke();
         })
         .catch(() => {
-          if (this.wake) later(LINE_RETRY_MS); // a failed look (connection loss, closing): look again soon
+          if (this.wake === wake) later(LINE_RETRY_MS); // a failed look (connection loss, closing): look again soon
         });
     });
   }
