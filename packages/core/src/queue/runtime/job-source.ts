@@ -32,7 +32,7 @@ import {
 } from '../protocol/attempts.js';
 import { admit, claimLimited, readLimitState } from '../protocol/limited-claims.js';
 import { effectiveLimits, type RateLimit } from '../protocol/limits.js';
-import { scanHead } from '../protocol/moves.js';
+import { lookAtHead } from '../protocol/moves.js';
 import type { QueueStore } from '../store.js';
 import { IdleLine } from './idle-line.js';
 import { LimitsView } from './limits-view.js';
@@ -73,6 +73,8 @@ export class JobSource {
   private viewAt = 0;
   /** The last scan returned less than it asked for: it saw every claimable job. */
   private sawWholeHead = false;
+  /** The listings the last scan made: the next one reads them ahead, with the claims. */
+  private ahead: readonly string[] = [];
   private lastCollision = 0;
   private wake: (() => void) | undefined;
   /** A poke that came while no wait was armed. */
@@ -215,12 +217,22 @@ export class JobSource {
   }
 
   private async rescan(max: number): Promise<void> {
-    const claims = await this.store.session.getChildren(this.store.layout.claimsDir);
-    const exclude = new Set([...claims, ...this.inHand(), ...this.ignored]);
     const limit = Math.max(200, max * 4);
-    this.view = await scanHead(this.store, { limit, exclude });
+    this.view = await this.lookAtHead(limit);
     this.sawWholeHead = this.view.length < limit;
     this.viewAt = Date.now();
+  }
+
+  /**
+   * Up to `limit` candidates. Active jobs keep their pointers at the head: the
+   * claimed ones are left out before the limit, or a head full of running
+   * jobs would hide the waiting ones behind it.
+   */
+  private async lookAtHead(limit: number): Promise<Candidate[]> {
+    const exclude = [...this.inHand(), ...this.ignored];
+    const look = await lookAtHead(this.store, { limit, exclude, ahead: this.ahead });
+    this.ahead = look.listed;
+    return look.candidates;
   }
 
   private pick(max: number): Candidate[] {
@@ -327,11 +339,7 @@ export class JobSource {
           // Only new work rewrites it; claims and finishes (and a dead worker's claim vanishing,
           // which the idle poll finds) do not wake the first in line.
           await this.watchHead();
-          // Active jobs keep their pointers at the head: leave the claimed ones out before the
-          // limit, or a head full of running jobs would hide the waiting ones behind it.
-          const claims = await this.store.session.getChildren(this.store.layout.claimsDir);
-          const exclude = new Set([...claims, ...this.inHand(), ...this.ignored]);
-          if ((await scanHead(this.store, { limit: 1, exclude })).length > 0) this.poke();
+          if ((await this.lookAtHead(1)).length > 0) this.poke();
         })
         .catch(() => {
           if (this.wake === wake) later(LINE_RETRY_MS); // a failed look (connection loss, closing): look again soon
