@@ -1,6 +1,7 @@
 /**
  * Connection states against a real server: expiry, a short disconnect, a
- * silent partition, and a suspension longer than the session timeout.
+ * reply torn by a dying connection, a silent partition, and a suspension
+ * longer than the session timeout.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -97,6 +98,33 @@ test('short disconnect: suspended then reconnected with the same session; epheme
   assert.equal(s.sessionId, oldId);
   assert.equal((await s.exists('/eph'))?.ephemeralOwner, oldId);
   await s.create('/after');
+});
+
+test('a reply torn when its connection died: the next connection reads clean, the same session resumes', async (t) => {
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const s = await testSession(t, { connectionString: proxy.connectionString, sessionTimeout: 15_000 });
+  await s.create('/eph', undefined, 'ephemeral');
+  const oldId = s.sessionId;
+  const states: string[] = [];
+  s.on('state', (st) => states.push(st));
+  // The reply reaches the client but for its last byte, then the connection dies.
+  const torn = proxy.tearReplies();
+  const read = s.getData('/eph').then(
+    () => 'read',
+    (err: unknown) => err,
+  );
+  await torn;
+  const reconnected = nextEvent<[{ newSession: boolean }]>(s, 'reconnected', 30_000);
+  proxy.cut();
+  proxy.restore();
+  const [info] = await reconnected;
+  assert.deepEqual(info, { newSession: false });
+  assert.equal(await read, 'read'); // sent again on the new connection
+  assert.equal((await s.exists('/eph'))?.ephemeralOwner, oldId);
+  assert.equal(s.sessionId, oldId);
+  assert.deepEqual(states, ['suspended', 'reconnected']);
+  assert.equal(s.stats.sessionsCreated, 1);
 });
 
 test('silent partition: an unanswered request drops the connection, so the session is suspended, then resumes', async (t) => {

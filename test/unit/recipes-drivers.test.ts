@@ -8,6 +8,8 @@ test('names sort by sequence number, never by prefix', () => {
   const names = [n('write-', 3), n('read-', 12), n('a-', 1), 'start', n('read-', 2)];
   assert.deepEqual(sortBySequence(names), [n('a-', 1), n('read-', 2), n('write-', 3), n('read-', 12)]);
   assert.deepEqual(sortBySequence(names, 'read-'), [n('read-', 2), n('read-', 12)]);
+  assert.deepEqual(sortBySequence(names, undefined, true), [n('read-', 12), n('write-', 3), n('read-', 2), n('a-', 1)]);
+  assert.deepEqual(sortBySequence([]), []);
   assert.equal(sequenceOf(n('x-', 42)), 42);
 });
 

@@ -1,7 +1,8 @@
 /**
  * A loopback TCP proxy in front of a ZooKeeper server, to cut a client's
  * connection on purpose (`cut()`) and let it back (`restore()`), or to hold
- * its packets so that requests hang (`freeze()`).
+ * its packets so that requests hang (`freeze()`), or lose (`dropReplies()`)
+ * or tear (`tearReplies()`) the server's replies.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -11,6 +12,8 @@ export class TcpProxy {
   private accepting = true;
   private frozen = false;
   private holding = false;
+  /** The next chunk of replies is torn after `keep` bytes; `done` resolves what `tearReplies` returned. */
+  private tearing: { keep: number; done: () => void } | undefined;
   private port = 0;
 
   private constructor(
@@ -65,8 +68,17 @@ export class TcpProxy {
     client.on('data', (d) => {
       if (!this.frozen) upstream.write(d);
     });
-    upstream.on('data', (d) => {
-      if (!this.frozen && !this.holding) client.write(d);
+    upstream.on('data', (d: Buffer) => {
+      if (this.frozen || this.holding) return;
+      const torn = this.tearing;
+      if (!torn) {
+        client.write(d);
+        return;
+      }
+      this.tearing = undefined;
+      this.holding = true;
+      client.write(d.subarray(0, Math.min(torn.keep, d.length - 1)));
+      torn.done();
     });
   }
 
@@ -93,11 +105,24 @@ export class TcpProxy {
     this.holding = true;
   }
 
+  /**
+   * Like `dropReplies()`, but the next chunk of replies first reaches the
+   * client in part, its first `keep` bytes (at most all but its last byte):
+   * a reply torn in flight, as when a connection dies in the middle of one.
+   * Resolves once it is torn.
+   */
+  tearReplies(keep = 8): Promise<void> {
+    return new Promise((resolve) => {
+      this.tearing = { keep, done: resolve };
+    });
+  }
+
   /** Accepts connections (and forwards traffic) again. */
   restore(): void {
     this.accepting = true;
     this.frozen = false;
     this.holding = false;
+    this.tearing = undefined;
   }
 
   /** Number of connections currently proxied. */

@@ -14,8 +14,16 @@ export function sequenceOf(name: string): number {
  * those with `prefix`, sorted by sequence number — never by prefix.
  */
 export function sortBySequence(names: readonly string[], prefix?: string, descending = false): string[] {
-  const sorted = names
-    .filter((n) => SEQUENTIAL_NAME.test(n) && (prefix === undefined || n.startsWith(prefix)))
-    .sort((a, b) => sequenceOf(a) - sequenceOf(b));
-  return descending ? sorted.reverse() : sorted;
+  // The suffix has a fixed width, so its text sorts as its number does: each name is keyed once
+  // by it and the engine's own string sort does the rest (no callback per comparison).
+  const keyed: string[] = [];
+  for (const n of names) {
+    if (SEQUENTIAL_NAME.test(n) && (prefix === undefined || n.startsWith(prefix))) {
+      keyed.push(n.slice(-SEQUENCE_DIGITS) + n);
+    }
+  }
+  keyed.sort();
+  if (descending) keyed.reverse();
+  for (let i = 0; i < keyed.length; i++) keyed[i] = (keyed[i] as string).slice(SEQUENCE_DIGITS);
+  return keyed;
 }

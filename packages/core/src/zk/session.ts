@@ -46,6 +46,7 @@ import { isRetryable, type RetryOptions, withRetry } from './retry.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
   assertReadMultiSupported,
+  discardTornReplies,
   dropConnection,
   eventType,
   sendMulti,
@@ -258,6 +259,7 @@ export class Session extends EventEmitter<SessionEvents> {
     // Fewer writes, copies and wrappers per request (wire.ts); a client it does not know stays as it is.
     tuneClient(client);
     if (this.options.auth) client.addAuthInfo('digest', Buffer.from(this.options.auth));
+    discardTornReplies(client);
     this.client = client;
     this.stats.sessionsCreated++;
     const firstSession = this.stats.sessionsCreated === 1;

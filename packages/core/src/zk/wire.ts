@@ -91,6 +91,28 @@ export function dropConnection(client: WireClient): void {
   manager?.socket?.destroy();
 }
 
+/**
+ * Makes every connection of `client` start reading at a reply boundary. The
+ * wire client keeps the bytes of a reply that was torn when its socket died
+ * and glues the next connection's first bytes to them: the handshake reply
+ * is then misread (a garbage session id and timeout, or a wait for bytes
+ * that never come) and the session is lost, or worse, it seems connected
+ * while nothing it reads makes sense. Dropped on every disconnection.
+ */
+export function discardTornReplies(client: WireClient): void {
+  const manager = (client as unknown as { connectionManager?: TornReplyHolder }).connectionManager;
+  if (!manager) return;
+  const disconnected = (manager.constructor as { STATES?: { DISCONNECTED?: number } }).STATES?.DISCONNECTED;
+  manager.on('state', (state) => {
+    if (state === disconnected) manager.pendingBuffer = null;
+  });
+}
+
+interface TornReplyHolder {
+  pendingBuffer: Buffer | null;
+  on(event: 'state', listener: (state: number) => void): void;
+}
+
 // ---- multis ---------------------------------------------------------------------
 //
 // ZooKeeper 3.6+ answers a read-only multi (op 22): getData / getChildren ops

@@ -43,8 +43,13 @@ async function bucketsOf(
   watch?: Watcher,
   newestFirst = false,
 ): Promise<string[]> {
-  const names = (await store.children(container, watch)).filter((n) => n.startsWith('b-'));
-  return names.sort((a, b) => (newestFirst ? numberOf(b) - numberOf(a) : numberOf(a) - numberOf(b)));
+  return sortBuckets(await store.children(container, watch), newestFirst);
+}
+
+/** The bucket names among `names`, in order (newest first with `newestFirst`). */
+function sortBuckets(names: readonly string[], newestFirst: boolean): string[] {
+  const buckets = names.filter((n) => n.startsWith('b-'));
+  return buckets.sort((a, b) => (newestFirst ? numberOf(b) - numberOf(a) : numberOf(a) - numberOf(b)));
 }
 
 /** Deletes a node if it is empty; gone or not empty is fine. */
@@ -63,6 +68,10 @@ export interface ScanOptions {
   exclude: ReadonlySet<string>;
   /** Watch every listing: fires when anything at the head changes (used when idle). */
   watch?: Watcher;
+  /** Listings already read (path -> names), taken instead of listing again. */
+  read?: ReadonlyMap<string, string[]>;
+  /** Collects the paths the scan listed (or took from `read`), in order. */
+  listed?: string[];
 }
 
 /**
@@ -73,15 +82,24 @@ export interface ScanOptions {
 export async function scanHead(store: QueueStore, o: ScanOptions): Promise<Candidate[]> {
   const { layout } = store;
   const out: Candidate[] = [];
-  for (const lane of sortLanes(await store.children(layout.ready, o.watch))) {
+  // A listing read before is taken only below one read with it: a parent listed later may
+  // name a child made since (a bucket re-created), which only a later listing shows.
+  const list = async (path: string, parentRead: boolean) => {
+    o.listed?.push(path);
+    const known = parentRead && !o.watch ? o.read?.get(path) : undefined;
+    return { names: known ?? (await store.children(path, o.watch)), read: known !== undefined };
+  };
+  const ready = await list(layout.ready, true);
+  for (const lane of sortLanes(ready.names)) {
     const lifo = lane === LIFO_LANE;
     const container = layout.lane(lane);
-    const buckets = await bucketsOf(store, container, o.watch, lifo);
+    const laneList = await list(container, ready.read);
+    const buckets = sortBuckets(laneList.names, lifo);
     const tail = lifo ? buckets[0] : buckets[buckets.length - 1];
     let emptied = 0;
     for (const bucket of buckets) {
       const path = `${container}/${bucket}`;
-      const names = await store.children(path, o.watch);
+      const { names } = await list(path, laneList.read);
       if (names.length === 0) {
         if (bucket !== tail || lane !== PLAIN_LANE) {
           void removeIfEmpty(store, path).catch(() => undefined);
@@ -99,6 +117,45 @@ export async function scanHead(store: QueueStore, o: ScanOptions): Promise<Candi
     if (emptied === buckets.length && lane !== PLAIN_LANE) void removeIfEmpty(store, container).catch(() => undefined);
   }
   return out;
+}
+
+/** Most listings a look ahead reads in its one request (bounded: each is at most a bucket). */
+export const AHEAD_LISTINGS = 6;
+
+/** A scan of the head with the claims, and the listings to read ahead next time. */
+export interface HeadLook {
+  candidates: Candidate[];
+  /** Every listing this scan made (pass them back as `ahead`). */
+  listed: string[];
+}
+
+/**
+ * Scans the head, leaving out the jobs claimed now, with the listings of the
+ * previous scan (`ahead`) read in the same request as the claims (one
+ * read-only multi): the head's shape (lanes, buckets) rarely changes between
+ * two looks, so one round trip replaces a chain of them; only a listing the
+ * previous scan did not make (a new lane or bucket) is read after it. A
+ * listing read ahead is as good as one read during the walk: every claim is
+ * fenced by its own transaction (the pointer checked, the claim created).
+ */
+export async function lookAtHead(
+  store: QueueStore,
+  o: { limit: number; exclude: Iterable<string>; ahead?: readonly string[] },
+): Promise<HeadLook> {
+  const { claimsDir } = store.layout;
+  const paths = [claimsDir, ...(o.ahead ?? []).filter((p) => p !== claimsDir).slice(0, AHEAD_LISTINGS)];
+  const replies = await store.session.readMulti(paths.map((path) => ({ op: 'getChildren' as const, path })));
+  const read = new Map<string, string[]>();
+  replies.forEach((r, i) => {
+    const path = paths[i] as string;
+    if (r.ok) read.set(path, r.children);
+    else if (r.error instanceof NoNodeError) read.set(path, []);
+    else throw r.error;
+  });
+  const exclude = new Set([...(read.get(claimsDir) ?? []), ...o.exclude]);
+  const listed: string[] = [];
+  const candidates = await scanHead(store, { limit: o.limit, exclude, read, listed });
+  return { candidates, listed };
 }
 
 // ---- walks of containers ----------------------------------------------------

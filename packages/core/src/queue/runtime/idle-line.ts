@@ -11,6 +11,13 @@
  * next look at the line joins it again, at the end. Node names start with
  * the session id, so that a node this session left behind (a reply lost) is
  * found and removed instead of holding up the line.
+ *
+ * The first one may be alive and unable to act (its link partitioned, its
+ * process stopped) for as long as its session lasts: the one right behind
+ * it (`next`) also looks at the head at the idle poll, so the line never
+ * sleeps longer than that behind a first one that cannot act. Connection
+ * events are the caller's to react to (see JobSource): a look after any
+ * reconnection re-arms whatever watch the connection may have lost.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NoNodeError, SessionClosedError, SessionExpiredError } from '../../zk/errors.js';
@@ -28,10 +35,10 @@ export class IdleLine {
 
   /**
    * Joins the line if needed and tells where this worker stands: `head`, or
-   * `waiting` with `watch` armed on its predecessor (it fires when that one
-   * leaves, or the session is lost).
+   * `next` (right behind the head) or `waiting`, with `watch` armed on its
+   * predecessor (it fires when that one leaves, or the session is lost).
    */
-  async position(watch: Watcher): Promise<'head' | 'waiting'> {
+  async position(watch: Watcher): Promise<'head' | 'next' | 'waiting'> {
     const { session, layout } = this.store;
     for (;;) {
       const node = await this.join();
@@ -46,7 +53,7 @@ export class IdleLine {
       if (at === 0) return 'head';
       try {
         await session.getData(`${layout.idleDir}/${names[at - 1]}`, { watch });
-        return 'waiting';
+        return at === 1 ? 'next' : 'waiting';
       } catch (err) {
         if (!(err instanceof NoNodeError)) throw err; // the predecessor left meanwhile: look again
       }

@@ -7,7 +7,11 @@
  * wake-up node `head` (rewritten by every transaction that makes a job
  * claimable) and polls every `drainDelay` (a dead worker's job, claimable
  * again once its session ends, and a safety net); the others wait for their
- * turn, so a new job wakes one worker, not all. Workers that collide on the
+ * turn, so a new job wakes one worker, not all. The one right behind the
+ * first polls too, so a first one that cannot act (partitioned, stopped)
+ * holds the others back no longer than that; and any reconnection makes a
+ * waiting worker look at the line (and the head) again, re-arming what the
+ * connection may have lost. Workers that collide on the
  * same jobs start taking them from a random offset within the head, so they
  * spread instead of racing for the single smallest node; a lone worker
  * always takes the head in order.
@@ -28,7 +32,7 @@ import {
 } from '../protocol/attempts.js';
 import { admit, claimLimited, readLimitState } from '../protocol/limited-claims.js';
 import { effectiveLimits, type RateLimit } from '../protocol/limits.js';
-import { scanHead } from '../protocol/moves.js';
+import { lookAtHead } from '../protocol/moves.js';
 import type { QueueStore } from '../store.js';
 import { IdleLine } from './idle-line.js';
 import { LimitsView } from './limits-view.js';
@@ -69,6 +73,8 @@ export class JobSource {
   private viewAt = 0;
   /** The last scan returned less than it asked for: it saw every claimable job. */
   private sawWholeHead = false;
+  /** The listings the last scan made: the next one reads them ahead, with the claims. */
+  private ahead: readonly string[] = [];
   private lastCollision = 0;
   private wake: (() => void) | undefined;
   /** A poke that came while no wait was armed. */
@@ -211,12 +217,22 @@ export class JobSource {
   }
 
   private async rescan(max: number): Promise<void> {
-    const claims = await this.store.session.getChildren(this.store.layout.claimsDir);
-    const exclude = new Set([...claims, ...this.inHand(), ...this.ignored]);
     const limit = Math.max(200, max * 4);
-    this.view = await scanHead(this.store, { limit, exclude });
+    this.view = await this.lookAtHead(limit);
     this.sawWholeHead = this.view.length < limit;
     this.viewAt = Date.now();
+  }
+
+  /**
+   * Up to `limit` candidates. Active jobs keep their pointers at the head: the
+   * claimed ones are left out before the limit, or a head full of running
+   * jobs would hide the waiting ones behind it.
+   */
+  private async lookAtHead(limit: number): Promise<Candidate[]> {
+    const exclude = [...this.inHand(), ...this.ignored];
+    const look = await lookAtHead(this.store, { limit, exclude, ahead: this.ahead });
+    this.ahead = look.listed;
+    return look.candidates;
   }
 
   private pick(max: number): Candidate[] {
@@ -240,9 +256,10 @@ export class JobSource {
 
   /**
    * Waits for a change at the head or in the claims (first in line), a poke,
-   * or the idle poll (`pollMs`, default `idlePollMs`). Further back in line,
-   * it waits for the predecessor to leave, and looks again, without
-   * returning: a waiting worker reads nothing.
+   * or the idle poll (`pollMs`, default `idlePollMs`; also right behind the
+   * first). Further back in line, it waits for the predecessor to leave (or
+   * a reconnection), and looks again, without returning: a waiting worker
+   * reads nothing.
    */
   async waitForWork(pollMs = this.o.idlePollMs): Promise<void> {
     this.outOfLine = false;
@@ -284,16 +301,23 @@ export class JobSource {
       this.poked = false;
       return Promise.resolve('wake');
     }
+    const { session } = this.store;
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
+      // A watch may have been lost with the connection: look at the line (and the head) again.
+      const reconnected = () => done('line');
       const done = (why: 'wake' | 'line') => {
         clearTimeout(timer);
-        this.wake = undefined;
-        this.lineMoved = undefined;
+        session.off('reconnected', reconnected);
+        if (this.wake === wake) this.wake = undefined;
+        if (this.lineMoved === moved) this.lineMoved = undefined;
         resolve(why);
       };
-      this.wake = () => done('wake');
-      this.lineMoved = () => done('line');
+      const wake = () => done('wake');
+      const moved = () => done('line');
+      this.wake = wake;
+      this.lineMoved = moved;
+      session.on('reconnected', reconnected);
       const later = (ms: number) => {
         clearTimeout(timer);
         timer = setTimeout(() => this.poke(), ms);
@@ -303,8 +327,10 @@ export class JobSource {
         .then(async (where) => {
           // told to leave while this look was joining: a node it made would hold up the line
           if (this.outOfLine) return this.line.leave();
-          if (where === 'waiting' || !this.wake) return;
+          if (where === 'waiting' || this.wake !== wake) return;
           later(pollMs);
+          // Right behind the head: a backup for a first one that cannot act, it looks at the idle poll.
+          if (where === 'next') return;
           if (this.maxedAt !== undefined) {
             await this.watchSlots();
             return;
@@ -313,14 +339,10 @@ export class JobSource {
           // Only new work rewrites it; claims and finishes (and a dead worker's claim vanishing,
           // which the idle poll finds) do not wake the first in line.
           await this.watchHead();
-          // Active jobs keep their pointers at the head: leave the claimed ones out before the
-          // limit, or a head full of running jobs would hide the waiting ones behind it.
-          const claims = await this.store.session.getChildren(this.store.layout.claimsDir);
-          const exclude = new Set([...claims, ...this.inHand(), ...this.ignored]);
-          if ((await scanHead(this.store, { limit: 1, exclude })).length > 0) this.poke();
+          if ((await this.lookAtHead(1)).length > 0) this.poke();
         })
         .catch(() => {
-          if (this.wake) later(LINE_RETRY_MS); // a failed look (connection loss, closing): look again soon
+          if (this.wake === wake) later(LINE_RETRY_MS); // a failed look (connection loss, closing): look again soon
         });
     });
   }
