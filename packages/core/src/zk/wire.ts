@@ -574,6 +574,8 @@ function transactionOf(client: WireClient, ops: readonly WireOp[], acl: readonly
 //   given its xid as the manager gives it (patched into bytes 4-7, where the
 //   request header's xid is). The manager's own direct sends (after the connect
 //   reply: auth, set-watches, then the queue; on 'drain') still go at once;
+//   auth and set-watches packets a reconnection queues go before the requests
+//   that waited for it;
 // - reads: the input is cut into packets by offset and each packet handed,
 //   whole and uncopied, to the manager's own handler (which then neither
 //   buffers nor recurses); only a packet split across chunks is joined, once,
@@ -589,7 +591,7 @@ const WRITE_BATCH_BYTES = 256 * 1024;
 const TUNED = Symbol.for('zkq.wire.tuned');
 const STATE = { CONNECTING: 1, CONNECTED: 2, CONNECTED_READ_ONLY: 3, CLOSING: -1 } as const;
 const PIPE_OP = { CREATE: 1, DELETE: 2, EXISTS: 3, GET_DATA: 4, SET_DATA: 5, PING: 11, GET_CHILDREN2: 12 } as const;
-const PIPE_OP_MORE = { AUTH: 100, CLOSE_SESSION: -11 } as const;
+const PIPE_OP_MORE = { AUTH: 100, SET_WATCHES: 101, CLOSE_SESSION: -11 } as const;
 
 interface PacketLike {
   request: { header: { xid: number; type: number } | null; toBuffer(): Buffer };
@@ -777,6 +779,15 @@ function coalesceWrites(m: ManagerLike): void {
   m.packetQueue.on('readable', () => {
     const queued = m.packetQueue.queue;
     const packet = queued[queued.length - 1];
+    if (packet && m.state !== STATE.CONNECTED && m.state !== STATE.CONNECTED_READ_ONLY && isSessionSetup(packet)) {
+      // A reconnection queues its auth and set-watches packets behind the requests that waited for
+      // it: those would reach the server on a connection with no identity yet (NoAuth on nodes of
+      // the creator's ACL). They go first, in the order queued.
+      queued.pop();
+      let at = 0;
+      while (at < queued.length && isSessionSetup(queued[at] as PacketLike)) at++;
+      queued.splice(at, 0, packet);
+    }
     if (packet && !packet[TUNED]) {
       try {
         packet[TUNED] = packet.request.toBuffer();
@@ -820,6 +831,12 @@ function sendQueued(m: ManagerLike): void {
     }
   }
   if (chunks.length > 0) writeAll(m, chunks, bytes);
+}
+
+/** An auth or set-watches packet: what a connection must send before any request. */
+function isSessionSetup(packet: PacketLike): boolean {
+  const type = packet.request.header?.type;
+  return type === PIPE_OP_MORE.AUTH || type === PIPE_OP_MORE.SET_WATCHES;
 }
 
 function writeAll(m: ManagerLike, chunks: Buffer[], bytes: number): boolean {
