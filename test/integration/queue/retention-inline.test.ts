@@ -6,8 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { openSession, QueueStore, trimFinished } from '@zkq/core';
 import { Queue } from '@zkq/producer';
+import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
@@ -97,7 +99,7 @@ test('count bound: several workers (sessions) finishing at once keep it at every
   const watch = boundWatch(queue, 'completed', N);
   let completed = 0;
   const workers = ['a', 'b', 'c'].map(
-    (name) => new Worker('many', async () => 'ok', { ...env, name, concurrency: 6, removeOnComplete: N }),
+    (name) => new Worker('many', async () => 'ok', { ...env, name, concurrency: 6, removeOnComplete: { count: N } }),
   );
   t.after(() => Promise.all(workers.map((w) => w.close())));
   for (const w of workers) {
@@ -185,4 +187,50 @@ test('a stale view: jobs another process trimmed or removed meanwhile are never 
   // whatever was trimmed, the last jobs completed are kept
   const newest = (await queue.getJobs(['completed'], 0, 0)).map((j) => j.id);
   assert.equal((await queue.getJob(newest[0] as string))?.data.i, 29);
+});
+
+test('count bound with replies lost mid-run: every job finishes once, the bound holds at every read', async (t) => {
+  const env = await queueEnv(t);
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  const queue = new Queue('lossy', env);
+  const N = 3;
+  await queue.addBulk(
+    Array.from({ length: 40 }, (_, i) => ({ name: 'j', data: { i }, opts: { removeOnComplete: N } })),
+  );
+  const watch = boundWatch(queue, 'completed', N);
+  const runs = new Map<number, number>();
+  let completed = 0;
+  const worker = new Worker(
+    'lossy',
+    async (job) => {
+      runs.set(job.data.i, (runs.get(job.data.i) ?? 0) + 1);
+      return job.data.i;
+    },
+    { ...env, connection: { ...env.connection, connectionString: proxy.connectionString }, concurrency: 4 },
+  );
+  t.after(async () => {
+    proxy.restore();
+    await worker.close();
+    await queue.close();
+    await proxy.stop();
+  });
+  worker.on('completed', () => {
+    completed++;
+    watch.onEvent();
+  });
+  await waitFor(() => completed >= 10, { what: 'ten completed' });
+  proxy.dropReplies(); // finishes (and their trims) reach the server; their replies are lost
+  await sleep(500);
+  proxy.restore();
+  await waitFor(async () => (await queue.getJobCountByTypes('waiting', 'active', 'delayed')) === 0, {
+    timeoutMs: 40_000,
+    what: 'every job finished',
+  });
+  await watch.done();
+  assert.deepEqual(await queue.getJobCounts('completed', 'failed'), { completed: N, failed: 0 });
+  assert.equal(runs.size, 40);
+  assert.deepEqual(
+    [...runs.values()].filter((n) => n !== 1),
+    [],
+  );
 });
