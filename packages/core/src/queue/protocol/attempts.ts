@@ -426,7 +426,7 @@ async function finishBatch(store: QueueStore, batch: Finish[]): Promise<FinishRe
     );
   } finally {
     // plans a run that threw left (none once every unit settled)
-    for (const t of trims) settleTrim(t.state, { ok: false, error: undefined });
+    for (const t of trims) if (t.state.plan) settleTrim(t.state, { ok: false, error: undefined });
   }
   const out = results.map((r, i): FinishResult => {
     if (r.ok) return trims[i]?.state.later ? { ok: true, trimLater: true } : { ok: true };
@@ -479,6 +479,7 @@ function finishUnit(
         { id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot },
         to,
       );
+      trim.state.createAt = to ? ops.length - 1 : undefined; // the new pointer's create is finishOps' last op
       let built: Built = { ops, events: [planned.event, ...(planned.also ?? [])], wakes: planned.to?.kind === 'ready' };
       // after the fence (the record at the token): a parent parking writes its dependencies,
       // a child done for good settles its standing with its parent

@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { NoNodeError } from '../../zk/errors.js';
-import { sequenceOf, sortBySequence } from '../../zk/sequence.js';
+import { sequenceOf } from '../../zk/sequence.js';
 import { idOfPointer, numberOf } from '../layout.js';
 import { decodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
@@ -26,6 +26,8 @@ const RECORD_READ = 50;
 const STAT_READS = 5;
 /** Own pointers remembered at most (the oldest are forgotten first). */
 const MINE_LIMIT = 100_000;
+/** A finished pointer's name: `c-` or `f-`, the job id, a 10-digit sequence number. */
+const SEQUENTIAL = /^[cf]-.+-\d{10}$/;
 
 /** One pointer of the set. */
 export interface Entry {
@@ -75,8 +77,8 @@ export class SetView {
   private listed = -1;
   private entries: Entry[] = [];
   private head = 0;
-  /** Pointers this store's finishes created, not trimmed yet. */
-  private readonly mine = new Map<string, Entry>();
+  /** Pointers this store's finishes created, not trimmed yet (parsed only when contended). */
+  private readonly mine = new Map<string, Entry | undefined>();
   private contendedUntil = 0;
   /** Pointers trimmed while a refresh was reading (its listing may still show them). */
   private trimmedSince: Set<string> | undefined;
@@ -123,10 +125,7 @@ export class SetView {
       this.trimmedSince?.add(v.pointer);
     }
     if (!created) return;
-    const name = created.slice(created.lastIndexOf('/') + 1);
-    const bucketDir = created.slice(0, created.lastIndexOf('/'));
-    const bucket = numberOf(bucketDir.slice(bucketDir.lastIndexOf('/') + 1));
-    this.mine.set(created, { id: idOfPointer(name), pointer: created, bucket, seq: sequenceOf(name) });
+    this.mine.set(created, undefined);
     if (this.mine.size > MINE_LIMIT) this.mine.delete(this.mine.keys().next().value as string);
   }
 
@@ -230,11 +229,16 @@ export class SetView {
 
   private fill(bucket: number, names: string[]): void {
     const dir = this.store.layout.bucketOf(this.dir, bucket);
-    for (const name of sortBySequence(names)) {
+    const listed: Entry[] = [];
+    for (const name of names) {
+      if (!SEQUENTIAL.test(name)) continue;
       const pointer = `${dir}/${name}`;
       if (this.reserved.has(pointer) || this.trimmedSince?.has(pointer)) continue;
-      this.entries.push({ id: idOfPointer(name), pointer, bucket, seq: sequenceOf(name) });
+      listed.push({ id: idOfPointer(name), pointer, bucket, seq: sequenceOf(name) });
     }
+    // sequence numbers parsed once per name, not per comparison
+    listed.sort((a, b) => a.seq - b.seq);
+    for (const e of listed) this.entries.push(e);
   }
 
   /** Lists the next bucket of the last read; false when there is none. */
@@ -259,9 +263,12 @@ export class SetView {
     if (performance.now() < this.contendedUntil) {
       // own pointers in the order they were created (settled)
       const own: Entry[] = [];
-      for (const e of this.mine.values()) {
+      for (const [pointer, known] of this.mine) {
         if (own.length >= n) break;
-        if (!this.reserved.has(e.pointer) && e.read !== 'gone') own.push(e);
+        if (this.reserved.has(pointer)) continue;
+        const e = known ?? entryOf(pointer);
+        this.mine.set(pointer, e);
+        if (e.read !== 'gone') own.push(e);
       }
       await this.readRecords(own);
       for (const e of own) {
@@ -350,6 +357,19 @@ export class SetView {
 function mayBePendingChild(r: JobRecord): boolean {
   const link = r.parentLink;
   return link !== undefined && !(link.fpof || link.cpof || link.idof || link.rdof);
+}
+
+/** The entry of a pointer path `<set>/b-<n>/<name>`. */
+function entryOf(pointer: string): Entry {
+  const slash = pointer.lastIndexOf('/');
+  const name = pointer.slice(slash + 1);
+  const dir = pointer.slice(0, slash);
+  return {
+    id: idOfPointer(name),
+    pointer,
+    bucket: numberOf(dir.slice(dir.lastIndexOf('/') + 1)),
+    seq: sequenceOf(name),
+  };
 }
 
 function byAge(a: Entry, b: Entry): number {

@@ -55,6 +55,8 @@ const MAX_EXCESS = 20;
 export interface TrimState {
   plans: number;
   plan?: Plan;
+  /** Index, in the unit's ops, of the create of the finish's own pointer (its result names it). */
+  createAt?: number;
   /** The bound was not enforced by the transaction that committed: trim later. */
   later?: boolean;
 }
@@ -213,10 +215,8 @@ export function settleTrim(state: TrimState, result: UnitResult): void {
   view.release(p.victims, p.batch);
   if (result.ok) {
     // the pointer the finish created in this set, when its result is known
-    const created = result.results?.find(
-      (r): r is { op: 'create'; path: string } => r.op === 'create' && r.path.startsWith(`${view.dir}/`),
-    );
-    view.applied(p.victims, created?.path);
+    const created = state.createAt === undefined ? undefined : result.results?.[state.createAt];
+    view.applied(p.victims, created?.op === 'create' ? created.path : undefined);
   } else {
     // its count and version are not what the view holds, and its victims are still there
     view.count -= p.delta;
