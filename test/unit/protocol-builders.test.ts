@@ -13,6 +13,7 @@ import {
   dueOfDelayed,
   enqueueOps,
   type Finish,
+  fillOp,
   finishOps,
   idOfDelayed,
   type JobRecord,
@@ -331,6 +332,28 @@ describe('builders', () => {
       { op: 'delete', path: layout.job('j'), version: 0 },
     ]);
     assert.deepEqual(removeOps(layout, { id: 'j', version: undefined, pointer }), [{ op: 'delete', path: pointer }]);
+  });
+
+  test('fillOp: a grow writes the set node at the version read, a check checks it (role trim); a touch writes it', () => {
+    const empty = Buffer.alloc(0);
+    assert.deepEqual(fillOp(layout, 'completed', { kind: 'grow', version: 4 }), {
+      op: 'setData',
+      path: layout.completedDir,
+      data: empty,
+      version: 4,
+      role: 'trim',
+    });
+    assert.deepEqual(fillOp(layout, 'failed', { kind: 'check', version: 2 }), {
+      op: 'check',
+      path: layout.failedDir,
+      version: 2,
+      role: 'trim',
+    });
+    assert.deepEqual(fillOp(layout, 'completed', { kind: 'touch' }), {
+      op: 'setData',
+      path: layout.completedDir,
+      data: empty,
+    });
   });
 
   test('trimOps: the finished pointer first (it fences the record), then the record', () => {

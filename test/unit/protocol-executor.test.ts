@@ -636,3 +636,70 @@ describe('re-reads', () => {
     );
   });
 });
+
+describe('trims planned from a shared view', () => {
+  /** A unit that trims `victim` (role `trim`) at each build, its next victim at the next build. */
+  function trimming(name: string, victims: string[]) {
+    const dropped: (string | undefined)[] = [];
+    const settled: boolean[] = [];
+    const u = unit(name, (n) => [
+      setOp(name),
+      { op: 'delete', path: `${layout.completedDir}/b-0000000000/${victims[n]}`, role: 'trim' },
+    ]) as TestUnit & Required<Pick<TxUnit, 'dropped' | 'settled'>>;
+    u.dropped = (op) => dropped.push(op.role);
+    u.settled = (r) => settled.push(r.ok);
+    return { u, dropped, settled };
+  }
+
+  test('a trim op that fails rebuilds every trimming unit of its multi, and only those; each is told', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const gone = `${layout.completedDir}/b-0000000000/v1`;
+    session.respond = (multi) => {
+      const i = multi.findIndex((op) => op.path === gone);
+      if (i >= 0) throw atOp(new NoNodeError(gone), i);
+      return session.applied(multi);
+    };
+    const a = trimming('a', ['v0', 'v3']);
+    const b = trimming('b', ['v1', 'v4']); // v1 was trimmed by another store
+    const plain = unit('p', () => [setOp('p')]);
+    const results = await executor.run([a.u, b.u, plain]);
+    assert.ok(results.every(ok));
+    assert.deepEqual(
+      session.sent.map((m) => unitsIn(body(m))),
+      [
+        ['a', 'b', 'p'],
+        ['a', 'b', 'p'],
+      ],
+    );
+    assert.deepEqual([a.u.builds, b.u.builds, plain.builds], [2, 2, 1]);
+    // both dropped for the failed trim (b's op), then settled once, applied
+    assert.deepEqual([a.dropped, b.dropped], [['trim'], ['trim']]);
+    assert.deepEqual([a.settled, b.settled], [[true], [true]]);
+  });
+
+  test('a unit replaced by onConflict is dropped with the failing op; a unit that fails for good is settled not ok', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    session.respond = (multi, n) => {
+      if (n === 0) throw atOp(new NoNodeError(layout.claim('a')), 1);
+      if (n === 1)
+        throw atOp(
+          new BadVersionError(layout.job('b')),
+          multi.findIndex((op) => op.path === layout.job('b')),
+        );
+      return session.applied(multi);
+    };
+    const events: string[] = [];
+    const withClaim = unit('a', () => [setOp('a'), { op: 'delete', path: layout.claim('a'), role: 'claim' }]);
+    withClaim.dropped = (op) => events.push(`a dropped ${op.role}`);
+    withClaim.settled = (r) => events.push(`a settled ${r.ok}`);
+    const instead = unit('a', () => [setOp('a')]);
+    instead.settled = (r) => events.push(`a' settled ${r.ok}`);
+    const lost = unit('b', () => [setOp('b')]);
+    lost.settled = (r) => events.push(`b settled ${r.ok}`);
+    const results = await executor.run([withClaim, lost], {
+      onConflict: (u, _err, op) => (u === withClaim && op.role === 'claim' ? instead : undefined),
+    });
+    assert.deepEqual(results.map(ok), [true, false]);
+    assert.deepEqual(events, ['a dropped claim', 'b settled false', "a' settled true"]);
+  });
+});

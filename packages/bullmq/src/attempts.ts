@@ -14,6 +14,7 @@ import {
   type FlowJob,
   type JobRecord,
   type JobsOptions,
+  type KeepJobs,
   keepPolicy,
   type Lease,
   LostJobError,
@@ -27,6 +28,7 @@ import {
   renewLeases,
   reportProgress,
   type Trimmer,
+  trimAfterFinish,
   validateCustomJobId,
 } from '@zkq/core';
 import { ErrorCode, type JobJson, type MinimalJob, type ParentKeyOpts } from 'bullmq';
@@ -237,36 +239,48 @@ export async function heldBy(
   return held;
 }
 
-/** Writes an attempt's outcome; the attempt is no longer held either way. */
+/** The bounds a finished set keeps, and the Trimmer for what a finish leaves to it. */
+export interface Retention {
+  keep: KeepJobs;
+  trimmer: () => Promise<Trimmer>;
+}
+
+/**
+ * Writes an attempt's outcome; the attempt is no longer held either way.
+ * With `retention`, a count bound is kept in the finish itself; an age
+ * bound (or a count it could not keep) is left to the Trimmer.
+ */
 export async function finish(
   ctx: BackendContext,
   held: Held,
   outcome: Outcome,
   command: string,
   progress?: unknown,
+  retention?: Retention,
 ): Promise<number> {
   const id = held.job.record.id;
   const f: Finish = { job: held.job, outcome };
   if (progress !== undefined) f.progress = progress;
+  if (retention) f.keep = retention.keep;
   const result = await (await ctx.finisher()).finish(f);
   release(ctx, id, held.job.token);
   if (!result.ok) {
     throw result.error instanceof LostJobError ? finishedError(ErrorCode.JobLockNotExist, id, command) : result.error;
   }
+  const rest = retention && trimAfterFinish(retention.keep, result.trimLater);
+  if (rest && (outcome.kind === 'completed' || outcome.kind === 'failed')) {
+    const kind = outcome.kind;
+    void retention.trimmer().then((t) => t.request(kind, rest), ctx.onError);
+  }
   return Date.now();
 }
 
-/** BullMQ's `removeOnComplete`/`removeOnFail`: remove at once, or keep within bounds (trimmed in the background). */
+/** BullMQ's `removeOnComplete`/`removeOnFail`: remove at once, or the bounds to keep. */
 export function retention(
-  ctx: BackendContext,
-  trimmer: () => Promise<Trimmer>,
   kind: 'completed' | 'failed',
   option: boolean | number | { count?: number; age?: number } | undefined,
-): boolean {
-  const keep = keepPolicy(option, kind === 'completed' ? DEFAULT_KEEP_COMPLETED : DEFAULT_KEEP_FAILED);
-  if (keep === 'remove') return true;
-  void trimmer().then((t) => t.request(kind, keep), ctx.onError);
-  return false;
+): KeepJobs | 'remove' {
+  return keepPolicy(option, kind === 'completed' ? DEFAULT_KEEP_COMPLETED : DEFAULT_KEEP_FAILED);
 }
 
 /** BullMQ's stack trace of a failed attempt (a JSON array it built), newest last. */

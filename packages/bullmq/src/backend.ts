@@ -183,12 +183,8 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
     const held = await attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
     const hasDeps = await flows.checkCompletable(this.ctx, held.job.record);
-    const remove = attempts.retention(
-      this.ctx,
-      () => this.trimmer(),
-      'completed',
-      removeOnComplete ?? this.ctx.opts.removeOnComplete,
-    );
+    const keep = attempts.retention('completed', removeOnComplete ?? this.ctx.opts.removeOnComplete);
+    const remove = keep === 'remove';
     const apart = remove && flows.removedApart(held.job.record, 'completed', hasDeps);
     const finishedOn = await attempts.finish(
       this.ctx,
@@ -196,6 +192,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
       { kind: 'completed', returnvalue: returnValue ?? null, remove: remove && !apart },
       'moveToFinished',
       held.progress,
+      keep === 'remove' ? undefined : { keep, trimmer: () => this.trimmer() },
     );
     if (apart) await flows.removeFinished(this.ctx, held.job.record.id);
     await this.ctx.countFinished('completed', finishedOn);
@@ -211,12 +208,8 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     fieldsToUpdate?: Record<string, unknown>,
   ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
     const held = await attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
-    const remove = attempts.retention(
-      this.ctx,
-      () => this.trimmer(),
-      'failed',
-      removeOnFail ?? this.ctx.opts.removeOnFail,
-    );
+    const keep = attempts.retention('failed', removeOnFail ?? this.ctx.opts.removeOnFail);
+    const remove = keep === 'remove';
     const stacktrace = attempts.stacktraceOf(fieldsToUpdate);
     const apart = remove && flows.removedApart(held.job.record, 'failed');
     const finishedOn = await attempts.finish(
@@ -225,6 +218,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
       { kind: 'failed', reason: failedReason, stacktrace, remove: remove && !apart },
       'moveToFinished',
       held.progress,
+      keep === 'remove' ? undefined : { keep, trimmer: () => this.trimmer() },
     );
     if (apart) await flows.removeFinished(this.ctx, held.job.record.id);
     await this.ctx.countFinished('failed', finishedOn);

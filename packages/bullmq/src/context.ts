@@ -14,6 +14,7 @@ import {
   MetricsCollector,
   NoNodeError,
   openSession,
+  prepareTrims,
   QueueStore,
   type Session,
   validateQueueName,
@@ -218,6 +219,8 @@ export class BackendContext {
   /** The job source of a Worker's backend (claims, the idle line). */
   async source(): Promise<JobSource> {
     const store = await this.store();
+    // what the first finishes trim is known before they come (they then read nothing)
+    if (!this.jobSource) void prepareTrims(store);
     this.jobSource ??= new JobSource(store, () => this.held.keys(), {
       workerId: this.claimOwner,
       lockDuration: this.lockDuration,

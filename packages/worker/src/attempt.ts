@@ -25,6 +25,7 @@ import {
   type QueueStore,
   renewLeases,
   reportProgress,
+  trimAfterFinish,
   UnrecoverableError,
 } from '@zkq/core';
 import { backoffDelay, normalizeBackoff } from './backoff.js';
@@ -205,7 +206,7 @@ export class Attempt {
       const result = await this.write(outcome);
       if (!result.ok) return this.lost(result.error as Error);
       if (this.limited) this.driver.rateLimited();
-      else this.report(outcome);
+      else this.report(outcome, result.trimLater);
     } finally {
       this.release();
       this.resolveDone();
@@ -328,31 +329,40 @@ export class Attempt {
    * receipt back before sending it again.
    */
   private write(outcome: Outcome): Promise<FinishResult> {
-    return this.driver.finish({ job: this.claimed, outcome, logs: this.logs, progress: this.progress });
+    const f: Finish = { job: this.claimed, outcome, logs: this.logs, progress: this.progress };
+    if (outcome.kind === 'completed' || outcome.kind === 'failed') {
+      const keep = this.keep(outcome.kind);
+      if (keep !== 'remove') f.keep = keep;
+    }
+    return this.driver.finish(f);
   }
 
   private lost(error: Error): void {
     this.worker.emit('lost', this.job, error);
   }
 
-  private report(outcome: Outcome): void {
+  private report(outcome: Outcome, trimLater?: boolean): void {
     const job = this.job;
     job.finishedOn = Date.now();
     job.attemptsMade = this.claimed.record.attemptsMade + 1;
     if (outcome.kind === 'completed') {
       job.returnvalue = outcome.returnvalue;
       this.worker.emit('completed', job, outcome.returnvalue, 'active');
-      this.trim('completed');
+      this.trim('completed', trimLater);
     } else if (outcome.kind !== 'waiting-children') {
       job.failedReason = outcome.reason;
       this.worker.emit('failed', job, new Error(outcome.reason), 'active');
-      if (outcome.kind === 'failed') this.trim('failed');
+      if (outcome.kind === 'failed') this.trim('failed', trimLater);
     }
   }
 
-  /** Keeps retention within its bounds (the Trimmer batches the work). */
-  private trim(kind: 'completed' | 'failed'): void {
+  /**
+   * The finish kept a count bound itself; an age bound, or a count it could
+   * not keep, is left to the Trimmer (which batches the work).
+   */
+  private trim(kind: 'completed' | 'failed', trimLater: boolean | undefined): void {
     const policy = this.keep(kind);
-    if (policy !== 'remove') this.driver.trim(kind, policy);
+    const rest = policy === 'remove' ? undefined : trimAfterFinish(policy, trimLater);
+    if (rest) this.driver.trim(kind, rest);
   }
 }

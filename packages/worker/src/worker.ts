@@ -38,6 +38,7 @@ import {
   liveWindow,
   MetricsCollector,
   openSession,
+  prepareTrims,
   QueueStore,
   RateLimitError,
   type Session,
@@ -201,6 +202,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     await Promise.all([
       store.containers.prepare(store.layout.completedDir),
       store.containers.prepare(store.layout.failedDir),
+      prepareTrims(store),
     ]);
     this.store = store;
     setWorkerStore(this, store);

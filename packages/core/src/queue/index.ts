@@ -71,7 +71,7 @@ export {
 } from './options.js';
 export * from './protocol/index.js';
 export * from './record.js';
-export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy } from './retention.js';
+export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy, trimAfterFinish } from './retention.js';
 export { CancelWatch, type CancelWatchOptions } from './runtime/cancel-watch.js';
 export { Finisher } from './runtime/finisher.js';
 export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';

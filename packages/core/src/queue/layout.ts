@@ -26,7 +26,11 @@
  *   delayed/d-<day>/h-<hour>/b-<bucket>/<due>-<jobId>
  *                                     jobs waiting for a time (delay, retry backoff)
  *   completed/b-<bucket>/c-<jobId>-<seq>   retained completed jobs, in completion order
- *   failed/b-<bucket>/f-<jobId>-<seq>      retained failed jobs, in failure order
+ *   failed/b-<bucket>/f-<jobId>-<seq>      retained failed jobs, in failure order. The data
+ *                                     version of `completed` / `failed` counts the pointers
+ *                                     added there without a trim beside them: a finish below
+ *                                     its count bound writes it at the version its count was
+ *                                     read at (protocol/trims.ts)
  *   receipts/r-<random>               one per transaction whose outcome a client must know:
  *                                     created inside it, read back after a lost reply,
  *                                     deleted once the outcome is known

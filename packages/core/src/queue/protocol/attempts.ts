@@ -19,6 +19,7 @@ import { eventValue, type QueueEventRecord } from '../events.js';
 import { MAX_DELAY_MS } from '../options.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
+import type { KeepJobs } from '../types.js';
 import {
   claimOps,
   type Destination,
@@ -30,8 +31,9 @@ import {
   renewOps,
   revokeOps,
 } from './builders.js';
-import type { Built, ProtocolOp, TxUnit } from './executor.js';
+import type { Built, ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { dropDepsOps, joinBuilt, parkShare, type Settlement, settleChildOps } from './flows.js';
+import { dropTrim, settleTrim, TrimBatch, type TrimState, trimShare } from './trims.js';
 
 /** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
 export const MAX_PROGRESS_BYTES = 64 * 1024;
@@ -352,12 +354,33 @@ export interface Finish {
   /** Log lines to store with the record. */
   logs?: string[];
   progress?: unknown;
+  /**
+   * The bounds of the finished set the job goes to (removeOnComplete or
+   * removeOnFail): a count is kept inside the finish (trims.ts); an age, or
+   * no bound, is left to the caller (the Trimmer).
+   */
+  keep?: KeepJobs;
 }
 
-/** What became of each finish in a batch. */
-export type FinishResult = { ok: true } | { ok: false; error: unknown };
+/**
+ * What became of each finish in a batch. `trimLater`: the finished set's
+ * count bound was not enforced in the finish's transaction (a trim should follow).
+ */
+export type FinishResult = { ok: true; trimLater?: true } | { ok: false; error: unknown };
 
-type FinishUnit = TxUnit & { finish: Finish; withClaim: boolean; handoff: HandoffMode; round: number };
+type FinishUnit = TxUnit & {
+  finish: Finish;
+  withClaim: boolean;
+  handoff: HandoffMode;
+  round: number;
+  trim: FinishTrim;
+};
+
+/** A finish's share of its batch's retention planning (kept when its unit is replaced). */
+interface FinishTrim {
+  batch: TrimBatch;
+  state: TrimState;
+}
 
 /**
  * Writes many finishes, as few transactions as fit. A finish whose token no
@@ -367,22 +390,46 @@ type FinishUnit = TxUnit & { finish: Finish; withClaim: boolean; handoff: Handof
  * deduplication key on (dedup.ts); a key changed meanwhile plans it again.
  */
 export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
+  // a transaction cannot trim the pointers it creates: at most `count` of them go in one
+  const size = Math.min(batch.length, ...batch.map((f) => keptCount(f) ?? batch.length));
+  if (size >= batch.length) return finishBatch(store, batch);
+  const out: FinishResult[] = [];
+  for (let i = 0; i < batch.length; i += size) out.push(...(await finishBatch(store, batch.slice(i, i + size))));
+  return out;
+}
+
+/** The count bound of the finished set a finish adds a pointer to, if any (at least 1). */
+function keptCount(f: Finish): number | undefined {
+  const o = f.outcome;
+  if ((o.kind !== 'completed' && o.kind !== 'failed') || o.remove || f.keep?.count === undefined) return undefined;
+  return Math.max(1, f.keep.count);
+}
+
+async function finishBatch(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
   const claimless = new Set<Finish>();
-  const results = await store.executor.run(
-    batch.map((f) => finishUnit(store, f, true)),
-    {
-      onConflict: (unit, err, op) => {
-        const { finish, withClaim, round } = unit;
-        const handoff = handoffAfterConflict(store.layout, finish.job.record, unit.handoff, op, err, round);
-        if (handoff) return finishUnit(store, finish, withClaim, handoff, round + 1);
-        if (op.role !== 'claim' || !(err instanceof NoNodeError)) return undefined;
-        claimless.add(finish);
-        return finishUnit(store, finish, false, unit.handoff, round);
+  const trimBatch = new TrimBatch();
+  const trims = batch.map((): FinishTrim => ({ batch: trimBatch, state: { plans: 0 } }));
+  let results: UnitResult[];
+  try {
+    results = await store.executor.run(
+      batch.map((f, i) => finishUnit(store, f, true, trims[i] as FinishTrim)),
+      {
+        onConflict: (unit, err, op) => {
+          const { finish, withClaim, round, trim } = unit;
+          const handoff = handoffAfterConflict(store.layout, finish.job.record, unit.handoff, op, err, round);
+          if (handoff) return finishUnit(store, finish, withClaim, trim, handoff, round + 1);
+          if (op.role !== 'claim' || !(err instanceof NoNodeError)) return undefined;
+          claimless.add(finish);
+          return finishUnit(store, finish, false, trim, unit.handoff, round);
+        },
       },
-    },
-  );
+    );
+  } finally {
+    // plans a run that threw left (none once every unit settled)
+    for (const t of trims) if (t.state.plan) settleTrim(t.state, { ok: false, error: undefined });
+  }
   const out = results.map((r, i): FinishResult => {
-    if (r.ok) return { ok: true };
+    if (r.ok) return trims[i]?.state.later ? { ok: true, trimLater: true } : { ok: true };
     const id = (batch[i] as Finish).job.record.id;
     return { ok: false, error: (r.error as ZooKeeperError).opIndex !== undefined ? new LostJobError(id) : r.error };
   });
@@ -397,6 +444,7 @@ function finishUnit(
   store: QueueStore,
   f: Finish,
   withClaim: boolean,
+  trim: FinishTrim,
   handoff: HandoffMode = 'next',
   round = 1,
 ): FinishUnit {
@@ -405,6 +453,9 @@ function finishUnit(
     withClaim,
     handoff,
     round,
+    trim,
+    dropped: (op) => dropTrim(trim.state, op),
+    settled: (result) => settleTrim(trim.state, result),
     build: async () => {
       let planned = planFinish(f);
       const { job } = f;
@@ -428,6 +479,7 @@ function finishUnit(
         { id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot },
         to,
       );
+      trim.state.createAt = to ? ops.length - 1 : undefined; // the new pointer's create is finishOps' last op
       let built: Built = { ops, events: [planned.event, ...(planned.also ?? [])], wakes: planned.to?.kind === 'ready' };
       // after the fence (the record at the token): a parent parking writes its dependencies,
       // a child done for good settles its standing with its parent
@@ -439,6 +491,11 @@ function finishUnit(
       const settlement = planned.settlement;
       if (settlement && job.record.parentLink) {
         built = joinBuilt(built, await settleChildOps(store, job.record, settlement, !planned.record));
+      }
+      // a finished set bounded by a count is trimmed here, in the same transaction
+      if (to?.kind === 'completed' || to?.kind === 'failed') {
+        const keep = to.kind === f.outcome.kind ? f.keep : undefined;
+        built = joinBuilt(built, await trimShare(store, trim.batch, trim.state, to.kind, keep));
       }
       // only a job added with keepLastIfActive reads its key here, and only when it is done for good
       return f.outcome.kind === 'retry' || f.outcome.kind === 'waiting-children'

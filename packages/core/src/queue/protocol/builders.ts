@@ -11,6 +11,8 @@ import type { QueueEventRecord } from '../events.js';
 import { pad10, type QueueLayout } from '../layout.js';
 import type { ProtocolOp } from './executor.js';
 
+const EMPTY = Buffer.alloc(0);
+
 /** Where a job's new pointer goes: a bucket path chosen by Containers, and the kind of pointer. */
 export type Destination =
   | { kind: 'ready'; bucket: string }
@@ -279,6 +281,24 @@ export function trimOps(layout: QueueLayout, t: { id: string; pointer: string })
     { op: 'delete', path: t.pointer },
     { op: 'delete', path: layout.job(t.id) },
   ];
+}
+
+/**
+ * How a finish that sends its job to a finished set treats that set's node
+ * (`completed` or `failed`), whose data version counts the pointers added
+ * there without a trim beside them (see trims.ts): `grow` rewrites it at the
+ * version its count was read at (an add below the bound), `check` checks that
+ * version (an add that trims as many as it adds), `touch` rewrites it
+ * whatever it is (an add with no count bound). Role `trim`: a `grow` or
+ * `check` that fails means the count read is stale.
+ */
+export type FillWrite = { kind: 'grow' | 'check'; version: number } | { kind: 'touch' };
+
+export function fillOp(layout: QueueLayout, set: 'completed' | 'failed', w: FillWrite): ProtocolOp {
+  const path = layout.finishedDir(set);
+  if (w.kind === 'touch') return { op: 'setData', path, data: EMPTY };
+  if (w.kind === 'check') return { op: 'check', path, version: w.version, role: 'trim' };
+  return { op: 'setData', path, data: EMPTY, version: w.version, role: 'trim' };
 }
 
 /**

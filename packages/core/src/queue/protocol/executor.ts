@@ -17,7 +17,9 @@
  *   building its unit (a flow parent's dependencies); when it fails, another
  *   writer went first, and the unit is built again from a fresh read, with
  *   every later unit of the same multi that wrote the same node so (siblings
- *   of one parent sent together), each then sent in a multi of its own.
+ *   of one parent sent together), each then sent in a multi of its own. An
+ *   op of role `trim` (retention planned from a cached view) rebuilds every
+ *   unit of its multi that trims, since they shared that view.
  * - **Fences.** Ops of role `fence` (a leader's election check) come first in
  *   every `multi`; a failed fence ends the whole run with FencedError.
  * - **Unknown outcomes.** A `multi` whose reply never came (connection loss,
@@ -57,7 +59,14 @@ export type OpRole =
    * A write at a version its unit read while being built (a flow parent's
    * dependencies, shared by siblings): on conflict the unit is built again.
    */
-  | 'reread';
+  | 'reread'
+  /**
+   * Retention riding in another change (a finish trimming its finished set,
+   * see trims.ts), planned from a cached view of that set: on conflict the
+   * view was stale, so every unit of the multi holding such an op (all
+   * planned from it) is built again.
+   */
+  | 'trim';
 
 export type ProtocolOp = Op & { role?: OpRole };
 
@@ -72,6 +81,14 @@ export interface Built {
 /** One owner's share of a transaction; `build` is called again when the unit must be rebuilt. */
 export interface TxUnit {
   build(): Built | Promise<Built>;
+  /**
+   * Its last built ops will not be sent: it is built again, or replaced by
+   * the unit `onConflict` offered. `op`: the op whose failure caused it (of
+   * another unit when a `trim` op failed: they planned from the same view).
+   */
+  dropped?(op: ProtocolOp): void;
+  /** Its outcome is final: its last built ops were applied (with their results, unless read back), or it failed. */
+  settled?(result: UnitResult): void;
 }
 
 /** What became of a unit: applied (`results` unless settled by a receipt), or failed with `error`. */
@@ -243,7 +260,7 @@ export class TxExecutor {
         try {
           entry.built = await entry.unit.build();
         } catch (error) {
-          results[entry.index] = { ok: false, error };
+          this.decide(results, entry, { ok: false, error });
           taken++;
           continue;
         }
@@ -254,10 +271,10 @@ export class TxExecutor {
       if (entry.bytes + bytes > TX_BYTE_BUDGET || opCount + entry.built.ops.length > maxOps) {
         if (entries.length > 0) break;
         if (entry.bytes + bytes > TX_BYTE_BUDGET) {
-          results[entry.index] = {
+          this.decide(results, entry, {
             ok: false,
             error: new PayloadTooLargeError(entry.bytes, TX_BYTE_BUDGET, 'transaction'),
-          };
+          });
           taken++;
           continue;
         }
@@ -285,6 +302,12 @@ export class TxExecutor {
       batch: { entries, starts, ops, fenceOps: fence.length, eventIndex, wakeIndex, receiptIndex, receipt },
       taken,
     };
+  }
+
+  /** Records a unit's final outcome and tells the unit. */
+  private decide<U extends TxUnit>(results: UnitResult[], entry: Entry<U>, result: UnitResult): void {
+    results[entry.index] = result;
+    entry.unit.settled?.(result);
   }
 
   private eventBytes(events: QueueEventRecord[] | undefined): number {
@@ -317,7 +340,7 @@ export class TxExecutor {
     batch.entries.forEach((e, i) => {
       const start = batch.starts[i] as number;
       const mine = written?.slice(start, start + (e.built as Built).ops.length);
-      results[e.index] = mine ? { ok: true, results: mine } : { ok: true };
+      this.decide(results, e, mine ? { ok: true, results: mine } : { ok: true });
     });
     if (batch.receipt) this.deleteReceipt(batch.receipt);
     if (written) this.noteSequential(batch.ops, written);
@@ -353,9 +376,18 @@ export class TxExecutor {
     const rest = batch.entries.filter((e) => e !== entry);
     if (op.role === 'into' && err instanceof NoNodeError && entry.retries < MAX_RETRIES) {
       this.containers.forget(op.path.slice(0, op.path.lastIndexOf('/')));
-      entry.built = undefined;
+      drop(entry, op);
       entry.retries++;
       return [...rest, entry];
+    }
+    if (op.role === 'trim' && (entry.rereads ?? 0) < MAX_REREADS) {
+      // nothing was applied: the units that trimmed from the same view are planned again
+      const trimming = batch.entries.filter((e) => e.built?.ops.some((o) => o.role === 'trim'));
+      for (const e of trimming) {
+        drop(e, op);
+        e.rereads = (e.rereads ?? 0) + 1;
+      }
+      return [...batch.entries.filter((e) => !trimming.includes(e)), ...trimming];
     }
     if (op.role === 'reread' && (entry.rereads ?? 0) < MAX_REREADS) {
       // the units after it that wrote the same node at a version read alike are stale too:
@@ -365,15 +397,18 @@ export class TxExecutor {
         .filter((e) => e === entry || (e.built?.ops.some((o) => o.role === 'reread' && o.path === op.path) ?? false))
         .filter((e) => (e.rereads ?? 0) < MAX_REREADS);
       for (const e of stale) {
-        e.built = undefined;
+        drop(e, op);
         e.rereads = (e.rereads ?? 0) + 1;
         e.solo = true;
       }
       return [...rest.filter((e) => !stale.includes(e)), ...stale];
     }
     const instead = o.onConflict?.(entry.unit, err as ZooKeeperError, op);
-    if (instead) return [...rest, { unit: instead, index: entry.index, bytes: 0, retries: entry.retries + 1 }];
-    results[entry.index] = { ok: false, error: err, op };
+    if (instead) {
+      drop(entry, op);
+      return [...rest, { unit: instead, index: entry.index, bytes: 0, retries: entry.retries + 1 }];
+    }
+    this.decide(results, entry, { ok: false, error: err, op });
     return rest;
   }
 
@@ -398,7 +433,7 @@ export class TxExecutor {
     const again: Entry<U>[] = [];
     for (const e of batch.entries) {
       if (++e.retries > MAX_RETRIES)
-        results[e.index] = { ok: false, error: unknown ? new OutcomeUnknownError(err) : err };
+        this.decide(results, e, { ok: false, error: unknown ? new OutcomeUnknownError(err) : err });
       else again.push(e);
     }
     return again;
@@ -455,6 +490,12 @@ export class TxExecutor {
       { receipt: false },
     );
   }
+}
+
+/** Forgets an entry's built ops (it is built again, or replaced), telling its unit. */
+function drop<U extends TxUnit>(entry: Entry<U>, op: ProtocolOp): void {
+  entry.built = undefined;
+  entry.unit.dropped?.(op);
 }
 
 /** A unit that deletes one node; a node already gone is fine (the unit then fails with NoNode, unread). */

@@ -18,6 +18,9 @@
  *                     transaction; the last child releases the parent.
  * 10. `cancels.ts`    cancel requests: filed under the worker that runs the
  *                     job, only while it runs; that worker alone is woken.
+ * 11. `trims.ts`      retention inside the finish: a finished set bounded
+ *                     by a count is trimmed in the finish's transaction,
+ *                     planned from a cached view of the set (used by attempts.ts).
  *
  * A job is its record `jobs/<shard>/<id>` plus ONE pointer that says where it
  * is: a ready pointer (waiting, or active while a claim exists), a delayed
@@ -44,3 +47,4 @@ export * from './flows.js';
 export * from './limited-claims.js';
 export * from './limits.js';
 export * from './moves.js';
+export { prepareTrims } from './trims.js';

@@ -1,0 +1,227 @@
+/**
+ * Retention inside the finish: a finish that sends its job to a finished set
+ * bounded by a count (`removeOnComplete` / `removeOnFail` count, or the
+ * default keep) deletes the oldest pointers beyond the bound, with their
+ * records, in its own transaction, so the bound holds the moment it commits
+ * (BullMQ trims inside its moveToFinished too).
+ *
+ * The data version of a set's node (`completed`, `failed`) counts the
+ * pointers added there without a trim beside them. A finish plans from its
+ * store's view of the set (trim-view.ts), reading nothing in the common case:
+ *
+ * - below the bound, its pointer is added alone and the node rewritten at
+ *   the version the count was read at (`grow`): such adds are serialized by
+ *   that version, so two workers never both take the last free place;
+ * - at the bound, it deletes as many of the oldest as it adds (more while
+ *   the set is over its bound): a balanced finish changes no count, so it
+ *   needs no version, and those of many workers commit side by side. The
+ *   first of a batch checks the version (`check`), so that an add without
+ *   a bound is noticed and its excess trimmed;
+ * - without a count bound, the node is rewritten whatever it is (`touch`),
+ *   so that bounded writers read the count again.
+ *
+ * A stale view never deletes the wrong job nor fails the finish: a trim
+ * deletes the pointer (a job retried or removed since has lost it, in the
+ * transaction that changed its record) and then the record, ops of role
+ * `trim`; when one fails, the executor plans every trimming unit of that
+ * multi again, and the view is read anew. After MAX_PLANS plans a finish
+ * goes without its trim (`later`: the caller asks the Trimmer to catch up).
+ *
+ * One store's finish batches (one executor run each) use versions in the
+ * order they were planned: a plan waits while an older batch has a `grow`
+ * in flight (older batches never wait for younger ones).
+ *
+ * Flows: a failed job that may still be a pending child (no failure policy
+ * toward its parent) leaves its parent's dependencies as it is trimmed
+ * (`detachOps`; the last one releases the parent), as BullMQ's removeJob
+ * does. A completed child, or a failed one that settled, leaves its entry
+ * (a processed child's value stays readable from its parent).
+ */
+import type { QueueStore } from '../store.js';
+import type { KeepJobs } from '../types.js';
+import { type FillWrite, fillOp, trimOps } from './builders.js';
+import type { Built, ProtocolOp, UnitResult } from './executor.js';
+import { detachOps, joinBuilt } from './flows.js';
+import { type Entry, type Plan, type SetKind, type SetView, type TrimBatch, viewOf } from './trim-view.js';
+
+export { prepareViews as prepareTrims, TrimBatch } from './trim-view.js';
+
+/** Plans of one finish after which it goes without its trim (a unit may be planned again this often). */
+export const MAX_PLANS = 200;
+/** Pointers beyond its own that one finish trims while the set is over its bound. */
+const MAX_EXCESS = 20;
+
+/** A finish's retention across its plans (the same finish may be planned again). */
+export interface TrimState {
+  plans: number;
+  plan?: Plan;
+  /** Index, in the unit's ops, of the create of the finish's own pointer (its result names it). */
+  createAt?: number;
+  /** The bound was not enforced by the transaction that committed: trim later. */
+  later?: boolean;
+}
+
+/**
+ * The retention share of a finish that adds one pointer to set `kind`:
+ * with `keep.count`, the trims and the check or grow of the set's version;
+ * without, a touch. Never throws: a plan that cannot be made goes without
+ * its trim (`state.later`).
+ */
+export async function trimShare(
+  store: QueueStore,
+  batch: TrimBatch,
+  state: TrimState,
+  kind: SetKind,
+  keep: KeepJobs | undefined,
+): Promise<Built> {
+  state.plans++;
+  state.later = undefined;
+  const bound = keep?.count;
+  if (bound === undefined) return { ops: [fillOp(store.layout, kind, { kind: 'touch' })] };
+  if (state.plans <= MAX_PLANS) {
+    try {
+      return await plan(viewOf(store, kind), batch, state, bound);
+    } catch {
+      // the view could not be read: this finish goes without its trim
+    }
+  }
+  state.later = true;
+  return { ops: [fillOp(store.layout, kind, { kind: 'touch' })] };
+}
+
+/** Reads of the view one plan makes when no pointer is free, before it goes without a victim. */
+const EMPTY_READS = 3;
+
+async function plan(view: SetView, batch: TrimBatch, state: TrimState, bound: number): Promise<Built> {
+  let emptyReads = 0;
+  for (;;) {
+    if (view.blocked(batch)) {
+      await view.waitOlder(batch);
+      continue;
+    }
+    if (view.unknown) {
+      await view.refresh();
+      continue;
+    }
+    if (view.old) view.refreshSoon();
+    const need = view.count + 1 - bound;
+    if (need <= 0) return record(view, batch, state, [], { kind: 'grow', version: view.version });
+    const gen = view.gen;
+    let victims = await view.take(Math.min(need, 1 + MAX_EXCESS), batch);
+    if (view.gen !== gen) {
+      // read again meanwhile: the count the victims were chosen for may have changed
+      view.giveBack(victims, batch);
+      continue;
+    }
+    if (victims.length === 0) {
+      // every pointer is taken by a plan in flight: once older batches settle, a read shows what they added
+      if (await view.waitOlder(batch, true)) {
+        view.stale = true;
+        continue;
+      }
+      victims = view.steal(batch);
+      if (victims.length === 0 && emptyReads++ < EMPTY_READS) {
+        view.stale = true;
+        continue;
+      }
+    }
+    const built = record(view, batch, state, victims, { kind: 'check', version: view.version });
+    if (view.count > bound) state.later = true;
+    const children = victims.filter((v) => typeof v.read === 'object');
+    if (children.length === 0) return built;
+    return joinBuilt(built, ...(await Promise.all(children.map((v) => detachShare(view.store, v)))));
+  }
+}
+
+/** Counts a plan into the view and returns its ops: the version's check or grow, the victims' trims. */
+function record(view: SetView, batch: TrimBatch, state: TrimState, victims: Entry[], fill: FillWrite): Built {
+  const p: Plan = { view, batch, victims, grows: fill.kind === 'grow', gen: view.gen, delta: 1 - victims.length };
+  view.plans.add(p);
+  view.count += p.delta;
+  if (p.grows) view.version++;
+  state.plan = p;
+  const { layout } = view.store;
+  const ops: ProtocolOp[] = [];
+  if (fill.kind === 'grow' || !batch.checks.has(view)) {
+    ops.push(fillOp(layout, view.kind, fill));
+    if (fill.kind === 'check') batch.checks.set(view, p);
+  }
+  for (const v of victims) {
+    if (v.orphan) ops.push({ op: 'delete', path: v.pointer, role: 'trim' });
+    else for (const op of trimOps(layout, v)) ops.push({ ...op, role: 'trim' });
+  }
+  return { ops };
+}
+
+/** A victim that may be pending for its parent leaves the parent's dependencies (ops of role `trim`, or `into`). */
+async function detachShare(store: QueueStore, v: Entry): Promise<Built | undefined> {
+  if (typeof v.read !== 'object') return undefined;
+  const built = await detachOps(store, v.read);
+  if (!built) return undefined;
+  return { ...built, ops: built.ops.map((op): ProtocolOp => (op.role === 'into' ? op : { ...op, role: 'trim' })) };
+}
+
+/** A plan that carried its batch's check no longer does: the next one planned carries it. */
+function forgetCheck(p: Plan): void {
+  if (p.batch.checks.get(p.view) === p) p.batch.checks.delete(p.view);
+}
+
+/** Takes a plan out of its view's count (it will not be applied, or already was). */
+function unplan(p: Plan): void {
+  const { view } = p;
+  forgetCheck(p);
+  view.plans.delete(p);
+  view.count -= p.delta;
+  if (p.grows) view.version--;
+}
+
+/**
+ * The finish's last plan will not be sent (its unit is built again, or
+ * replaced) because `failed` failed: undo it. A failed `trim` op means the
+ * view was stale: it is read again, and a pointer found gone is forgotten.
+ */
+export function dropTrim(state: TrimState, failed: ProtocolOp): void {
+  const p = state.plan;
+  if (!p) return;
+  state.plan = undefined;
+  const { view } = p;
+  unplan(p);
+  if (failed.role === 'trim') {
+    // another store trimmed (or removed) a pointer this one planned to trim
+    if (failed.op === 'delete' && failed.path.startsWith(`${view.dir}/`)) view.collided(failed.path);
+    if (p.gen === view.gen) view.stale = true;
+  }
+  const { layout } = view.store;
+  for (const v of p.victims) if (failed.path === layout.job(v.id)) v.orphan = true; // its record is gone
+  view.release(
+    p.victims.filter((v) => v.pointer === failed.path),
+    p.batch,
+  );
+  view.giveBack(
+    p.victims.filter((v) => v.pointer !== failed.path),
+    p.batch,
+  );
+  view.notify();
+}
+
+/** The finish's last plan was applied, or failed for good. */
+export function settleTrim(state: TrimState, result: UnitResult): void {
+  const p = state.plan;
+  if (!p) return;
+  state.plan = undefined;
+  const { view } = p;
+  forgetCheck(p);
+  view.plans.delete(p);
+  view.release(p.victims, p.batch);
+  if (result.ok) {
+    // the pointer the finish created in this set, when its result is known
+    const created = state.createAt === undefined ? undefined : result.results?.[state.createAt];
+    view.applied(p.victims, created?.op === 'create' ? created.path : undefined);
+  } else {
+    // its count and version are not what the view holds, and its victims are still there
+    view.count -= p.delta;
+    if (p.grows) view.version--;
+    view.stale = true;
+  }
+  view.notify();
+}
