@@ -7,12 +7,14 @@
  * created. The count and version include every plan not settled yet, so a
  * read never forgets a change still in flight.
  */
+
 import { performance } from 'node:perf_hooks';
 import { NoNodeError } from '../../zk/errors.js';
 import { sequenceOf } from '../../zk/sequence.js';
 import { idOfPointer, numberOf } from '../layout.js';
 import { decodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
+import { mayBePendingChild } from './flows.js';
 
 export type SetKind = 'completed' | 'failed';
 
@@ -331,11 +333,19 @@ export class SetView {
     for (const v of victims) if (this.reserved.get(v.pointer) === batch) this.reserved.delete(v.pointer);
   }
 
-  /** Failed sets: reads the records of `entries` not read yet, to find the children still pending. */
+  /**
+   * Failed sets: reads the records of `entries` not read yet, to find the
+   * children still pending (in queues that got children of flows only).
+   */
   private async readRecords(entries: Entry[]): Promise<void> {
     const batch = this.kind === 'failed' ? entries.filter((e) => e.read === undefined) : [];
     if (batch.length === 0) return;
     const { layout, session } = this.store;
+    // only a queue that ever got a child of a flow can hold one (one look per batch of reads)
+    if (!(await session.exists(layout.flowChildren))) {
+      for (const e of batch) e.read = 'plain';
+      return;
+    }
     const replies = await session.readMulti(batch.map((e) => ({ op: 'getData' as const, path: layout.job(e.id) })));
     batch.forEach((e, i) => {
       const r = replies[i];
@@ -351,12 +361,6 @@ export class SetView {
       }
     });
   }
-}
-
-/** A failed record that may still be pending in its parent's dependencies (no failure policy). */
-function mayBePendingChild(r: JobRecord): boolean {
-  const link = r.parentLink;
-  return link !== undefined && !(link.fpof || link.cpof || link.idof || link.rdof);
 }
 
 /** The entry of a pointer path `<set>/b-<n>/<name>`. */
