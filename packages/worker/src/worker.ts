@@ -219,6 +219,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       onWarning: (err) => this.emitError(err),
       limiter: this.opts.limiter,
       maximumRateLimitDelay: this.opts.maximumRateLimitDelay,
+      held: () => this.queuePaused || this.localPaused || this.closing !== undefined,
     });
     this.renewer = new LeaseRenewer(
       store,

@@ -71,6 +71,12 @@ export interface ClaimedJob {
 export interface ClaimOptions {
   workerId: string;
   lockDuration: number;
+  /**
+   * Asked right before the claim is sent: true when the worker may no longer
+   * take jobs (paused, closing). A pause seen while the candidates were read
+   * (its watch fires before the add's) then claims nothing.
+   */
+  held?: () => boolean;
 }
 
 export interface ClaimResult {
@@ -197,6 +203,7 @@ export function claimedJob(
 export async function claimJobs(store: QueueStore, candidates: Candidate[], o: ClaimOptions): Promise<ClaimResult> {
   const result: ClaimResult = { claimed: [], skipped: [] };
   const claims = await prepareClaims(store, candidates, o, result);
+  if (o.held?.()) return result;
   const units: TxUnit[] = claims.map((c) => {
     const ops = preparedClaimOps(store, c, o);
     return { build: () => ({ ops, events: c.events }) };

@@ -220,6 +220,10 @@ export async function claimLimited(
   const wanted = candidates.slice(0, admission.capacity);
   result.left.push(...candidates.slice(admission.capacity));
   const prepared = await prepareClaims(store, wanted, o, result);
+  if (o.held?.()) {
+    result.left.push(...wanted);
+    return result;
+  }
   const group = new Group(store, o, admission);
   let bytes = LIMIT_OPS_RESERVE;
   for (const c of prepared) {

@@ -48,6 +48,8 @@ export interface JobSourceOptions {
   limiter?: RateLimit | undefined;
   /** Longest wait of a rate-limited `claim`, ms (BullMQ's maximumRateLimitDelay). Default 30000. */
   maximumRateLimitDelay?: number | undefined;
+  /** True while the worker may not take jobs (paused, closing): asked again right before a claim is sent. */
+  held?: () => boolean;
 }
 
 /** A take that claimed nothing because of a limit: the rate limit (for `ttl` ms more) or the global concurrency. */
@@ -186,7 +188,7 @@ export class JobSource {
   }
 
   private claimOptions() {
-    return { workerId: this.o.workerId, lockDuration: this.o.lockDuration };
+    return { workerId: this.o.workerId, lockDuration: this.o.lockDuration, held: this.o.held };
   }
 
   /** Notes collisions, sets foreign nodes aside; resolves with the jobs claimed. */
