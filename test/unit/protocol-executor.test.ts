@@ -703,3 +703,24 @@ describe('trims planned from a shared view', () => {
     assert.deepEqual(events, ['a dropped claim', 'b settled false', "a' settled true"]);
   });
 });
+
+describe('units told when their multi is sent', () => {
+  test('sending comes in the order multis go out, again on a re-send; unsent only once a multi certainly failed', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    session.respond = (multi, n) => {
+      if (n === 0) throw new ConnectionLossError(); // outcome unknown: its receipt is read back (absent), then re-sent
+      if (n === 1) throw atOp(new BadVersionError(layout.job('a')), 0); // certainly not applied
+      return session.applied(multi);
+    };
+    const events: string[] = [];
+    const traced = (name: string) => {
+      const u = unit(name, () => [setOp(name)]);
+      u.sending = () => events.push(`${name} sending`);
+      u.unsent = () => events.push(`${name} unsent`);
+      return u;
+    };
+    const results = await executor.run([traced('a'), traced('b')], { maxOps: 1 });
+    assert.deepEqual(results.map(ok), [false, true]);
+    assert.deepEqual(events, ['a sending', 'a sending', 'a unsent', 'b sending']);
+  });
+});

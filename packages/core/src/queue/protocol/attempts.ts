@@ -33,7 +33,7 @@ import {
 } from './builders.js';
 import type { Built, ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { dropDepsOps, joinBuilt, parkShare, type Settlement, settleChildOps } from './flows.js';
-import { dropTrim, settleTrim, TrimBatch, type TrimState, trimShare } from './trims.js';
+import { dropTrim, sendingTrim, settleTrim, TrimBatch, type TrimState, trimShare, unsentTrim } from './trims.js';
 
 /** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
 export const MAX_PROGRESS_BYTES = 64 * 1024;
@@ -463,6 +463,8 @@ function finishUnit(
     trim,
     dropped: (op) => dropTrim(trim.state, op),
     settled: (result) => settleTrim(trim.state, result),
+    sending: () => sendingTrim(trim.state),
+    unsent: () => unsentTrim(trim.state),
     build: async () => {
       let planned = planFinish(f);
       const { job } = f;

@@ -89,6 +89,14 @@ export interface TxUnit {
   dropped?(op: ProtocolOp): void;
   /** Its outcome is final: its last built ops were applied (with their results, unless read back), or it failed. */
   settled?(result: UnitResult): void;
+  /**
+   * Its multi is about to be sent (again, after a failure): called in the
+   * order multis are sent, so a unit may bind its ops to that order (the
+   * version of a node several of its multis write one after the other).
+   */
+  sending?(): void;
+  /** The multi it was sent in was certainly not applied (it failed on an op). */
+  unsent?(): void;
 }
 
 /** What became of a unit: applied (`results` unless settled by a receipt), or failed with `error`. */
@@ -326,10 +334,14 @@ export class TxExecutor {
     halt: () => void,
   ): Promise<Entry<U>[]> {
     let written: OpResult[] | undefined;
+    for (const e of batch.entries) e.unit.sending?.();
     try {
       written = await this.session.multi(batch.ops);
     } catch (err) {
       halt();
+      if (!isOutcomeUnknown(err) && !(err instanceof SessionExpiredError)) {
+        for (const e of batch.entries) e.unit.unsent?.();
+      }
       return this.failed(batch, err, o, results);
     }
     this.settle(batch, written, results);

@@ -4,16 +4,17 @@
  * version of its node, from one read of the bucket stats; its oldest
  * pointers, from one listing of the oldest bucket (the next bucket is listed
  * only once those are used up); and the pointers this store's own finishes
- * created. The count and version include every plan not settled yet, so a
- * read never forgets a change still in flight.
+ * created. The count includes every plan not settled yet, and the version
+ * every grow sent and not settled yet, so a read never forgets a change
+ * still in flight.
  */
-
 import { performance } from 'node:perf_hooks';
 import { NoNodeError } from '../../zk/errors.js';
 import { sequenceOf } from '../../zk/sequence.js';
 import { idOfPointer, numberOf } from '../layout.js';
 import { decodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
+import type { ProtocolOp } from './executor.js';
 import { mayBePendingChild } from './flows.js';
 
 export type SetKind = 'completed' | 'failed';
@@ -57,6 +58,10 @@ export interface Plan {
   batch: TrimBatch;
   victims: Entry[];
   grows: boolean;
+  /** The check or grow of the set's version, if the plan carries one: its version is set as it is sent. */
+  fill?: ProtocolOp & { version?: number };
+  /** Its multi was sent, and may have been applied. */
+  sent: boolean;
   /** The view's generation (its reads) the plan was made from. */
   gen: number;
   /** What the plan adds to the set's count. */
@@ -68,8 +73,9 @@ export class SetView {
   stale = false;
   gen = 0;
   private at = 0;
-  /** Count and version as read, plus the plans not settled yet. */
+  /** The count as read, plus the plans not settled yet. */
   count = 0;
+  /** The version as read, plus the grows sent and not settled yet: the next grow sent writes at it. */
   version = 0;
   readonly plans = new Set<Plan>();
   /** Pointers a plan not settled yet deletes, and its batch. */
@@ -210,7 +216,7 @@ export class SetView {
       }
       for (const p of this.plans) {
         this.count += p.delta;
-        if (p.grows) this.version++;
+        if (p.grows && p.sent) this.version++;
       }
       this.loaded = true;
       this.stale = false;

@@ -27,9 +27,11 @@
  * multi again, and the view is read anew. After MAX_PLANS plans a finish
  * goes without its trim (`later`: the caller asks the Trimmer to catch up).
  *
- * One store's finish batches (one executor run each) use versions in the
- * order they were planned: a plan waits while an older batch has a `grow`
- * in flight (older batches never wait for younger ones).
+ * A plan decides from the view's count when it is built; the version its
+ * check or grow names is bound as its multi is sent (`sending`), in the
+ * order this store's multis reach ZooKeeper, so finish batches planned side
+ * by side (the Finisher's, or a unit built again after a conflict) never
+ * hold versions in another order than they are applied in.
  *
  * Flows: a failed job that may still be a pending child (no failure policy
  * toward its parent) leaves its parent's dependencies as it is trimmed
@@ -95,10 +97,6 @@ const EMPTY_READS = 3;
 async function plan(view: SetView, batch: TrimBatch, state: TrimState, bound: number): Promise<Built> {
   let emptyReads = 0;
   for (;;) {
-    if (view.blocked(batch)) {
-      await view.waitOlder(batch);
-      continue;
-    }
     if (view.unknown) {
       await view.refresh();
       continue;
@@ -135,16 +133,17 @@ async function plan(view: SetView, batch: TrimBatch, state: TrimState, bound: nu
 
 /** Counts a plan into the view and returns its ops: the version's check or grow, the victims' trims. */
 function record(view: SetView, batch: TrimBatch, state: TrimState, victims: Entry[], fill: FillWrite): Built {
-  const p: Plan = { view, batch, victims, grows: fill.kind === 'grow', gen: view.gen, delta: 1 - victims.length };
+  const grows = fill.kind === 'grow';
+  const p: Plan = { view, batch, victims, grows, sent: false, gen: view.gen, delta: 1 - victims.length };
   view.plans.add(p);
   view.count += p.delta;
-  if (p.grows) view.version++;
   state.plan = p;
   const { layout } = view.store;
   const ops: ProtocolOp[] = [];
-  if (fill.kind === 'grow' || !batch.checks.has(view)) {
-    ops.push(fillOp(layout, view.kind, fill));
-    if (fill.kind === 'check') batch.checks.set(view, p);
+  if (grows || !batch.checks.has(view)) {
+    p.fill = fillOp(layout, view.kind, fill);
+    ops.push(p.fill);
+    if (!grows) batch.checks.set(view, p);
   }
   for (const v of victims) {
     if (v.orphan) ops.push({ op: 'delete', path: v.pointer, role: 'trim' });
@@ -166,13 +165,31 @@ function forgetCheck(p: Plan): void {
   if (p.batch.checks.get(p.view) === p) p.batch.checks.delete(p.view);
 }
 
-/** Takes a plan out of its view's count (it will not be applied, or already was). */
+/** Takes a plan that will not be applied out of its view. */
 function unplan(p: Plan): void {
   const { view } = p;
   forgetCheck(p);
   view.plans.delete(p);
   view.count -= p.delta;
-  if (p.grows) view.version--;
+  // sent, its outcome unknown: whether the version moved is read again
+  if (p.sent && p.grows) view.stale = true;
+}
+
+/** The finish's multi is being sent: its check or grow names the version this store's multis have reached. */
+export function sendingTrim(state: TrimState): void {
+  const p = state.plan;
+  if (!p || p.sent) return;
+  p.sent = true;
+  if (p.fill) p.fill.version = p.view.version;
+  if (p.grows) p.view.version++;
+}
+
+/** The finish's multi failed on an op: it was not applied, its grow did not move the version. */
+export function unsentTrim(state: TrimState): void {
+  const p = state.plan;
+  if (!p?.sent) return;
+  p.sent = false;
+  if (p.grows) p.view.version--;
 }
 
 /**
@@ -218,9 +235,9 @@ export function settleTrim(state: TrimState, result: UnitResult): void {
     const created = state.createAt === undefined ? undefined : result.results?.[state.createAt];
     view.applied(p.victims, created?.op === 'create' ? created.path : undefined);
   } else {
-    // its count and version are not what the view holds, and its victims are still there
+    // its count is not what the view holds, and its victims are still there
     view.count -= p.delta;
-    if (p.grows) view.version--;
+    if (p.sent && p.grows) view.version--;
     view.stale = true;
   }
   view.notify();
