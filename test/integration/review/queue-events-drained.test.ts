@@ -14,6 +14,7 @@ import { type Op, QueueLayout, type Session } from '@zkq/core';
 import { type Job, Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
+import { workerRequestsPerJob } from '../../helpers/requests.js';
 import { waitFor } from '../../helpers/zk.js';
 
 /**
@@ -95,19 +96,7 @@ async function requestsPerJob(t: { name?: string; after: (fn: () => unknown) => 
   await events?.waitUntilReady();
   const jobs = 300;
   await queue.addBulk(Array.from({ length: jobs }, () => ({ name: 'j', data: 0, opts: { removeOnComplete: true } })));
-  let done = 0;
-  const worker = new Worker(name, async () => 'ok', { ...env, concurrency: 1 });
-  t.after(() => worker.close());
-  worker.on('completed', () => {
-    done++;
-  });
-  const session = await worker.client;
-  await waitFor(() => done >= 20, { what: 'a warm-up' });
-  const [requests, from] = [session.stats.requests, done];
-  await waitFor(() => done >= jobs, { what: 'the backlog to be done', timeoutMs: 60_000 });
-  const perJob = (session.stats.requests - requests) / (done - from);
-  await worker.close();
-  return perJob;
+  return workerRequestsPerJob(t, env, name, jobs);
 }
 
 test('a QueueEvents listener adds no request per job to a worker working through a backlog', {}, async (t) => {

@@ -32,7 +32,7 @@ import {
   revokeOps,
 } from './builders.js';
 import type { Built, ProtocolOp, TxUnit, UnitResult } from './executor.js';
-import { dropDepsOps, joinBuilt, parkShare, type Settlement, settleChildOps } from './flows.js';
+import { dropDepsOps, joinBuilt, mayBePendingChild, parkShare, type Settlement, settleChildOps } from './flows.js';
 import { dropTrim, sendingTrim, settleTrim, TrimBatch, type TrimState, trimShare, unsentTrim } from './trims.js';
 
 /** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
@@ -489,6 +489,9 @@ function finishUnit(
         to,
       );
       trim.state.createAt = to ? ops.length - 1 : undefined; // the new pointer's create is finishOps' last op
+      // a failed child still pending for its parent must leave its dependencies when it is trimmed
+      trim.state.createdRead =
+        planned.record && to?.kind === 'failed' && mayBePendingChild(planned.record) ? planned.record : 'plain';
       let built: Built = { ops, events: [planned.event, ...(planned.also ?? [])], wakes: planned.to?.kind === 'ready' };
       // after the fence (the record at the token): a parent parking writes its dependencies,
       // a child done for good settles its standing with its parent

@@ -126,14 +126,17 @@ export class SetView {
     if (e) e.read = 'gone';
   }
 
-  /** A plan settled: its victims are gone, the pointer it created (if known) is this store's. */
-  applied(victims: Entry[], created: string | undefined): void {
+  /**
+   * A plan settled: its victims are gone, the pointer it created (if known)
+   * is this store's, and `read` says what its job is (no read of it needed).
+   */
+  applied(victims: Entry[], created: string | undefined, read?: JobRecord | 'plain'): void {
     for (const v of victims) {
       this.mine.delete(v.pointer);
       this.trimmedSince?.add(v.pointer);
     }
     if (!created) return;
-    this.mine.set(created, undefined);
+    this.mine.set(created, read === undefined ? undefined : { ...entryOf(created), read });
     if (this.mine.size > MINE_LIMIT) this.mine.delete(this.mine.keys().next().value as string);
   }
 
@@ -344,7 +347,10 @@ export class SetView {
    * children still pending (in queues that got children of flows only).
    */
   private async readRecords(entries: Entry[]): Promise<void> {
-    const batch = this.kind === 'failed' ? entries.filter((e) => e.read === undefined) : [];
+    if (this.kind !== 'failed') return;
+    // the records of this store's own finishes are known
+    for (const e of entries) if (e.read === undefined) e.read = this.mine.get(e.pointer)?.read;
+    const batch = entries.filter((e) => e.read === undefined);
     if (batch.length === 0) return;
     const { layout, session } = this.store;
     // only a queue that ever got a child of a flow can hold one (one look per batch of reads)

@@ -39,6 +39,7 @@
  * does. A completed child, or a failed one that settled, leaves its entry
  * (a processed child's value stays readable from its parent).
  */
+import type { JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import { type FillWrite, fillOp, trimOps } from './builders.js';
@@ -59,6 +60,8 @@ export interface TrimState {
   plan?: Plan;
   /** Index, in the unit's ops, of the create of the finish's own pointer (its result names it). */
   createAt?: number;
+  /** The finished job's record when it is a child still pending for its parent (a failed one), else 'plain'. */
+  createdRead?: JobRecord | 'plain';
   /** The bound was not enforced by the transaction that committed: trim later. */
   later?: boolean;
 }
@@ -233,7 +236,7 @@ export function settleTrim(state: TrimState, result: UnitResult): void {
   if (result.ok) {
     // the pointer the finish created in this set, when its result is known
     const created = state.createAt === undefined ? undefined : result.results?.[state.createAt];
-    view.applied(p.victims, created?.op === 'create' ? created.path : undefined);
+    view.applied(p.victims, created?.op === 'create' ? created.path : undefined, state.createdRead);
   } else {
     // its count is not what the view holds, and its victims are still there
     view.count -= p.delta;
