@@ -20,7 +20,8 @@
  *                     job, only while it runs; that worker alone is woken.
  * 11. `trims.ts`      retention inside the finish: a finished set bounded
  *                     by a count is trimmed in the finish's transaction,
- *                     planned from a cached view of the set (used by attempts.ts).
+ *                     planned from a cached view of the set (`trim-view.ts`,
+ *                     `trim-pointers.ts`); used by attempts.ts.
  *
  * A job is its record `jobs/<shard>/<id>` plus ONE pointer that says where it
  * is: a ready pointer (waiting, or active while a claim exists), a delayed

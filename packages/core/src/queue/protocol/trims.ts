@@ -108,10 +108,10 @@ async function plan(view: SetView, batch: TrimBatch, state: TrimState, bound: nu
     const need = view.count + 1 - bound;
     if (need <= 0) return record(view, batch, state, [], { kind: 'grow', version: view.version });
     const gen = view.gen;
-    let victims = await view.take(Math.min(need, 1 + MAX_EXCESS), batch);
+    let victims = await view.pointers.take(Math.min(need, 1 + MAX_EXCESS), batch);
     if (view.gen !== gen) {
       // read again meanwhile: the count the victims were chosen for may have changed
-      view.giveBack(victims, batch);
+      view.pointers.giveBack(victims, batch);
       continue;
     }
     if (victims.length === 0) {
@@ -120,7 +120,7 @@ async function plan(view: SetView, batch: TrimBatch, state: TrimState, bound: nu
         view.stale = true;
         continue;
       }
-      victims = view.steal(batch);
+      victims = view.pointers.steal(batch, view.plans);
       if (victims.length === 0 && emptyReads++ < EMPTY_READS) {
         view.stale = true;
         continue;
@@ -208,16 +208,16 @@ export function dropTrim(state: TrimState, failed: ProtocolOp): void {
   unplan(p);
   if (failed.role === 'trim') {
     // another store trimmed (or removed) a pointer this one planned to trim
-    if (failed.op === 'delete' && failed.path.startsWith(`${view.dir}/`)) view.collided(failed.path);
+    if (failed.op === 'delete' && failed.path.startsWith(`${view.dir}/`)) view.pointers.collided(failed.path);
     if (p.gen === view.gen) view.stale = true;
   }
   const { layout } = view.store;
   for (const v of p.victims) if (failed.path === layout.job(v.id)) v.orphan = true; // its record is gone
-  view.release(
+  view.pointers.release(
     p.victims.filter((v) => v.pointer === failed.path),
     p.batch,
   );
-  view.giveBack(
+  view.pointers.giveBack(
     p.victims.filter((v) => v.pointer !== failed.path),
     p.batch,
   );
@@ -232,11 +232,11 @@ export function settleTrim(state: TrimState, result: UnitResult): void {
   const { view } = p;
   forgetCheck(p);
   view.plans.delete(p);
-  view.release(p.victims, p.batch);
+  view.pointers.release(p.victims, p.batch);
   if (result.ok) {
     // the pointer the finish created in this set, when its result is known
     const created = state.createAt === undefined ? undefined : result.results?.[state.createAt];
-    view.applied(p.victims, created?.op === 'create' ? created.path : undefined, state.createdRead);
+    view.pointers.applied(p.victims, created?.op === 'create' ? created.path : undefined, state.createdRead);
   } else {
     // its count is not what the view holds, and its victims are still there
     view.count -= p.delta;
