@@ -17,7 +17,6 @@ import { waitFor } from '../../helpers/zk.js';
 const keep = { removeOnFail: { count: 2 } };
 
 test('removeOnFail count: a quarantined record added to failed is trimmed by the next bounded failure', {
-  todo: 'quarantine moves a pointer into failed without touching the set node',
 }, async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('q', env);

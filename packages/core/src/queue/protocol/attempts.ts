@@ -23,6 +23,7 @@ import type { KeepJobs } from '../types.js';
 import {
   claimOps,
   type Destination,
+  fillOp,
   finishOps,
   moveOps,
   parkedPath,
@@ -750,11 +751,15 @@ export async function quarantineMalformed(store: QueueStore, candidate: Candidat
   const [result] = await store.executor.run([
     {
       build: async () => ({
-        ops: moveOps(
-          store.layout,
-          { id: candidate.id, version, record: encodeRecord(record), from: candidate.pointer },
-          (await store.destination({ kind: 'failed' })) as Destination,
-        ),
+        ops: [
+          ...moveOps(
+            store.layout,
+            { id: candidate.id, version, record: encodeRecord(record), from: candidate.pointer },
+            (await store.destination({ kind: 'failed' })) as Destination,
+          ),
+          // the failed set grew: counts cached by bounded finishes must be read again
+          fillOp(store.layout, 'failed', { kind: 'touch' }),
+        ],
       }),
     },
   ]);

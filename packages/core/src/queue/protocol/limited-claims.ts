@@ -149,7 +149,8 @@ export function admit(
   if (w && ended && w.ms > 0 && !exact) return { kind: 'confirm' };
   if (w && !ended) {
     const max = limits.rate?.max ?? MANUAL_WINDOW_COUNT;
-    if (w.count >= max) return { kind: 'rate', ttl: Math.max(1, Math.ceil(w.start + w.ms - now)) };
+    // what is left of the window, never more than the window (the server's time is estimated here)
+    if (w.count >= max) return { kind: 'rate', ttl: Math.min(w.ms, Math.max(1, Math.ceil(w.start + w.ms - now))) };
     if (limits.rate) {
       capacity = Math.min(capacity, max - w.count);
       window = { kind: 'count', version: w.version, countVersion: w.countVersion, count: w.count, ms: w.ms, id: w.id };

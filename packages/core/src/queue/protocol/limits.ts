@@ -229,7 +229,8 @@ export async function readWindow(store: QueueStore): Promise<WindowState | undef
 export async function liveWindow(store: QueueStore): Promise<{ count: number; ttl: number } | undefined> {
   const w = await readWindow(store);
   if (!w || w.ms <= 0) return undefined;
-  const ttl = w.start + w.ms - (await store.serverNow());
+  // never more than the window: the server's time is an estimate
+  const ttl = Math.min(w.ms, w.start + w.ms - (await store.serverNow()));
   return ttl > 0 ? { count: w.count, ttl } : undefined;
 }
 
