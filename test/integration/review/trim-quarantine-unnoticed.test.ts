@@ -16,8 +16,7 @@ import { waitFor } from '../../helpers/zk.js';
 
 const keep = { removeOnFail: { count: 2 } };
 
-test('removeOnFail count: a quarantined record added to failed is trimmed by the next bounded failure', {
-}, async (t) => {
+test('removeOnFail count: a quarantined record added to failed is trimmed by the next bounded failure', {}, async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('q', env);
   t.after(() => queue.close());
