@@ -15,9 +15,7 @@ import { waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker, FlowProducer } = withBackend(createZooKeeperBackend);
 
-test('removeOnFail count: a failed job adopted by a flow since its finish is detached when trimmed', {
-  todo: "the finish's own failed pointer is cached as plain: an adopted child is trimmed without detaching",
-}, async (t) => {
+test('removeOnFail count: a failed job adopted by a flow since its finish is detached when trimmed', {}, async (t) => {
   const { connection } = await bullEnv(t);
   const kids = new Queue('kids', { connection });
   const parents = new Queue('parents', { connection });

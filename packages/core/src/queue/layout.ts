@@ -422,6 +422,13 @@ export class QueueLayout {
     return kind === 'completed' ? this.completedDir : this.failedDir;
   }
 
+  /** The finished set a pointer path lies in, if any. */
+  finishedSetOf(pointer: string): 'completed' | 'failed' | undefined {
+    if (pointer.startsWith(`${this.completedDir}/`)) return 'completed';
+    if (pointer.startsWith(`${this.failedDir}/`)) return 'failed';
+    return undefined;
+  }
+
   /** Prefix of a finished pointer in `bucketPath`; ZooKeeper appends the sequence number. */
   finishedPointerPrefix(kind: 'completed' | 'failed', bucketPath: string, id: string): string {
     return `${bucketPath}/${kind === 'completed' ? 'c' : 'f'}-${id}-`;

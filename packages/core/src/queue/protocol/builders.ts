@@ -236,7 +236,7 @@ export function moveOps(
   to: Destination,
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [{ op: 'setData', path: layout.job(m.id), data: m.record, version: m.version }];
-  if (m.from) ops.push({ op: 'delete', path: m.from });
+  if (m.from) ops.push({ op: 'delete', path: m.from }, ...leaveSetOps(layout, m.from));
   ops.push(pointerOp(layout, m.id, to));
   return ops;
 }
@@ -267,8 +267,20 @@ export function removeOps(
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [];
   if (r.version !== undefined) ops.push({ op: 'delete', path: layout.job(r.id), version: r.version });
-  if (r.pointer) ops.push({ op: 'delete', path: r.pointer });
+  if (r.pointer) ops.push({ op: 'delete', path: r.pointer }, ...leaveSetOps(layout, r.pointer));
   return ops;
+}
+
+/**
+ * A pointer deleted out of a finished set other than by a finish's own trim
+ * (remove, retry, clean, the Trimmer) rewrites the set's node, as a `touch`
+ * does: the finishes that plan trims from a remembered count (trims.ts) then
+ * fail their check of its version and count the set again, instead of
+ * trimming a job the bound keeps.
+ */
+export function leaveSetOps(layout: QueueLayout, pointer: string): ProtocolOp[] {
+  const set = layout.finishedSetOf(pointer);
+  return set ? [fillOp(layout, set, { kind: 'touch' })] : [];
 }
 
 /**

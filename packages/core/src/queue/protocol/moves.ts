@@ -22,7 +22,7 @@ import { encodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore, StoredJob } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import { type Candidate, PLAIN_LANE, type Place } from './attempts.js';
-import { eventOp, moveOps, removeOps, rewriteOps, trimOps } from './builders.js';
+import { eventOp, leaveSetOps, moveOps, removeOps, rewriteOps, trimOps } from './builders.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { detachOps, joinBuilt, mayBePendingChild } from './flows.js';
 
@@ -447,7 +447,9 @@ export async function trimFinished(store: QueueStore, kind: 'completed' | 'faile
  * ever got a child of a flow.
  */
 async function trimMoves(store: QueueStore, kind: 'completed' | 'failed', victims: Located[]): Promise<Move[]> {
-  const plain = (v: Located): Move => ({ id: v.id, build: () => ({ ops: trimOps(store.layout, v) }) });
+  // each trim rewrites the set's node (the finishes' remembered counts are read again)
+  const ops = (v: Located) => [...trimOps(store.layout, v), ...leaveSetOps(store.layout, v.pointer)];
+  const plain = (v: Located): Move => ({ id: v.id, build: () => ({ ops: ops(v) }) });
   if (kind !== 'failed' || victims.length === 0) return victims.map(plain);
   if (!(await store.session.exists(store.layout.flowChildren))) return victims.map(plain);
   return victims.map((v) => ({
@@ -456,7 +458,7 @@ async function trimMoves(store: QueueStore, kind: 'completed' | 'failed', victim
       const stored = await store.getJob(v.id).catch(() => undefined);
       const detach =
         stored && mayBePendingChild(stored.record) && (await detachOps(store, stored.record, { reread: true }));
-      return joinBuilt({ ops: trimOps(store.layout, v) }, detach || undefined);
+      return joinBuilt({ ops: ops(v) }, detach || undefined);
     },
   }));
 }

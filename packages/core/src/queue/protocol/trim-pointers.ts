@@ -13,7 +13,11 @@ import { mayBePendingChild } from './flows.js';
 
 export type SetKind = 'completed' | 'failed';
 
-/** How long after a collision with another store's trims this one trims its own pointers first, ms. */
+/**
+ * How long after a second collision with another store's trims this one
+ * trims its own pointers first, ms; and how close two collisions must come
+ * to count as contention.
+ */
 const CONTENDED_MS = 1000;
 /** Failed records read at once to learn which victims are pending children. */
 const RECORD_READ = 50;
@@ -53,6 +57,8 @@ export class SetPointers {
   /** Pointers this store's finishes created, not trimmed yet (parsed only when contended). */
   private readonly mine = new Map<string, Entry | undefined>();
   private contendedUntil = 0;
+  /** The last collision: when, and the generation of the view the colliding plan was made from. */
+  private lastCollision = { at: Number.NEGATIVE_INFINITY, gen: -1 };
   /** Pointers trimmed while a read was under way (its listing may still show them). */
   private trimmedSince: Set<string> | undefined;
 
@@ -83,9 +89,19 @@ export class SetPointers {
     this.trimmedSince = undefined;
   }
 
-  /** Another store trimmed a pointer this one planned to: trim own pointers first for a while. */
-  collided(pointer: string): void {
-    this.contendedUntil = performance.now() + CONTENDED_MS;
+  /**
+   * Another store trimmed a pointer this one planned to, in a plan made from
+   * view generation `gen`. A view read before that trim was only stale: it
+   * is read again, and the oldest are still taken. A collision again, by a
+   * plan made from a view read after the last one, is contention (stores
+   * trimming side by side from the same listing): own pointers go first for
+   * a while, so that the stores stop picking the same ones.
+   */
+  collided(pointer: string, gen: number): void {
+    const now = performance.now();
+    const last = this.lastCollision;
+    if (gen > last.gen && now - last.at < CONTENDED_MS) this.contendedUntil = now + CONTENDED_MS;
+    this.lastCollision = { at: now, gen };
     this.mine.delete(pointer);
     const e = this.entries.find((x) => x.pointer === pointer);
     if (e) e.read = 'gone';
@@ -101,7 +117,9 @@ export class SetPointers {
       this.trimmedSince?.add(v.pointer);
     }
     if (!created) return;
-    this.mine.set(created, read === undefined ? undefined : { ...entryOf(created), read });
+    // a job known to be a pending child is remembered as one; one known as plain is not: a flow may
+    // adopt it later (a duplicated id), so readRecords asks again in a queue that has children
+    this.mine.set(created, typeof read === 'object' ? { ...entryOf(created), read } : undefined);
     if (this.mine.size > MINE_LIMIT) this.mine.delete(this.mine.keys().next().value as string);
   }
 
@@ -216,7 +234,7 @@ export class SetPointers {
    */
   private async readRecords(entries: Entry[]): Promise<void> {
     if (this.kind !== 'failed') return;
-    for (const e of entries) if (e.read === undefined) e.read = this.mine.get(e.pointer)?.read;
+    for (const e of entries) if (e.read === undefined) e.read = this.mine.get(e.pointer)?.read; // a pending child
     const batch = entries.filter((e) => e.read === undefined);
     if (batch.length === 0) return;
     const { layout, session } = this.store;
