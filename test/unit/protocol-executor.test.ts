@@ -249,6 +249,49 @@ describe('the owner of a failing op', () => {
     });
   }
 
+  test('recheck: after a conflict, the units it names stale fail at once; only the rest are sent again', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const units = [ops('a', 1), ops('b', 1), ops('c', 1), ops('d', 1)];
+    const err = atOp(new BadVersionError('/x'), 1); // a0, [b0], c0, d0, receipt
+    session.respond = (multi, n) => {
+      if (n === 0) throw err;
+      return session.applied(multi);
+    };
+    const asked: string[][] = [];
+    const taken = new BadVersionError(layout.job('c'));
+    const results = await executor.run(units, {
+      recheck: async (left) => {
+        asked.push(left.map((u) => u.name));
+        return left.map((u) => (u.name === 'c' ? taken : undefined));
+      },
+    });
+    assert.deepEqual(asked, [['a', 'c', 'd']]);
+    assert.deepEqual(results[1], { ok: false, error: err, op: session.sent[0]?.[1] });
+    assert.deepEqual(results[2], { ok: false, error: taken });
+    assert.ok(ok(results[0]) && ok(results[3]));
+    assert.deepEqual(session.sent.map(unitsIn), [
+      ['a', 'b', 'c', 'd'],
+      ['a', 'd'],
+    ]);
+  });
+
+  test('recheck that fails (connection lost): the others are sent again as they are', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const units = [ops('a', 1), ops('b', 1)];
+    session.respond = (multi, n) => {
+      if (n === 0) throw atOp(new BadVersionError('/x'), 0);
+      return session.applied(multi);
+    };
+    const results = await executor.run(units, {
+      recheck: async () => {
+        throw new ConnectionLossError();
+      },
+    });
+    assert.equal(results[0]?.ok, false);
+    assert.ok(ok(results[1]));
+    assert.deepEqual(session.sent.map(unitsIn), [['a', 'b'], ['b']]);
+  });
+
   test("onConflict's replacement unit is sent instead, in the same place", async () => {
     const { session, executor } = fakeExecutor(layout);
     const pointer = '/q/ready/p-0000000000/b-0000000000/qn-j-0000000001';

@@ -11,7 +11,7 @@
  * lands in between wins.
  */
 import { performance } from 'node:perf_hooks';
-import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
+import { BadVersionError, NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import type { OpResult } from '../../zk/types.js';
 import { type HandoffMode, handoffAfterConflict, withHandoff } from '../dedup.js';
 import { LostJobError, PayloadTooLargeError } from '../errors.js';
@@ -205,18 +205,36 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
   const result: ClaimResult = { claimed: [], skipped: [] };
   const claims = await prepareClaims(store, candidates, o, result);
   if (o.held?.()) return result;
-  const units: TxUnit[] = claims.map((c) => {
+  const units = claims.map((c) => {
     const ops = preparedClaimOps(store, c, o);
-    return { build: () => ({ ops, events: c.events }) };
+    return { claim: c, build: () => ({ ops, events: c.events }) };
   });
   const claimedAt = performance.now();
-  const written = await store.executor.run(units);
+  const written = await store.executor.run(units, { recheck: (left) => takenSince(store, left) });
   written.forEach((w, i) => {
     const c = claims[i] as PreparedClaim;
     if (w.ok) result.claimed.push(claimedJob(c, claimedAt));
     else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
   });
   return result;
+}
+
+/**
+ * After one claim of a batch met another worker's, which of the others were
+ * taken too since their records were read (their versions moved on): one
+ * read of them all, so that the batch is sent again without them.
+ */
+async function takenSince(store: QueueStore, left: { claim: PreparedClaim }[]): Promise<(Error | undefined)[]> {
+  const { session, layout } = store;
+  const replies = await session.readMulti(
+    left.map(({ claim }) => ({ op: 'getData' as const, path: layout.job(claim.candidate.id) })),
+  );
+  return left.map(({ claim }, i) => {
+    const r = replies[i];
+    const path = layout.job(claim.candidate.id);
+    if (!r?.ok) return r?.error instanceof NoNodeError ? new BadVersionError(path) : undefined;
+    return r.stat.version !== claim.version ? new BadVersionError(path) : undefined;
+  });
 }
 
 /** Records read per request: a claim batch is read in one or a few read-only multis. */
@@ -254,7 +272,11 @@ async function readRecords(store: QueueStore, candidates: Candidate[], result: C
 
 /** A failure that means another writer was first (not an error to report). */
 export function isConflict(err: unknown): boolean {
-  return (err as ZooKeeperError | undefined)?.opIndex !== undefined || err instanceof NodeExistsError;
+  return (
+    (err as ZooKeeperError | undefined)?.opIndex !== undefined ||
+    err instanceof NodeExistsError ||
+    err instanceof BadVersionError
+  );
 }
 
 // ---- renewals and progress --------------------------------------------------

@@ -119,6 +119,15 @@ export interface RunOptions<U extends TxUnit> {
    * (default: the run rejects with it). For callers that share one run.
    */
   settleAll?: boolean;
+  /**
+   * After a unit failed on a conflict (and `onConflict` offered nothing),
+   * the other units of its multi are asked about in one call before they
+   * are sent again: an error for each that would fail too (another writer
+   * went first), which then fails at once. Units written at versions read
+   * alike (claims of the head that several workers race for) then cost one
+   * read and one multi per conflict, not one multi per unit taken.
+   */
+  recheck?: (units: U[]) => Promise<(Error | undefined)[]>;
 }
 
 /** A leader's fenced write failed its fence: this process is no longer the leader. */
@@ -421,7 +430,13 @@ export class TxExecutor {
       return [...rest, { unit: instead, index: entry.index, bytes: 0, retries: entry.retries + 1 }];
     }
     this.decide(results, entry, { ok: false, error: err, op });
-    return rest;
+    if (!o.recheck || rest.length === 0) return rest;
+    const stale = await o.recheck(rest.map((e) => e.unit)).catch(() => []);
+    return rest.filter((e, i) => {
+      const error = stale[i];
+      if (error) this.decide(results, e, { ok: false, error });
+      return !error;
+    });
   }
 
   /** The multi may or may not have been applied: read its receipt back, or send it again when that is safe. */

@@ -194,8 +194,11 @@ export class JobSource {
   /** Notes collisions, sets foreign nodes aside; resolves with the jobs claimed. */
   private async settle(result: ClaimResult): Promise<ClaimedJob[]> {
     for (const { candidate, error } of result.skipped) {
-      if (error === undefined || error instanceof NodeExistsError) this.lastCollision = Date.now();
-      else await this.setAside(candidate, error);
+      if (error === undefined || error instanceof NodeExistsError) {
+        // another worker was first: the view is behind the claims, the next take scans again
+        this.lastCollision = Date.now();
+        this.viewAt = 0;
+      } else await this.setAside(candidate, error);
     }
     // Busy now: the next idle worker takes over the head, and sees only what is left.
     if (result.claimed.length > 0) this.line.leave();
