@@ -161,7 +161,8 @@ export class WorkerGroup {
       ...(o.threads ? { threads: o.threads } : {}),
       ...(o.trace ? { trace: true } : {}),
     };
-    const execArgv = ['--import', 'tsx', '--conditions=zkq-source'];
+    // the packages as users install them (their built JavaScript), not their TypeScript sources
+    const execArgv = ['--import', 'tsx'];
     if (o.profileDir) {
       // A directory per process, with node's own file names: one name for all would let the
       // loader thread's profile overwrite the main thread's (thread id 0 in the name).

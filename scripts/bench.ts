@@ -14,6 +14,9 @@
  *   npm run bench -- --report bench/results/latest.json   print the report of an earlier run again
  *   npm run bench -- --zk 127.0.0.1:2181 [--zk-pid N] [--redis 127.0.0.1:6379 --redis-pid M]  existing servers
  *
+ * zkq runs as users install it: `npm run bench` builds the packages first and
+ * every process loads their JavaScript (dist), not the TypeScript sources.
+ *
  * Results also go to bench/results/latest.json. See docs/benchmarks.md.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

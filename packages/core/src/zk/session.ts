@@ -823,18 +823,18 @@ function normalizeNamespace(ns: string | undefined): string {
   return trimmed;
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused here
+const BAD_PATH = /\/(?:\.{1,2})?(?:\/|$)|[\u0000-\u001f\u007f]/;
+
 /** Refuses what ZooKeeper would: relative, empty or dotted segments, a trailing slash, control characters. */
+
 function validatePath(path: string): void {
   if (typeof path !== 'string' || !path.startsWith('/')) {
     throw new BadArgumentsError('a path must be a string starting with /', String(path));
   }
   if (path === '/') return;
-  const bad = path
-    .slice(1)
-    .split('/')
-    .some((seg) => seg === '' || seg === '.' || seg === '..');
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused here
-  if (bad || /[\u0000-\u001f\u007f]/.test(path)) {
+  // one scan per path (every op of every request is checked): an empty, `.` or `..` segment, or a control character
+  if (BAD_PATH.test(path)) {
     throw new BadArgumentsError('invalid path (empty, . or .. segment, trailing slash or control character)', path);
   }
 }

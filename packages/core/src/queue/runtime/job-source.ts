@@ -67,6 +67,8 @@ const LIMITED_ROUNDS = 3;
 const VIEW_MAX_AGE_MS = 100;
 /** How long after a collision claims keep spreading, ms. */
 const SPREAD_FOR_MS = 2000;
+/** Candidates a view holds at least while claims spread. */
+const SPREAD_VIEW = 1000;
 /** Pause before looking at the line again after a failed look, ms. */
 const LINE_RETRY_MS = 500;
 
@@ -222,7 +224,9 @@ export class JobSource {
   }
 
   private async rescan(max: number): Promise<void> {
-    const limit = Math.max(200, max * 4);
+    // spreading, the view reaches further into the head (its bucket is listed whole anyway),
+    // so that workers picking windows at random rarely pick the same ones
+    const limit = this.spreading() ? Math.max(SPREAD_VIEW, max * 16) : Math.max(200, max * 4);
     this.view = await this.lookAtHead(limit);
     this.sawWholeHead = this.view.length < limit;
     this.viewAt = Date.now();
@@ -241,10 +245,21 @@ export class JobSource {
   }
 
   private pick(max: number): Candidate[] {
-    const spreading = Date.now() - this.lastCollision < SPREAD_FOR_MS;
-    const offset = spreading ? Math.floor(Math.random() * Math.max(1, this.view.length - max)) : 0;
+    let offset = 0;
+    if (this.spreading()) {
+      // a random window, inside the first lane of the view: spreading never serves a lower priority first
+      const lane = this.view[0]?.lane;
+      let end = this.view.findIndex((c) => c.lane !== lane);
+      if (end < 0) end = this.view.length;
+      offset = Math.floor(Math.random() * Math.max(1, end - max));
+    }
     const picked = this.view.splice(offset, max);
     return picked;
+  }
+
+  /** Claims collided lately: workers take windows at random offsets of the head, not its first jobs. */
+  private spreading(): boolean {
+    return Date.now() - this.lastCollision < SPREAD_FOR_MS;
   }
 
   /** A pointer whose record is not a zkq job: failed with the reason when possible, else ignored. */
