@@ -119,6 +119,8 @@ export class BackendContext {
   private metrics: MetricsCollector | undefined;
   private housekeeper: Housekeeper | undefined;
   private pausedFlag: Promise<boolean> | undefined;
+  /** The pause flag as last read. */
+  private pausedNow = false;
   /** This backend's id among the queue's workers (membership, election). */
   readonly workerId: string;
   /** The name its attempts carry (`processedBy`): BullMQ's Worker `name`, else its id. */
@@ -206,7 +208,8 @@ export class BackendContext {
       this.jobSource?.poke();
     };
     try {
-      return await store.isPaused(changed);
+      this.pausedNow = await store.isPaused(changed);
+      return this.pausedNow;
     } catch (err) {
       if (!(err instanceof NoNodeError)) throw err;
       // the queue was obliterated: nothing to claim (as on Redis) until it is made again
@@ -227,6 +230,9 @@ export class BackendContext {
       idlePollMs: (this.opts.drainDelay ?? 5) * 1000,
       onWarning: this.onError,
       limiter: this.opts.limiter,
+      // asked right before a claim is sent: a pause whose watch fired meanwhile (it is not read
+      // again yet) holds the claim back, as the pause flag itself does
+      held: () => this.pausedFlag === undefined || this.pausedNow,
     });
     return this.jobSource;
   }

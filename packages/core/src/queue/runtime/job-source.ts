@@ -145,7 +145,13 @@ export class JobSource {
     this.maxedAt = undefined;
     const picked = await this.candidates(max);
     if (picked === 'idle') return 'idle';
-    return this.settle(await claimJobs(this.store, picked, this.claimOptions()));
+    const result = await claimJobs(this.store, picked, this.claimOptions());
+    if (result.claimed.length === 0 && this.o.held?.()) {
+      // held back before the claim was sent: what it picked is still there to take later
+      const skipped = new Set(result.skipped.map((s) => s.candidate));
+      this.view.unshift(...picked.filter((c) => !skipped.has(c)));
+    }
+    return this.settle(result);
   }
 
   /** A take under a global limit: admitted by the limits read, in one transaction with them. */
