@@ -354,6 +354,25 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
   async getWaitingChildrenCount(): Promise<number> {
     return this.getJobCountByTypes('waiting-children');
   }
+  /** Count of one state's jobs, as BullMQ's getters of the same names. */
+  async getWaitingCount(): Promise<number> {
+    return this.getJobCountByTypes('waiting');
+  }
+  async getActiveCount(): Promise<number> {
+    return this.getJobCountByTypes('active');
+  }
+  async getDelayedCount(): Promise<number> {
+    return this.getJobCountByTypes('delayed');
+  }
+  async getPrioritizedCount(): Promise<number> {
+    return this.getJobCountByTypes('prioritized');
+  }
+  async getCompletedCount(): Promise<number> {
+    return this.getJobCountByTypes('completed');
+  }
+  async getFailedCount(): Promise<number> {
+    return this.getJobCountByTypes('failed');
+  }
   /** Jobs yet to run: waiting (or paused), delayed, prioritized, and parents waiting for their children. */
   async count(): Promise<number> {
     return this.getJobCountByTypes('waiting', 'paused', 'delayed', 'prioritized', 'waiting-children');
