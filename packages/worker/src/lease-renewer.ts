@@ -45,6 +45,16 @@ export class LeaseRenewer {
     return this.running;
   }
 
+  /**
+   * Renews now, or once more right after the renewal running (a new session:
+   * its vanished claims are re-created at once, and the renewal running may
+   * have been applied on the old session). Renewals never overlap.
+   */
+  renewAfter(): Promise<void> {
+    if (!this.running) return this.renewSoon();
+    return this.running.then(() => (this.timer ? this.renewSoon() : undefined));
+  }
+
   /** Renews every lease now; the attempts no longer owned are reported to `onLost`. */
   async renew(): Promise<void> {
     const leases = this.leases();

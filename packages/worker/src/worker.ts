@@ -240,7 +240,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       onError: (err) => this.emitError(err),
     });
     session.on('reconnected', ({ newSession }) => {
-      if (newSession) void this.renewer?.renew().catch((err) => this.emitError(err));
+      if (newSession) void this.renewer?.renewAfter();
       this.nudge();
     });
     await this.register();

@@ -313,7 +313,16 @@ export async function renewLeases(store: QueueStore, leases: Lease[], o: ClaimOp
   return leases.filter((_, i) => !results[i]?.ok).map((l) => l.id);
 }
 
-type LeaseUnit = TxUnit & { lease: Lease; reclaim: boolean; events: QueueEventRecord[] | undefined };
+type LeaseUnit = TxUnit & {
+  lease: Lease;
+  reclaim: boolean;
+  events: QueueEventRecord[] | undefined;
+  /** Times it switched between renewal and re-claim (bounded: each switch means another writer moved the claim). */
+  switches: number;
+};
+
+/** Switches between renewal and re-claim one lease may make in one run. */
+const MAX_LEASE_SWITCHES = 4;
 
 function leaseUnit(
   store: QueueStore,
@@ -321,6 +330,7 @@ function leaseUnit(
   o: ClaimOptions,
   reclaim: boolean,
   events?: QueueEventRecord[],
+  switches = 0,
 ): LeaseUnit {
   const claim = claimPayload({
     worker: o.workerId,
@@ -332,15 +342,27 @@ function leaseUnit(
   });
   const r = { id: lease.id, token: lease.token, claim, slot: lease.slot };
   const ops = reclaim ? reclaimOps(store.layout, r) : renewOps(store.layout, r);
-  return { lease, reclaim, events, build: () => (events ? { ops, events } : { ops }) };
+  return { lease, reclaim, events, switches, build: () => (events ? { ops, events } : { ops }) };
 }
 
-/** A renewal whose claim vanished with an expired session is sent again as a re-claim (once). */
+/**
+ * A renewal whose claim vanished with an expired session is sent again as a
+ * re-claim. A re-claim that finds the claim there is sent again as a
+ * renewal: its check of the record at the token passed (it comes first), and
+ * any other attempt's claim would have moved the record on, so the claim is
+ * this attempt's own, created by a renewal of the same lease that went first
+ * or by this one, applied before its reply was lost (a create is not safe to
+ * send twice).
+ */
 function reclaimVanished(store: QueueStore, o: ClaimOptions) {
-  return (unit: LeaseUnit, err: unknown, op: ProtocolOp): LeaseUnit | undefined =>
-    op.role === 'claim' && err instanceof NoNodeError && !unit.reclaim
-      ? leaseUnit(store, unit.lease, o, true, unit.events)
+  return (unit: LeaseUnit, err: unknown, op: ProtocolOp): LeaseUnit | undefined => {
+    if (op.role !== 'claim' || unit.switches >= MAX_LEASE_SWITCHES) return undefined;
+    const vanished = !unit.reclaim && err instanceof NoNodeError;
+    const there = unit.reclaim && err instanceof NodeExistsError;
+    return vanished || there
+      ? leaseUnit(store, unit.lease, o, !unit.reclaim, unit.events, unit.switches + 1)
       : undefined;
+  };
 }
 
 /**
