@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import zookeeper from 'node-zookeeper-client';
-import { exactVersion, sendMulti, type WireOp, wireAcl } from '../../packages/core/src/zk/wire.ts';
+import { exactVersion, sendMulti, toStat, type WireOp, wireAcl } from '../../packages/core/src/zk/wire.ts';
 import {
   type FakeWire,
   fakeWire,
@@ -81,7 +81,7 @@ describe('a write multi serialized by wire.ts', () => {
     assert.equal(sent.readInt32BE(4 + 8 + 9 + 6), 0);
   });
 
-  test('its reply is reported as Transaction.commit reports it, a failed op as that op error', () => {
+  test('its reply is reported as Transaction.commit reports it (stats converted), a failed op as that op error', () => {
     const replies = [
       framed(
         replyHeader(7),
@@ -120,7 +120,17 @@ describe('a write multi serialized by wire.ts', () => {
     const tuned = run(true);
     return nextTick().then(() => {
       for (const r of replies) tuned.wire.receive(r);
-      assert.deepEqual(tuned.log, plain.log);
+      // parsed in place, a setData's Stat comes converted, as the session's toStat makes it from the client's record
+      const converted = plain.log.map((entry) =>
+        entry.map((arg) =>
+          Array.isArray(arg)
+            ? arg.map((r: { stat?: zookeeper.Stat }) => (r.stat ? { ...r, stat: toStat(r.stat) } : r))
+            : arg,
+        ),
+      );
+      assert.deepEqual(tuned.log, converted);
+      const first = (tuned.log[0]?.[1] ?? []) as { stat?: { version?: unknown } }[];
+      assert.equal(typeof first[2]?.stat?.version, 'number');
       assert.deepEqual(tuned.log[1]?.[0], { code: -103 });
       assert.deepEqual(tuned.log[2], [{ code: -4 }]);
     });

@@ -56,6 +56,7 @@ import {
   type WireClient,
   type WireOp,
   type WireReadResult,
+  type WriteResult,
   wire,
   wireAcl,
   wireErrorCode,
@@ -673,16 +674,24 @@ export class Session extends EventEmitter<SessionEvents> {
     if (bytes > MULTI_BYTE_LIMIT) {
       throw new BadArgumentsError(`multi of ${ops.length} ops is ~${bytes} bytes, past the ZooKeeper packet limit`);
     }
+    // each op built field by field (a spread copies whatever else the caller's op carries)
     const wireOps = ops.map((op): WireOp => {
       const path = this.abs(op.path);
-      if (op.op === 'create') return { op: 'create', path, data: op.data, mode: wireMode(op.mode ?? 'persistent') };
-      return { ...op, path, version: op.version ?? -1 };
+      switch (op.op) {
+        case 'create':
+          return { op: 'create', path, data: op.data, mode: wireMode(op.mode ?? 'persistent') };
+        case 'setData':
+          return { op: 'setData', path, data: op.data, version: op.version ?? -1 };
+        case 'delete':
+          return { op: 'delete', path, version: op.version ?? -1 };
+        default:
+          return { op: 'check', path, version: op.version };
+      }
     });
-    type WireResult = { type: number; path?: string; stat?: zkStat; err?: number };
-    let results: WireResult[];
+    let results: WriteResult[];
     try {
-      results = await this.call<WireResult[]>(ops[0]?.path ?? '/', (c, cb) =>
-        sendMulti(c, wireOps, this.acl, (err: unknown, res?: WireResult[]) => {
+      results = await this.call<WriteResult[]>(ops[0]?.path ?? '/', (c, cb) =>
+        sendMulti(c, wireOps, this.acl, (err: unknown, res?: WriteResult[]) => {
           if (err && res && typeof err === 'object') Object.assign(err, { results: res });
           cb(err, res);
         }),
@@ -693,7 +702,7 @@ export class Session extends EventEmitter<SessionEvents> {
     return results.map((r, i) => {
       const op = ops[i] as Op;
       if (op.op === 'create') return { op: 'create', path: this.rel(r.path ?? '') };
-      if (op.op === 'setData') return { op: 'setData', stat: toStat(r.stat as zkStat) };
+      if (op.op === 'setData') return { op: 'setData', stat: r.stat as Stat };
       return { op: op.op };
     });
   }

@@ -156,7 +156,7 @@ export type WireReadResult =
   | { type: typeof OP.GET_CHILDREN; children: string[] }
   | { type: typeof OP.ERROR; err: number };
 
-type Deserialize = (this: { results: unknown }, buffer: Buffer, offset: number) => number;
+type Deserialize = (this: { results: unknown; chrootPath?: string }, buffer: Buffer, offset: number) => number;
 interface WireInternals {
   version: unknown;
   jute: { OP_CODES?: Record<string, unknown>; TransactionResponse?: { prototype?: Record<PropertyKey, unknown> } };
@@ -260,14 +260,19 @@ export function assertReadMultiSupported(): void {
   if (installed instanceof WireClientMismatchError) throw installed;
 }
 
+/** Set while a tuned manager handles the reply its oldest pending request, a write multi of ours, awaits. */
+let parsingOwnMulti = false;
+
 function teachReadResults(proto: Record<PropertyKey, unknown>): void {
   if (proto[PATCHED]) return;
   const original = proto.deserialize as Deserialize;
   const deserialize: Deserialize = function (buffer, offset) {
-    const read = parseReadReply(buffer, offset);
-    if (!read) return original.call(this, buffer, offset);
-    this.results = read.results;
-    return read.bytes;
+    // a write multi's reply is parsed here only for this extension's own multis (`parsingOwnMulti`):
+    // every other client of the library keeps its parser and its Stat records
+    const parsed = parsingOwnMulti ? parseWriteReply(buffer, offset, this.chrootPath) : parseReadReply(buffer, offset);
+    if (!parsed) return original.call(this, buffer, offset);
+    this.results = parsed.results;
+    return parsed.bytes;
   };
   proto.deserialize = deserialize;
   proto[PATCHED] = true;
@@ -314,6 +319,44 @@ export function parseReadReply(
     } else return undefined;
   }
   return reads > 0 ? { results, bytes: at - offset } : undefined;
+}
+
+/**
+ * Parses a write multi's MultiResponse in place (the wire client builds a
+ * record object per field): `{ type, path }` for a create (the client's
+ * chroot taken off, as it does), `{ type, stat }` for a setData (a Stat as
+ * `toStat` makes it), `{ type }` for a delete or check, `{ type, err }` for
+ * an error. Undefined when it holds anything else.
+ */
+export function parseWriteReply(
+  buffer: Buffer,
+  offset: number,
+  chroot?: string,
+): { results: WriteResult[]; bytes: number } | undefined {
+  const results: WriteResult[] = [];
+  let at = offset;
+  for (;;) {
+    const type = buffer.readInt32BE(at);
+    const done = buffer.readUInt8(at + 4) === 1;
+    at += MULTI_HEADER_BYTES;
+    if (done) break;
+    if (type === WRITE_OP.create) {
+      const length = buffer.readInt32BE(at);
+      let path = length > 0 ? buffer.toString('utf8', at + 4, at + 4 + length) : '';
+      at += 4 + Math.max(0, length);
+      if (chroot && path.startsWith(chroot)) path = path.slice(chroot.length) || '/';
+      results.push({ type, path });
+    } else if (type === WRITE_OP.setData) {
+      results.push({ type, stat: readStat(buffer, at) });
+      at += STAT_BYTES;
+    } else if (type === WRITE_OP.delete || type === WRITE_OP.check) {
+      results.push({ type });
+    } else if (type === OP.ERROR) {
+      results.push({ type, err: buffer.readInt32BE(at) });
+      at += 4;
+    } else return undefined;
+  }
+  return { results, bytes: at - offset };
 }
 
 /** A Stat record, converted as `toStat` converts the wire client's. */
@@ -515,7 +558,8 @@ export function sendReadMulti(
   });
 }
 
-type WriteResult = { type: number; path?: string; stat?: zookeeper.Stat; err?: number };
+/** One result of a write multi; its stat converted (`toStat`). */
+export type WriteResult = { type: number; path?: string; stat?: Stat; err?: number };
 
 /**
  * Sends a write multi on `client`'s connection, new nodes with `acl`;
@@ -531,7 +575,13 @@ export function sendMulti(
 ): void {
   const manager = checkedManager(client);
   if (manager instanceof WireClientMismatchError) {
-    transactionOf(client, ops, acl).commit(callback as Parameters<zookeeper.Transaction['commit']>[0]);
+    // the client's own parse: its stats converted here
+    transactionOf(client, ops, acl).commit((err, results) => {
+      const converted = (results as { type: number; stat?: zookeeper.Stat }[] | undefined)?.map((r) =>
+        r.stat ? { ...r, stat: toStat(r.stat) } : r,
+      );
+      callback(err, converted as WriteResult[] | undefined);
+    });
     return;
   }
   manager.queue(new WriteMultiRequest(ops, aclBytes(acl)), (err, response) => {
@@ -874,7 +924,12 @@ function frameReplies(m: ManagerLike): void {
         const packet = buffer.subarray(at, end);
         at = end;
         m.pendingBuffer = null;
-        handlePacket.call(m, packet);
+        parsingOwnMulti = m.pendingQueue[0]?.request instanceof WriteMultiRequest;
+        try {
+          handlePacket.call(m, packet);
+        } finally {
+          parsingOwnMulti = false;
+        }
         if (m.socket !== socket || socket?.destroyed) {
           at = buffer.length; // the handler dropped the connection (a reply out of order): the rest is not read
           return;
