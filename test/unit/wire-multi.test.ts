@@ -9,7 +9,14 @@ import { dirname } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import zookeeper from 'node-zookeeper-client';
-import { exactVersion, sendMulti, toStat, type WireOp, wireAcl } from '../../packages/core/src/zk/wire.ts';
+import {
+  exactVersion,
+  parseWriteReply,
+  sendMulti,
+  toStat,
+  type WireOp,
+  wireAcl,
+} from '../../packages/core/src/zk/wire.ts';
 import {
   type FakeWire,
   fakeWire,
@@ -155,5 +162,25 @@ describe('a write multi serialized by wire.ts', () => {
     sendMulti(client, [{ op: 'delete', path: '/a', version: 0 }], ACL, () => undefined);
     assert.equal(queued.length, 1);
     assert.equal(queued[0]?.payload.ops[0]?.version, 0, 'with its version made exact');
+  });
+});
+
+describe('a write multi reply parsed in place', () => {
+  test('creates under a chroot lose it, as the client takes it off; anything but write results is left to the client', () => {
+    const body = Buffer.concat([
+      multiHeader(1, false, 0),
+      str('/root/q/n-0000000001'),
+      multiHeader(1, false, 0),
+      str('/root'),
+      multiHeader(2, false, 0),
+      multiHeader(-1, true, -1),
+    ]);
+    const parsed = parseWriteReply(Buffer.concat([Buffer.alloc(3), body]), 3, '/root');
+    assert.deepEqual(parsed, {
+      results: [{ type: 1, path: '/q/n-0000000001' }, { type: 1, path: '/' }, { type: 2 }],
+      bytes: body.length,
+    });
+    // a read result (getData): not a write multi's reply
+    assert.equal(parseWriteReply(Buffer.concat([multiHeader(4, false, 0), int(0)]), 0), undefined);
   });
 });
