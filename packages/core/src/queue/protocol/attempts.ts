@@ -84,7 +84,7 @@ export interface ClaimResult {
   /** Jobs now owned. One whose `record.stalledCounter` passed maxStalledCount must be failed, not run. */
   claimed: ClaimedJob[];
   /** Candidates that were gone, taken or unreadable (malformed records included). */
-  skipped: { candidate: Candidate; error?: unknown }[];
+  skipped: { candidate: Candidate; error?: unknown; gone?: true }[];
 }
 
 /** What a claim node holds. */
@@ -250,10 +250,9 @@ async function readRecords(store: QueueStore, candidates: Candidate[], result: C
     batch.forEach((candidate, j) => {
       const reply = replies[j];
       if (!reply?.ok) {
-        result.skipped.push({
-          candidate,
-          ...(reply && !(reply.error instanceof NoNodeError) ? { error: reply.error } : {}),
-        });
+        // no record: a job removed since the head was listed, or a pointer left without one (not a collision)
+        if (reply?.error instanceof NoNodeError) result.skipped.push({ candidate, gone: true });
+        else result.skipped.push({ candidate, ...(reply ? { error: reply.error } : {}) });
         return;
       }
       try {

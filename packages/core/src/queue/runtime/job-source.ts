@@ -201,7 +201,8 @@ export class JobSource {
 
   /** Notes collisions, sets foreign nodes aside; resolves with the jobs claimed. */
   private async settle(result: ClaimResult): Promise<ClaimedJob[]> {
-    for (const { candidate, error } of result.skipped) {
+    for (const { candidate, error, gone } of result.skipped) {
+      if (gone) continue; // nothing to claim there: no other worker was first
       if (error === undefined || error instanceof NodeExistsError) {
         // another worker was first: the view is behind the claims, the next take scans again
         this.lastCollision = Date.now();
