@@ -42,8 +42,6 @@ export interface Entry {
 export class TrimBatch {
   private static next = 0;
   readonly seq = TrimBatch.next++;
-  /** Per set, the plan of this batch that carries the check of the set's version. */
-  readonly checks = new Map<object, unknown>();
 }
 
 export class SetPointers {
