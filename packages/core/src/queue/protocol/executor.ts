@@ -19,7 +19,8 @@
  *   every later unit of the same multi that wrote the same node so (siblings
  *   of one parent sent together), each then sent in a multi of its own. An
  *   op of role `trim` (retention planned from a cached view) rebuilds every
- *   unit of its multi that trims, since they shared that view.
+ *   unit of its multi that trims, since they shared that view; so does a
+ *   unit holding such ops that fails for good (its plan was counted in theirs).
  * - **Fences.** Ops of role `fence` (a leader's election check) come first in
  *   every `multi`; a failed fence ends the whole run with FencedError.
  * - **Unknown outcomes.** A `multi` whose reply never came (connection loss,
@@ -430,6 +431,10 @@ export class TxExecutor {
       return [...rest, { unit: instead, index: entry.index, bytes: 0, retries: entry.retries + 1 }];
     }
     this.decide(results, entry, { ok: false, error: err, op });
+    if (entry.built?.ops.some((x) => x.role === 'trim')) {
+      // its retention was counted in the plans made after it from the same view: planned again
+      for (const e of rest) if (e.built?.ops.some((x) => x.role === 'trim')) drop(e, op);
+    }
     if (!o.recheck || rest.length === 0) return rest;
     const stale = await o.recheck(rest.map((e) => e.unit)).catch(() => []);
     return rest.filter((e, i) => {

@@ -42,8 +42,6 @@ export interface Entry {
 export class TrimBatch {
   private static next = 0;
   readonly seq = TrimBatch.next++;
-  /** Per set, the plan of this batch that carries the check of the set's version. */
-  readonly checks = new Map<object, unknown>();
 }
 
 export class SetPointers {
@@ -57,8 +55,12 @@ export class SetPointers {
   /** Pointers this store's finishes created, not trimmed yet (parsed only when contended). */
   private readonly mine = new Map<string, Entry | undefined>();
   private contendedUntil = 0;
-  /** The last collision: when, and the generation of the view the colliding plan was made from. */
-  private lastCollision = { at: Number.NEGATIVE_INFINITY, gen: -1 };
+  /**
+   * The last collision: when, the generation of the view the colliding plan
+   * was made from, and whether a plan that trimmed was applied since (the
+   * view read after it served).
+   */
+  private lastCollision = { at: Number.NEGATIVE_INFINITY, gen: -1, served: false };
   /** Pointers trimmed while a read was under way (its listing may still show them). */
   private trimmedSince: Set<string> | undefined;
 
@@ -93,15 +95,17 @@ export class SetPointers {
    * Another store trimmed a pointer this one planned to, in a plan made from
    * view generation `gen`. A view read before that trim was only stale: it
    * is read again, and the oldest are still taken. A collision again, by a
-   * plan made from a view read after the last one, is contention (stores
-   * trimming side by side from the same listing): own pointers go first for
-   * a while, so that the stores stop picking the same ones.
+   * plan made from a view read after the last one, before any plan from it
+   * trimmed, is contention (stores trimming side by side from the same
+   * listing): own pointers go first for a while, so that the stores stop
+   * picking the same ones. A view that served first was only stale again
+   * (stores finishing in turns): own pointers may be newer than the others'.
    */
   collided(pointer: string, gen: number): void {
     const now = performance.now();
     const last = this.lastCollision;
-    if (gen > last.gen && now - last.at < CONTENDED_MS) this.contendedUntil = now + CONTENDED_MS;
-    this.lastCollision = { at: now, gen };
+    if (gen > last.gen && now - last.at < CONTENDED_MS && !last.served) this.contendedUntil = now + CONTENDED_MS;
+    this.lastCollision = { at: now, gen, served: false };
     this.mine.delete(pointer);
     const e = this.entries.find((x) => x.pointer === pointer);
     if (e) e.read = 'gone';
@@ -112,6 +116,7 @@ export class SetPointers {
    * known) is this store's, and `read` says what its job is (no read of it later).
    */
   applied(victims: Entry[], created: string | undefined, read?: JobRecord | 'plain'): void {
+    if (victims.length > 0) this.lastCollision.served = true;
     for (const v of victims) {
       this.mine.delete(v.pointer);
       this.trimmedSince?.add(v.pointer);

@@ -14,9 +14,11 @@
  *   that version, so two workers never both take the last free place;
  * - at the bound, it deletes as many of the oldest as it adds (more while
  *   the set is over its bound): a balanced finish changes no count, so it
- *   needs no version, and those of many workers commit side by side. The
- *   first of a batch checks the version (`check`), so that an add without
- *   a bound is noticed and its excess trimmed;
+ *   checks the version (`check`) without moving it, and those of many
+ *   workers commit side by side. Every one checks: a finish may be sent
+ *   without the others of its batch (they failed, or did not fit its multi),
+ *   and a change since the view was read (an add without a bound, a
+ *   removal) must still be noticed;
  * - without a count bound, the node is rewritten whatever it is (`touch`),
  *   so that bounded writers read the count again.
  *
@@ -24,7 +26,9 @@
  * deletes the pointer (a job retried or removed since has lost it, in the
  * transaction that changed its record) and then the record, ops of role
  * `trim`; when one fails, the executor plans every trimming unit of that
- * multi again, and the view is read anew. After MAX_PLANS plans a finish
+ * multi again, and the view is read anew. A finish whose plan counted in
+ * others' (a grow, a trim) and that fails for good takes their plans with
+ * it: the executor plans them again. After MAX_PLANS plans a finish
  * goes without its trim (`later`: the caller asks the Trimmer to catch up).
  *
  * A plan decides from the view's count when it is built; the version its
@@ -142,12 +146,8 @@ function record(view: SetView, batch: TrimBatch, state: TrimState, victims: Entr
   view.count += p.delta;
   state.plan = p;
   const { layout } = view.store;
-  const ops: ProtocolOp[] = [];
-  if (grows || !batch.checks.has(view)) {
-    p.fill = fillOp(layout, view.kind, fill);
-    ops.push(p.fill);
-    if (!grows) batch.checks.set(view, p);
-  }
+  p.fill = fillOp(layout, view.kind, fill);
+  const ops: ProtocolOp[] = [p.fill];
   for (const v of victims) {
     if (v.orphan) ops.push({ op: 'delete', path: v.pointer, role: 'trim' });
     else for (const op of trimOps(layout, v)) ops.push({ ...op, role: 'trim' });
@@ -163,15 +163,9 @@ async function detachShare(store: QueueStore, v: Entry): Promise<Built | undefin
   return { ...built, ops: built.ops.map((op): ProtocolOp => (op.role === 'into' ? op : { ...op, role: 'trim' })) };
 }
 
-/** A plan that carried its batch's check no longer does: the next one planned carries it. */
-function forgetCheck(p: Plan): void {
-  if (p.batch.checks.get(p.view) === p) p.batch.checks.delete(p.view);
-}
-
 /** Takes a plan that will not be applied out of its view. */
 function unplan(p: Plan): void {
   const { view } = p;
-  forgetCheck(p);
   view.plans.delete(p);
   view.count -= p.delta;
   // sent, its outcome unknown: whether the version moved is read again
@@ -230,7 +224,6 @@ export function settleTrim(state: TrimState, result: UnitResult): void {
   if (!p) return;
   state.plan = undefined;
   const { view } = p;
-  forgetCheck(p);
   view.plans.delete(p);
   view.pointers.release(p.victims, p.batch);
   if (result.ok) {

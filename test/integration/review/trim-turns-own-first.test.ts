@@ -1,0 +1,67 @@
+/**
+ * Retention by count with two stores (two workers' sessions) that finish in
+ * turns, one after the other. Each turn's view lists pointers that the other
+ * store trimmed since, so a plan meets them gone: a collision, then another
+ * from a newer view. A store takes that for contention and trims its own
+ * pointers first, oldest of its own first, which may be newer than jobs of
+ * the other store: a newer job is trimmed while an older one stays.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { claimJobs, finishJobs, lookAtHead, QueueStore, type Session } from '@zkq/core';
+import { Queue } from '@zkq/producer';
+import { queueEnv } from '../../helpers/queue.js';
+import { prefixSession } from '../../helpers/znodes.js';
+
+const KEEP = 5;
+
+test('removeOnComplete count: workers finishing in turns keep the newest jobs', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('q', env);
+  t.after(() => queue.close());
+  const stores = await Promise.all(
+    ['a', 'b'].map(async () => {
+      const s = new QueueStore((await prefixSession(t, env)) as Session, 'q');
+      await s.init();
+      return s;
+    }),
+  );
+  const order: string[] = [];
+
+  /** One turn: `n` new jobs claimed and completed by one store, in one batch. */
+  async function turn(store: QueueStore, n: number): Promise<void> {
+    const added = await queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'j', data: i })));
+    const { candidates } = await lookAtHead(store, { limit: 100, exclude: [] });
+    const { claimed } = await claimJobs(store, candidates, { workerId: 'w', lockDuration: 600_000 });
+    assert.equal(claimed.length, n);
+    claimed.sort((x, y) => Number(x.record.id) - Number(y.record.id));
+    const results = await finishJobs(
+      store,
+      claimed.map((job) => ({
+        job,
+        outcome: { kind: 'completed' as const, returnvalue: 'ok', remove: false },
+        keep: { count: KEEP },
+      })),
+    );
+    assert.ok(results.every((r) => r.ok));
+    order.push(...added.map((j) => j.id as string));
+  }
+
+  const [a, b] = stores as [QueueStore, QueueStore];
+  const turns: [QueueStore, number][] = [
+    [a, 5],
+    [b, 2],
+    [a, 1],
+    [b, 1],
+    [a, 1],
+    [b, 1],
+    [a, 1],
+    [b, 1],
+    [a, 1],
+  ];
+  for (const [i, [store, n]] of turns.entries()) {
+    await turn(store, n);
+    const kept = (await queue.getJobs(['completed'], 0, -1)).map((j) => j.id as string).sort((x, y) => +x - +y);
+    assert.deepEqual(kept, order.slice(-KEEP), `after turn ${i + 1}: the last ${KEEP} to complete are kept`);
+  }
+});
