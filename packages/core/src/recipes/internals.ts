@@ -91,8 +91,15 @@ export async function waitForTurn(
   }
 }
 
+/** What `watchOnce` resolves with after a reconnection: the watch may be lost, look again. */
+export interface Reconnected {
+  type: 'reconnected';
+  path: string;
+}
+
 /**
- * Watches `path` and waits for the watch to fire. Resolves with `undefined`
+ * Watches `path` and waits for the watch to fire (or the session to
+ * reconnect: `{ type: 'reconnected' }`, the caller looks again). Resolves with `undefined`
  * at once when the node is already `until` (default: absent, i.e. wait for a
  * deletion; `present` waits for a creation).
  *
@@ -105,27 +112,32 @@ export async function watchOnce(
   path: string,
   options: TurnOptions,
   until: 'absent' | 'present' = 'absent',
-): Promise<WatchEvent | undefined> {
-  let fire!: (event: WatchEvent) => void;
+): Promise<WatchEvent | Reconnected | undefined> {
+  let fire!: (event: WatchEvent | Reconnected) => void;
   let fail!: (err: Error) => void;
-  const fired = new Promise<WatchEvent>((resolve, reject) => {
+  const fired = new Promise<WatchEvent | Reconnected>((resolve, reject) => {
     fire = resolve;
     fail = reject;
   });
   // A closed session drops its pending watches without a word: stop waiting.
   const onClosed = () => fail(new ClosedError(`session of ${options.what}`));
+  // A reconnection may have lost the watch (a server restarted, a reply torn with its connection):
+  // the caller looks again, and watches again, rather than wait on a watch that may never fire.
+  const onReconnected = () => fire({ type: 'reconnected', path });
   const watch = (event: WatchEvent) => fire(event);
   if (until === 'absent') {
     if (!(await existsWithDataWatch(session, path, watch))) return undefined;
   } else if (await session.exists(path, { watch })) return undefined;
   if (options.stats) options.stats.watches++;
   session.once('closed', onClosed);
+  session.on('reconnected', onReconnected);
   try {
     const event = await raceWait(fired, options);
     if (options.stats) options.stats.wakeups++;
     return event;
   } finally {
     session.off('closed', onClosed);
+    session.off('reconnected', onReconnected);
   }
 }
 
