@@ -184,3 +184,35 @@ describe('a write multi reply parsed in place', () => {
     assert.equal(parseWriteReply(Buffer.concat([multiHeader(4, false, 0), int(0)]), 0), undefined);
   });
 });
+
+describe('a write multi on a client without the request pipe', () => {
+  test('its reply comes with its stats converted too (the client parses it: its Stat records)', () => {
+    // a client the pipe did not tune (tuneClient found a difference) still sends the multi through wire.ts
+    const wire = fakeWire({ tuned: false });
+    const log: unknown[][] = [];
+    sendMulti(wire.client, [OPS[6] as WireOp], ACL, record(log));
+    wire.receive(framed(replyHeader(7), multiHeader(5, false, 0), statBytes(), multiHeader(-1, true, -1)));
+    const results = log[0]?.[1] as { type: number; stat?: Record<string, unknown> }[];
+    assert.equal(log[0]?.[0], null);
+    assert.equal(typeof results[0]?.stat?.czxid, 'number', 'czxid a number, as toStat makes it');
+    assert.equal(results[0]?.stat?.ephemeralOwner, '1234abcd');
+  });
+});
+
+describe('a write multi through a second copy of wire.ts', () => {
+  test('its reply comes with its stats converted (the first copy patched the parser, its flag is not set)', async () => {
+    // two installed copies of the session layer on one wire client: the parser patch is the first's
+    const second = (await import(
+      `../../packages/core/src/zk/wire.ts?copy=${Date.now()}`
+    )) as typeof import('../../packages/core/src/zk/wire.ts');
+    const wire = fakeWire({ tuned: false });
+    second.tuneClient(wire.client);
+    const log: unknown[][] = [];
+    second.sendMulti(wire.client, [OPS[6] as WireOp], ACL, record(log));
+    await nextTick();
+    wire.receive(framed(replyHeader(7), multiHeader(5, false, 0), statBytes(), multiHeader(-1, true, -1)));
+    const results = log[0]?.[1] as { type: number; stat?: Record<string, unknown> }[];
+    assert.equal(log[0]?.[0], null);
+    assert.equal(typeof results[0]?.stat?.czxid, 'number', 'czxid a number, as toStat makes it');
+  });
+});

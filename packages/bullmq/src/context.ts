@@ -119,7 +119,7 @@ export class BackendContext {
   private metrics: MetricsCollector | undefined;
   private housekeeper: Housekeeper | undefined;
   private pausedFlag: Promise<boolean> | undefined;
-  /** The pause flag as last read. */
+  /** The pause flag as last read; true from a change until it is read again. */
   private pausedNow = false;
   /** This backend's id among the queue's workers (membership, election). */
   readonly workerId: string;
@@ -203,7 +203,9 @@ export class BackendContext {
   private async readPaused(): Promise<boolean> {
     const store = await this.store();
     const changed = () => {
-      // re-read on the next look; a resumed (or re-created) queue wakes the idle wait
+      // re-read on the next look; a resumed (or re-created) queue wakes the idle wait. Held until
+      // that read returns: the flag last read is stale, also while another caller reads it again
+      this.pausedNow = true;
       this.pausedFlag = undefined;
       this.jobSource?.poke();
     };

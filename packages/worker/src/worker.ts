@@ -121,6 +121,8 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private queuePaused = false;
   private localPaused = false;
   private wakeLoop: (() => void) | undefined;
+  /** The claim under way and the start of what it got: pause() waits for it. */
+  private claiming: Promise<void> | undefined;
   private hadWork = false;
   /** After a RateLimitError: no claim before this time (performance.now()). */
   private limitedUntil = 0;
@@ -385,20 +387,31 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
         await this.waitForNudge();
         continue;
       }
-      let claimed: ClaimedJob[];
+      this.claiming = this.claimAndStart(source, free);
       try {
-        claimed = await source.claim(free, () => this.onIdle());
+        await this.claiming;
       } catch (err) {
         if (this.closing) break;
         this.emitError(err);
         await sleep(this.opts.runRetryDelay ?? DEFAULT_RUN_RETRY_DELAY_MS);
-        continue;
+      } finally {
+        this.claiming = undefined;
       }
-      for (const c of claimed) {
-        if (this.closing) break;
-        this.hadWork = true;
-        this.process(c);
-      }
+    }
+  }
+
+  /**
+   * Claims up to `free` jobs and starts them. A claim sent before a pause or
+   * a close still starts what it got: those jobs are this worker's now
+   * (dropped, their claims would vanish with the session and count a stall);
+   * a forced close alone leaves them to other workers.
+   */
+  private async claimAndStart(source: JobSource, free: number): Promise<void> {
+    const claimed = await source.claim(free, () => this.onIdle());
+    for (const c of claimed) {
+      if (this.forced) break;
+      this.hadWork = true;
+      this.process(c);
     }
   }
 
@@ -486,7 +499,11 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   async pause(doNotWaitActive = false): Promise<void> {
     this.localPaused = true;
     this.emit('paused');
-    if (!doNotWaitActive) await Promise.all([...this.attempts.values()].map((a) => a.done));
+    if (doNotWaitActive) return;
+    // a claim under way may still get jobs: as BullMQ's pause, wait for them too (an idle wait ends now)
+    this.source?.poke();
+    await this.claiming?.catch(() => undefined);
+    await Promise.all([...this.attempts.values()].map((a) => a.done));
   }
 
   resume(): void {

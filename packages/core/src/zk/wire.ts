@@ -586,10 +586,19 @@ export function sendMulti(
   }
   manager.queue(new WriteMultiRequest(ops, aclBytes(acl)), (err, response) => {
     if (err) return callback(err);
+    // a manager without the request pipe (tuneClient refused it) does not mark the reply as ours:
+    // the client parsed it, and its stats are its Stat records
     const results = (response?.payload?.results ?? []) as WriteResult[];
+    for (const r of results) convertStat(r);
     const failed = results.find((r) => r.type === OP.ERROR && r.err !== 0);
     callback(failed ? wireException(failed.err as number) : null, results);
   });
+}
+
+/** A stat the client parsed (its Stat record, fields as Buffers) made a Stat as `toStat` makes it. */
+function convertStat(r: WriteResult): void {
+  const stat = r.stat as Stat | zookeeper.Stat | undefined;
+  if (stat && Buffer.isBuffer(stat.czxid)) r.stat = toStat(stat as zookeeper.Stat);
 }
 
 const wireException = (code: number): unknown =>
