@@ -220,14 +220,17 @@ describe('builders', () => {
     );
   });
 
-  test('renewOps and reclaimOps: record check at the token, then the claim (role claim)', () => {
-    const r = { id: 'j', token: 3, claim };
+  test("renewOps and reclaimOps: record check at the token, the attempt's ready pointer, then the claim (role claim)", () => {
+    const pointer = '/q/ready/p-0000000000/b-0000000000/qn-j-0000000007';
+    const r = { id: 'j', token: 3, pointer, claim };
     assert.deepEqual(renewOps(layout, r), [
       { op: 'check', path: layout.job('j'), version: 3 },
+      { op: 'check', path: pointer, version: 0 },
       { op: 'setData', path: '/q/claims/j', data: claim, role: 'claim' },
     ]);
     assert.deepEqual(reclaimOps(layout, r), [
       { op: 'check', path: layout.job('j'), version: 3 },
+      { op: 'check', path: pointer, version: 0 },
       { op: 'create', path: '/q/claims/j', data: claim, mode: 'ephemeral', role: 'claim' },
     ]);
   });
@@ -268,8 +271,9 @@ describe('builders', () => {
   });
 
   test('reclaimOps, revokeOps and releaseOps carry the slot after the claim', () => {
-    assert.deepEqual(reclaimOps(layout, { id: 'j', token: 3, claim, slot: 's-1' }), [
+    assert.deepEqual(reclaimOps(layout, { id: 'j', token: 3, pointer: '/q/p', claim, slot: 's-1' }), [
       { op: 'check', path: layout.job('j'), version: 3 },
+      { op: 'check', path: '/q/p', version: 0 },
       { op: 'create', path: '/q/claims/j', data: claim, mode: 'ephemeral', role: 'claim' },
       { op: 'create', path: '/q/slots/s-1', mode: 'ephemeral' },
     ]);

@@ -3,9 +3,9 @@
  * version 0: a job removed (removeOnComplete) and added again under the same
  * id is claimed at token 1 again. A hung worker whose attempt of the first
  * job (token 1) was revoked then renews the new attempt's claim as its own
- * (the renewal checks the record at the token, nothing else): the claim says
- * the hung worker holds it, and the hung worker's renewals keep it alive.
- * (Its finish is refused: the first job's ready pointer is gone.)
+ * if the renewal checked the record at the token alone: the claim would say
+ * the hung worker holds it, and its renewals would keep it alive. A renewal
+ * also checks the attempt's ready pointer, which the new job does not have.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -23,9 +23,7 @@ function gate(): { promise: Promise<void>; open: () => void } {
   return { promise, open };
 }
 
-test('a revoked attempt does not renew the attempt of a job added again under its id', {
-  todo: 'tokens are record versions: a record made again under the same id reuses token 1 (ABA)',
-}, async (t) => {
+test('a revoked attempt does not renew the attempt of a job added again under its id', {}, async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('aba', env);
   t.after(() => queue.close());
@@ -54,6 +52,11 @@ test('a revoked attempt does not renew the attempt of a job added again under it
   const claim = await store.session.getData(store.layout.claim('x'));
   const { token } = JSON.parse(claim.data.toString()) as { token: number };
   assert.equal(token, 1);
+  // the hung attempt's ready pointer (its lease names it)
+  const bucket = store.layout.bucket('p-0000000000', 0);
+  const name = (await store.session.getChildren(bucket)).find((n) => n.startsWith('qn-x-'));
+  assert.ok(name, 'the ready pointer of x');
+  const pointer = `${bucket}/${name}`;
   assert.deepEqual(await revokeClaims(store, [{ id: 'x', version: claim.stat.version, token }], () => []), ['x']);
 
   // another worker runs it to its end (removed on completion), then the job added again under its id
@@ -78,7 +81,7 @@ test('a revoked attempt does not renew the attempt of a job added again under it
   const before = (await store.session.getData(store.layout.claim('x'))).data.toString();
 
   // the hung attempt's renewal at its token: the claim there is the new attempt's
-  const lost = await renewLeases(store, [{ id: 'x', token }], { workerId: 'hung', lockDuration: 60_000 });
+  const lost = await renewLeases(store, [{ id: 'x', token, pointer }], { workerId: 'hung', lockDuration: 60_000 });
   const after = (await store.session.getData(store.layout.claim('x'))).data.toString();
   second.open();
   await waitFor(() => results.length >= 2, { what: 'the new attempt completed' });

@@ -284,6 +284,8 @@ export function isConflict(err: unknown): boolean {
 export interface Lease {
   id: string;
   token: number;
+  /** The attempt's ready pointer (with the token, it names this attempt of this job). */
+  pointer: string;
   progress?: unknown;
   /** The attempt's slot and window (kept in the claim node through renewals). */
   slot?: string;
@@ -292,7 +294,7 @@ export interface Lease {
 
 /** The lease of a claimed job, with its latest progress. */
 export function leaseOf(job: ClaimedJob, progress?: unknown): Lease {
-  const lease: Lease = { id: job.record.id, token: job.token, progress };
+  const lease: Lease = { id: job.record.id, token: job.token, pointer: job.pointer, progress };
   if (job.slot) lease.slot = job.slot;
   if (job.window) lease.window = job.window;
   return lease;
@@ -339,7 +341,7 @@ function leaseUnit(
     ...(lease.slot ? { slot: lease.slot } : {}),
     ...(lease.window ? { window: lease.window } : {}),
   });
-  const r = { id: lease.id, token: lease.token, claim, slot: lease.slot };
+  const r = { id: lease.id, token: lease.token, pointer: lease.pointer, claim, slot: lease.slot };
   const ops = reclaim ? reclaimOps(store.layout, r) : renewOps(store.layout, r);
   return { lease, reclaim, events, switches, build: () => (events ? { ops, events } : { ops }) };
 }

@@ -169,9 +169,15 @@ export function finishOps(
  * the attempt's token (a revoked or re-claimed job has moved on), rewrite
  * the claim node; its version change is what the leader watches for.
  */
-export function renewOps(layout: QueueLayout, r: { id: string; token: number; claim: Buffer }): ProtocolOp[] {
+export function renewOps(
+  layout: QueueLayout,
+  r: { id: string; token: number; pointer: string; claim: Buffer },
+): ProtocolOp[] {
   return [
     { op: 'check', path: layout.job(r.id), version: r.token },
+    // a token is a record version: a job removed and added again under its id counts from 0 again,
+    // so the attempt's ready pointer (a new job has a new one) tells the attempts apart
+    { op: 'check', path: r.pointer, version: 0 },
     { op: 'setData', path: layout.claim(r.id), data: r.claim, role: 'claim' },
   ];
 }
@@ -183,10 +189,11 @@ export function renewOps(layout: QueueLayout, r: { id: string; token: number; cl
  */
 export function reclaimOps(
   layout: QueueLayout,
-  r: { id: string; token: number; claim: Buffer; slot?: string | undefined },
+  r: { id: string; token: number; pointer: string; claim: Buffer; slot?: string | undefined },
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [
     { op: 'check', path: layout.job(r.id), version: r.token },
+    { op: 'check', path: r.pointer, version: 0 }, // this attempt's job, not one added again under its id
     { op: 'create', path: layout.claim(r.id), data: r.claim, mode: 'ephemeral', role: 'claim' },
   ];
   if (r.slot) ops.push(slotCreateOp(layout, r.slot));
