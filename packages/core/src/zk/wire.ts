@@ -577,10 +577,9 @@ export function sendMulti(
   if (manager instanceof WireClientMismatchError) {
     // the client's own parse: its stats converted here
     transactionOf(client, ops, acl).commit((err, results) => {
-      const converted = (results as { type: number; stat?: zookeeper.Stat }[] | undefined)?.map((r) =>
-        r.stat ? { ...r, stat: toStat(r.stat) } : r,
-      );
-      callback(err, converted as WriteResult[] | undefined);
+      const written = results as WriteResult[] | undefined;
+      for (const r of written ?? []) convertStat(r);
+      callback(err, written);
     });
     return;
   }
