@@ -22,6 +22,7 @@ import {
   moveOps,
   PLAIN_LANE,
   parkOps,
+  pauseCheckOp,
   planFinish,
   pointerOp,
   promotedRecord,
@@ -311,6 +312,8 @@ describe('builders', () => {
       { op: 'setData', path: '/q/limiter/count', data: count },
     ]);
     assert.deepEqual(settingsCheckOp(layout, 9), { op: 'check', path: '/q/settings', version: 9 });
+    // a limited claim tells a pause met on the way by this path (limited-claims.ts, Group.conflict)
+    assert.deepEqual(pauseCheckOp(layout, 4), { op: 'check', path: '/q/meta', version: 4 });
   });
 
   test('moveOps: record at the version read, old pointer (when any), new pointer', () => {

@@ -121,6 +121,8 @@ export class BackendContext {
   private pausedFlag: Promise<boolean> | undefined;
   /** The pause flag as last read; true from a change until it is read again. */
   private pausedNow = false;
+  /** The version of `meta` the flag was last read unset at (claims check it); undefined while paused or stale. */
+  private unpausedAt: number | undefined;
   /** This backend's id among the queue's workers (membership, election). */
   readonly workerId: string;
   /** The name its attempts carry (`processedBy`): BullMQ's Worker `name`, else its id. */
@@ -206,16 +208,22 @@ export class BackendContext {
       // re-read on the next look; a resumed (or re-created) queue wakes the idle wait. Held until
       // that read returns: the flag last read is stale, also while another caller reads it again
       this.pausedNow = true;
+      this.unpausedAt = undefined;
       this.pausedFlag = undefined;
       this.jobSource?.poke();
     };
     try {
-      this.pausedNow = await store.isPaused(changed);
-      return this.pausedNow;
+      const { paused, version } = await store.pauseState(changed);
+      this.pausedNow = paused;
+      this.unpausedAt = paused ? undefined : version;
+      return paused;
     } catch (err) {
       if (!(err instanceof NoNodeError)) throw err;
       // the queue was obliterated: nothing to claim (as on Redis) until it is made again
-      if (!(await store.session.exists(store.layout.meta, { watch: changed }))) return true;
+      if (!(await store.session.exists(store.layout.meta, { watch: changed }))) {
+        this.pausedNow = true;
+        return true;
+      }
       this.pausedFlag = undefined;
       return this.readPaused();
     }
@@ -235,6 +243,8 @@ export class BackendContext {
       // asked right before a claim is sent: a pause whose watch fired meanwhile (it is not read
       // again yet) holds the claim back, as the pause flag itself does
       held: () => this.pausedFlag === undefined || this.pausedNow,
+      // and the claim checks the flag at that version: a pause committed while it is on its way fails it
+      pauseVersion: () => this.unpausedAt,
     });
     return this.jobSource;
   }

@@ -38,6 +38,7 @@ import {
   liveWindow,
   MetricsCollector,
   openSession,
+  type PauseState,
   prepareTrims,
   QueueStore,
   RateLimitError,
@@ -118,7 +119,12 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private running: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private forced = false;
-  private queuePaused = false;
+  /**
+   * The queue's pause flag as last read, with the version of `meta` it was
+   * read at (claims check it); undefined from a change until it is read
+   * again: the worker holds meanwhile.
+   */
+  private pauseState: PauseState | undefined;
   private localPaused = false;
   private wakeLoop: (() => void) | undefined;
   /** The claim under way and the start of what it got: pause() waits for it. */
@@ -221,7 +227,8 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       onWarning: (err) => this.emitError(err),
       limiter: this.opts.limiter,
       maximumRateLimitDelay: this.opts.maximumRateLimitDelay,
-      held: () => this.queuePaused || this.localPaused || this.closing !== undefined,
+      held: () => this.queuePaused() || this.localPaused || this.closing !== undefined,
+      pauseVersion: () => this.pauseState?.version,
     });
     this.renewer = new LeaseRenewer(
       store,
@@ -314,21 +321,28 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     await store.registerWorker(this.id, info);
   }
 
-  /** Follows the queue's pause flag; a failed re-arm is retried until close (the flag must never go unwatched). */
+  /**
+   * Follows the queue's pause flag; a failed re-arm is retried until close
+   * (the flag must never go unwatched). From a change until the flag is read
+   * again, the worker holds: the flag and version it knows are stale.
+   */
   private async watchPause(): Promise<void> {
     const store = this.store as QueueStore;
     const rearm = () => {
+      this.pauseState = undefined;
       if (this.closing) return;
       this.watchPause().catch((err) => {
         this.emitError(err);
         if (!this.closing) setTimeout(rearm, PAUSE_REARM_RETRY_MS).unref();
       });
     };
-    const paused = await store.isPaused(rearm);
-    if (paused !== this.queuePaused) {
-      this.queuePaused = paused;
-      this.nudge();
-    }
+    this.pauseState = await store.pauseState(rearm);
+    this.nudge();
+  }
+
+  /** Paused, or the flag changed and is not read again yet. */
+  private queuePaused(): boolean {
+    return this.pauseState?.paused !== false;
   }
 
   /** Wakes the claim loop (slot freed, pause changed, closing). */
@@ -370,7 +384,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private async loop(): Promise<void> {
     const source = this.source as JobSource;
     while (!this.closing) {
-      if (this.queuePaused || this.localPaused) {
+      if (this.queuePaused() || this.localPaused) {
         source.leaveLine();
         await this.waitForNudge();
         continue;

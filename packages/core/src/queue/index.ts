@@ -95,6 +95,6 @@ export {
   type SchedulerSpec,
   upsertScheduler,
 } from './schedulers.js';
-export { type EnqueueEntry, enqueueEvents, QueueStore, type StoredJob } from './store.js';
+export { type EnqueueEntry, enqueueEvents, type PauseState, QueueStore, type StoredJob } from './store.js';
 export * from './telemetry.js';
 export type * from './types.js';

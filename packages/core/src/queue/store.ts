@@ -332,9 +332,17 @@ export class QueueStore {
 
   /** Whether the queue is paused (meta flag). */
   async isPaused(watch?: () => void): Promise<boolean> {
+    return (await this.pauseState(watch)).paused;
+  }
+
+  /**
+   * The pause flag with the version of `meta` it was read at: a claim made
+   * while it reads unset checks that version (ClaimOptions.pauseVersion).
+   */
+  async pauseState(watch?: () => void): Promise<PauseState> {
     await this.init();
-    const { data } = await this.session.getData(this.layout.meta, watch ? { watch } : {});
-    return (JSON.parse(data.toString()) as { paused?: boolean }).paused === true;
+    const { data, stat } = await this.session.getData(this.layout.meta, watch ? { watch } : {});
+    return { paused: (JSON.parse(data.toString()) as { paused?: boolean }).paused === true, version: stat.version };
   }
 
   async setPaused(paused: boolean): Promise<void> {
@@ -382,6 +390,12 @@ export class QueueStore {
     if (!this.events.enabled) return;
     await this.executor.run([{ build: () => ({ ops: [], events }) }], { receipt: false });
   }
+}
+
+/** The pause flag as read, and the version of `meta` it was read at. */
+export interface PauseState {
+  paused: boolean;
+  version: number;
 }
 
 function metaData(paused: boolean): Buffer {

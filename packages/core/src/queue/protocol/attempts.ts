@@ -27,12 +27,20 @@ import {
   finishOps,
   moveOps,
   parkedPath,
+  pauseCheckOp,
   reclaimOps,
   releaseOps,
   renewOps,
   revokeOps,
 } from './builders.js';
-import type { Built, ProtocolOp, TxUnit, UnitResult } from './executor.js';
+import {
+  type Built,
+  FencedError,
+  OutcomeUnknownError,
+  type ProtocolOp,
+  type TxUnit,
+  type UnitResult,
+} from './executor.js';
 import { dropDepsOps, joinBuilt, mayBePendingChild, parkShare, type Settlement, settleChildOps } from './flows.js';
 import { dropTrim, sendingTrim, settleTrim, TrimBatch, type TrimState, trimShare, unsentTrim } from './trims.js';
 
@@ -78,6 +86,14 @@ export interface ClaimOptions {
    * (its watch fires before the add's) then claims nothing.
    */
   held?: () => boolean;
+  /**
+   * The version of the queue's `meta` node at which the pause flag was last
+   * read unset (undefined: not checked). Each claim transaction checks it,
+   * so a pause that commits while the claim is on its way fails the claim
+   * (its candidates are `left`), and `pause()` resolving means no claim
+   * commits after it.
+   */
+  pauseVersion?: () => number | undefined;
 }
 
 export interface ClaimResult {
@@ -85,6 +101,8 @@ export interface ClaimResult {
   claimed: ClaimedJob[];
   /** Candidates that were gone, taken or unreadable (malformed records included). */
   skipped: { candidate: Candidate; error?: unknown; gone?: true }[];
+  /** Candidates not claimed, none taken by another worker: held back or paused meanwhile, still there to take. */
+  left: Candidate[];
 }
 
 /** What a claim node holds. */
@@ -200,23 +218,54 @@ export function claimedJob(
   return job;
 }
 
-/** Claims as many of `candidates` as it can, in as few transactions as fit (no limit applies). */
+/**
+ * Claims as many of `candidates` as it can, in as few transactions as fit
+ * (no limit applies). Each transaction checks the pause flag's version
+ * first (`pauseVersion`): when it moved on, that transaction and the ones
+ * after it claim nothing, and their candidates are `left`.
+ */
 export async function claimJobs(store: QueueStore, candidates: Candidate[], o: ClaimOptions): Promise<ClaimResult> {
-  const result: ClaimResult = { claimed: [], skipped: [] };
+  const result: ClaimResult = { claimed: [], skipped: [], left: [] };
   const claims = await prepareClaims(store, candidates, o, result);
-  if (o.held?.()) return result;
+  if (o.held?.()) {
+    result.left.push(...claims.map((c) => c.candidate));
+    return result;
+  }
   const units = claims.map((c) => {
     const ops = preparedClaimOps(store, c, o);
     return { claim: c, build: () => ({ ops, events: c.events }) };
   });
   const claimedAt = performance.now();
-  const written = await store.executor.run(units, { recheck: (left) => takenSince(store, left) });
+  const guarded = o.pauseVersion?.() !== undefined;
+  const written = await store.executor.run(units, {
+    recheck: (left) => takenSince(store, left),
+    // the pause check is the run's fence: one op per transaction; claims committed before it failed stand
+    ...(guarded ? { fence: () => pauseFence(store, o), settleAll: true } : {}),
+  });
+  let stopped: unknown;
   written.forEach((w, i) => {
     const c = claims[i] as PreparedClaim;
     if (w.ok) result.claimed.push(claimedJob(c, claimedAt));
-    else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
+    else if (w.error instanceof FencedError) result.left.push(c.candidate);
+    else if (guarded && stoppedRun(w.error)) {
+      stopped ??= w.error;
+      result.left.push(c.candidate);
+    } else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
   });
+  // a failure that stopped the run rejects the claim, as an unguarded run does, unless claims committed first
+  if (stopped !== undefined && result.claimed.length === 0) throw stopped;
   return result;
+}
+
+/** The check of the pause flag at the version read with it, as a fence (none when it is not tracked). */
+function pauseFence(store: QueueStore, o: ClaimOptions): ProtocolOp[] {
+  const version = o.pauseVersion?.();
+  return version === undefined ? [] : [{ ...pauseCheckOp(store.layout, version), role: 'fence' }];
+}
+
+/** An error that stopped a whole run (settled on every unit left), not the failure of one claim. */
+function stoppedRun(err: unknown): boolean {
+  return !isConflict(err) && !(err instanceof PayloadTooLargeError) && !(err instanceof OutcomeUnknownError);
 }
 
 /**

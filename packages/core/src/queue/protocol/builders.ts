@@ -365,3 +365,12 @@ export function windowOps(layout: QueueLayout, w: WindowWrite): ProtocolOp[] {
 export function settingsCheckOp(layout: QueueLayout, version: number): ProtocolOp {
   return { op: 'check', path: layout.settings, version };
 }
+
+/**
+ * A claim transaction's check of the queue's `meta` node (the pause flag) at
+ * the version the flag was read unset: a pause that committed first fails
+ * the claim. One per transaction, whatever the number of jobs it claims.
+ */
+export function pauseCheckOp(layout: QueueLayout, version: number): ProtocolOp {
+  return { op: 'check', path: layout.meta, version };
+}

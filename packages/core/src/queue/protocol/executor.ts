@@ -21,8 +21,9 @@
  *   op of role `trim` (retention planned from a cached view) rebuilds every
  *   unit of its multi that trims, since they shared that view; so does a
  *   unit holding such ops that fails for good (its plan was counted in theirs).
- * - **Fences.** Ops of role `fence` (a leader's election check) come first in
- *   every `multi`; a failed fence ends the whole run with FencedError.
+ * - **Fences.** Ops of role `fence` (a leader's election check, a claim's
+ *   check of the pause flag) come first in every `multi`; a failed fence
+ *   ends the whole run with FencedError.
  * - **Unknown outcomes.** A `multi` whose reply never came (connection loss,
  *   timeout, session expiry) may or may not have been applied. With
  *   `receipt` (the default), each `multi` also creates `receipts/r-<random>`:
@@ -50,7 +51,7 @@ import type { Containers } from './containers.js';
 
 /** What an op means to the executor when it fails. */
 export type OpRole =
-  /** A leader's election check: its failure ends the run (FencedError). */
+  /** A leader's election check, a claim's pause-flag check: its failure ends the run (FencedError). */
   | 'fence'
   /** A create inside a bucketed container that readers may remove: NoNode means build again. */
   | 'into'
@@ -131,10 +132,12 @@ export interface RunOptions<U extends TxUnit> {
   recheck?: (units: U[]) => Promise<(Error | undefined)[]>;
 }
 
-/** A leader's fenced write failed its fence: this process is no longer the leader. */
+/** A fenced write failed its fence: this process is no longer the leader (or a claim met a pause). */
 export class FencedError extends ZkqError {
   constructor(cause: unknown) {
-    super('ZKQ_FENCED', 'the write was fenced off: this process no longer holds the leadership', { cause });
+    super('ZKQ_FENCED', 'the write was fenced off: its fence no longer holds (leadership lost, or queue paused)', {
+      cause,
+    });
   }
 }
 

@@ -30,6 +30,8 @@
  *   each with at most `max` of them.
  * - **Settings.** The group also checks the `settings` node at the version
  *   its limits were read from: a limit changed meanwhile fails it.
+ * - **Pause.** And the pause flag at the version it was read unset: a pause
+ *   that committed first fails it, and its candidates are left.
  */
 import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { opBytes } from '../../zk/session.js';
@@ -45,7 +47,7 @@ import {
   prepareClaims,
   preparedClaimOps,
 } from './attempts.js';
-import { settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
+import { pauseCheckOp, settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
 import { type ProtocolOp, TX_BYTE_BUDGET, type TxUnit } from './executor.js';
 import {
   countData,
@@ -200,8 +202,6 @@ function slotIndex(name: string): number {
 export interface LimitedClaimResult extends ClaimResult {
   /** The limits changed between the read and the write (settings, window or slots): read again. */
   raced: boolean;
-  /** Candidates not tried (the transaction was full): still claimable. */
-  left: Candidate[];
 }
 
 /** Bytes kept free in the transaction for the settings check, the window ops and the receipt. */
@@ -222,7 +222,7 @@ export async function claimLimited(
   result.left.push(...candidates.slice(admission.capacity));
   const prepared = await prepareClaims(store, wanted, o, result);
   if (o.held?.()) {
-    result.left.push(...wanted);
+    result.left.push(...prepared.map((c) => c.candidate));
     return result;
   }
   const group = new Group(store, o, admission);
@@ -240,7 +240,10 @@ export async function claimLimited(
   });
   result.skipped.push(...group.dropped);
   result.raced = group.raced;
-  if (written?.ok) {
+  if (group.paused) {
+    // paused meanwhile: nobody took these, they wait for the resume
+    result.left.push(...group.members.map((m) => m.claim.candidate));
+  } else if (written?.ok) {
     for (const m of group.members) result.claimed.push(group.job(m, claimedAt));
   } else if (!group.raced && group.members.length > 0 && written) {
     throw written.error; // not a conflict of one job: a real failure
@@ -258,7 +261,11 @@ class Group {
   readonly members: Member[] = [];
   readonly dropped: { candidate: Candidate; error?: unknown }[] = [];
   raced = false;
+  /** The pause flag moved on since it was read unset: the group claimed nothing. */
+  paused = false;
   private readonly slots: string[];
+  /** The version of `meta` the pause flag was read unset at, checked once per transaction. */
+  private readonly pauseVersion: number | undefined;
 
   constructor(
     private readonly store: QueueStore,
@@ -266,6 +273,7 @@ class Group {
     private readonly admission: Admission & { kind: 'open' },
   ) {
     this.slots = [...(admission.slots ?? [])];
+    this.pauseVersion = o.pauseVersion?.();
   }
 
   /** Adds a member with a slot when one is needed; false when none is left. */
@@ -294,6 +302,7 @@ class Group {
   private ops(): ProtocolOp[] {
     const { layout } = this.store;
     const ops: ProtocolOp[] = [];
+    if (this.pauseVersion !== undefined) ops.push(pauseCheckOp(layout, this.pauseVersion));
     if (this.admission.settingsVersion !== undefined) ops.push(settingsCheckOp(layout, this.admission.settingsVersion));
     const w = this.admission.window;
     if (w) {
@@ -324,6 +333,10 @@ class Group {
   /** A failed op: the group without what it names, or undefined to give up (read again). */
   conflict(err: ZooKeeperError, op: ProtocolOp): TxUnit | undefined {
     const { layout } = this.store;
+    if (op.path === layout.meta) {
+      this.paused = true;
+      return undefined;
+    }
     if (op.path === layout.settings || op.path === layout.limiter || op.path === layout.limiterCount) {
       this.raced = true;
       return undefined;

@@ -50,6 +50,8 @@ export interface JobSourceOptions {
   maximumRateLimitDelay?: number | undefined;
   /** True while the worker may not take jobs (paused, closing): asked again right before a claim is sent. */
   held?: () => boolean;
+  /** The version of `meta` the pause flag was last read unset at: claims check it (see ClaimOptions). */
+  pauseVersion?: () => number | undefined;
 }
 
 /** A take that claimed nothing because of a limit: the rate limit (for `ttl` ms more) or the global concurrency. */
@@ -146,11 +148,8 @@ export class JobSource {
     const picked = await this.candidates(max);
     if (picked === 'idle') return 'idle';
     const result = await claimJobs(this.store, picked, this.claimOptions());
-    if (result.claimed.length === 0 && this.o.held?.()) {
-      // held back before the claim was sent: what it picked is still there to take later
-      const skipped = new Set(result.skipped.map((s) => s.candidate));
-      this.view.unshift(...picked.filter((c) => !skipped.has(c)));
-    }
+    // held back before the claim was sent, or paused as it went: still there to take later
+    this.view.unshift(...result.left);
     return this.settle(result);
   }
 
@@ -196,7 +195,8 @@ export class JobSource {
   }
 
   private claimOptions() {
-    return { workerId: this.o.workerId, lockDuration: this.o.lockDuration, held: this.o.held };
+    const { workerId, lockDuration, held, pauseVersion } = this.o;
+    return { workerId, lockDuration, held, pauseVersion };
   }
 
   /** Notes collisions, sets foreign nodes aside; resolves with the jobs claimed. */
