@@ -6,13 +6,13 @@
  * limited path.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { type Candidate, claimJobs, claimLimited, lookAtHead, type Op, QueueStore } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 import { prefixSession } from '../../helpers/znodes.js';
 
-async function pausedUnderClaim(t: { after(fn: () => unknown): void }, name: string) {
+async function pausedUnderClaim(t: TestContext, name: string) {
   const env = await queueEnv(t);
   const queue = new Queue(name, env);
   t.after(() => queue.close());
