@@ -20,6 +20,7 @@ import {
   LIFO_LANE,
   laneOf,
   moveOps,
+  orphanPointerOps,
   PLAIN_LANE,
   parkOps,
   pauseCheckOp,
@@ -314,6 +315,16 @@ describe('builders', () => {
     assert.deepEqual(settingsCheckOp(layout, 9), { op: 'check', path: '/q/settings', version: 9 });
     // a limited claim tells a pause met on the way by this path (limited-claims.ts, Group.conflict)
     assert.deepEqual(pauseCheckOp(layout, 4), { op: 'check', path: '/q/meta', version: 4 });
+  });
+
+  test('orphanPointerOps: the record created and deleted (a check of its absence), then the pointer', () => {
+    const pointer = `${layout.bucket(PLAIN_LANE, 0)}/qn-j-0000000003`;
+    // dropOrphanPointer reads NodeExists (the create, first) as "the id has a record: work"
+    assert.deepEqual(orphanPointerOps(layout, { id: 'j', pointer }), [
+      { op: 'create', path: layout.job('j') },
+      { op: 'delete', path: layout.job('j') },
+      { op: 'delete', path: pointer, version: 0 },
+    ]);
   });
 
   test('moveOps: record at the version read, old pointer (when any), new pointer', () => {

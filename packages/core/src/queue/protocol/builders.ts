@@ -374,3 +374,19 @@ export function settingsCheckOp(layout: QueueLayout, version: number): ProtocolO
 export function pauseCheckOp(layout: QueueLayout, version: number): ProtocolOp {
   return { op: 'check', path: layout.meta, version };
 }
+
+/**
+ * Drop a ready pointer left without its record, only while it still is:
+ * ZooKeeper has no check of absence, so the record's path is created and
+ * deleted again in the same transaction (the create fails when a record is
+ * there, e.g. a job added again under its id, whose own pointer is another
+ * node anyway), then the pointer is deleted.
+ */
+export function orphanPointerOps(layout: QueueLayout, o: { id: string; pointer: string }): ProtocolOp[] {
+  const record = layout.job(o.id);
+  return [
+    { op: 'create', path: record },
+    { op: 'delete', path: record },
+    { op: 'delete', path: o.pointer, version: 0 },
+  ];
+}

@@ -5,7 +5,7 @@
  * the empty buckets and containers they meet (writers re-create them: see
  * containers.ts), so every listing stays small.
  */
-import { NoNodeError, NotEmptyError } from '../../zk/errors.js';
+import { NodeExistsError, NoNodeError, NotEmptyError } from '../../zk/errors.js';
 import { sortBySequence } from '../../zk/sequence.js';
 import type { Watcher } from '../../zk/types.js';
 import type { QueueEventRecord } from '../events.js';
@@ -22,7 +22,7 @@ import { encodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore, StoredJob } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import { type Candidate, PLAIN_LANE, type Place } from './attempts.js';
-import { eventOp, leaveSetOps, moveOps, removeOps, rewriteOps, trimOps } from './builders.js';
+import { eventOp, leaveSetOps, moveOps, orphanPointerOps, removeOps, rewriteOps, trimOps } from './builders.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { detachOps, joinBuilt, mayBePendingChild } from './flows.js';
 
@@ -156,6 +156,19 @@ export async function lookAtHead(
   const listed: string[] = [];
   const candidates = await scanHead(store, { limit: o.limit, exclude, read, listed });
   return { candidates, listed };
+}
+
+/**
+ * Deletes a ready pointer whose record is gone, only while it still is (see
+ * orphanPointerOps). Resolves 'dropped'; 'job' when a record is there (work
+ * to do); 'gone' when the pointer went meanwhile (or the record's shard).
+ */
+export async function dropOrphanPointer(store: QueueStore, c: Candidate): Promise<'dropped' | 'job' | 'gone'> {
+  const ops = orphanPointerOps(store.layout, c);
+  // safe to send twice: once applied, the pointer's delete fails and nothing is applied again
+  const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
+  if (result?.ok) return 'dropped';
+  return result && !result.ok && result.error instanceof NodeExistsError ? 'job' : 'gone';
 }
 
 // ---- walks of containers ----------------------------------------------------

@@ -32,7 +32,7 @@ import {
 } from '../protocol/attempts.js';
 import { admit, claimLimited, readLimitState } from '../protocol/limited-claims.js';
 import { effectiveLimits, type RateLimit } from '../protocol/limits.js';
-import { lookAtHead } from '../protocol/moves.js';
+import { dropOrphanPointer, lookAtHead } from '../protocol/moves.js';
 import type { QueueStore } from '../store.js';
 import { IdleLine } from './idle-line.js';
 import { LimitsView } from './limits-view.js';
@@ -73,6 +73,10 @@ const SPREAD_FOR_MS = 2000;
 const SPREAD_VIEW = 1000;
 /** Pause before looking at the line again after a failed look, ms. */
 const LINE_RETRY_MS = 500;
+/** Pointers read without their record this worker remembers (the newest). */
+const ORPHANS_KEPT = 1000;
+/** Pointers without a record an idle look drops before it counts what it sees as work. */
+const ORPHAN_DROPS = 10;
 
 export class JobSource {
   private view: Candidate[] = [];
@@ -91,6 +95,8 @@ export class JobSource {
   private readonly line: IdleLine;
   /** Ids of foreign pointers this worker leaves alone. */
   private readonly ignored = new Set<string>();
+  /** Ready pointers whose record a claim found gone: the idle look drops them, not counts them as work. */
+  private readonly orphans = new Set<string>();
   private readonly limits: LimitsView;
   /** The global concurrency the last take found reached, if it did. */
   private maxedAt: number | undefined;
@@ -202,7 +208,11 @@ export class JobSource {
   /** Notes collisions, sets foreign nodes aside; resolves with the jobs claimed. */
   private async settle(result: ClaimResult): Promise<ClaimedJob[]> {
     for (const { candidate, error, gone } of result.skipped) {
-      if (gone) continue; // nothing to claim there: no other worker was first
+      if (gone) {
+        // nothing to claim there: no other worker was first (and the idle look drops it if it stays)
+        this.noteOrphan(candidate.pointer);
+        continue;
+      }
       if (error === undefined || error instanceof NodeExistsError) {
         // another worker was first: the view is behind the claims, the next take scans again
         this.lastCollision = Date.now();
@@ -212,6 +222,26 @@ export class JobSource {
     // Busy now: the next idle worker takes over the head, and sees only what is left.
     if (result.claimed.length > 0) this.line.leave();
     return result.claimed;
+  }
+
+  private noteOrphan(pointer: string): void {
+    this.orphans.add(pointer);
+    if (this.orphans.size > ORPHANS_KEPT) this.orphans.delete(this.orphans.values().next().value as string);
+  }
+
+  /**
+   * Whether the head holds claimable work. A pointer a claim found without
+   * its record is not work: it is dropped (only while still without one),
+   * else the idle wait would end at once, again and again, while it stays.
+   */
+  private async workAtHead(): Promise<boolean> {
+    for (let i = 0; i < ORPHAN_DROPS; i++) {
+      const [c] = await this.lookAtHead(1);
+      if (!c) return false;
+      if (!this.orphans.delete(c.pointer)) return true;
+      if ((await dropOrphanPointer(this.store, c)) === 'job') return true;
+    }
+    return true; // more of them: a take reads them (and notes them) first
   }
 
   /** Waits `ms`, or less when poked (pause, close, new work). */
@@ -366,7 +396,7 @@ export class JobSource {
           // Only new work rewrites it; claims and finishes (and a dead worker's claim vanishing,
           // which the idle poll finds) do not wake the first in line.
           await this.watchHead();
-          if ((await this.lookAtHead(1)).length > 0) this.poke();
+          if (await this.workAtHead()) this.poke();
         })
         .catch(() => {
           if (this.wake === wake) later(LINE_RETRY_MS); // a failed look (connection loss, closing): look again soon
