@@ -27,6 +27,7 @@ import {
   type QueueStore,
   renewLeases,
   reportProgress,
+  sameAttempt,
   type Trimmer,
   trimAfterFinish,
   validateCustomJobId,
@@ -319,8 +320,12 @@ export async function extendLocks(
   if (leases.length === 0) return lost;
   const store = await ctx.store();
   const gone = await renewLeases(store, leases, { workerId: ctx.claimOwner, lockDuration: duration });
-  for (const id of gone) release(ctx, id, leases.find((l) => l.id === id)?.token);
-  return [...lost, ...gone];
+  // only the attempt renewed is forgotten: one claimed again meanwhile (a new token) stays held
+  for (const l of gone) {
+    const now = ctx.held.get(l.id);
+    if (now && sameAttempt(l, now.job)) ctx.held.delete(l.id);
+  }
+  return [...lost, ...gone.map((l) => l.id)];
 }
 
 /**

@@ -25,6 +25,7 @@ import {
   type QueueStore,
   renewLeases,
   reportProgress,
+  sameAttempt,
   trimAfterFinish,
   UnrecoverableError,
 } from '@zkq/core';
@@ -102,6 +103,11 @@ export class Attempt {
   /** Whether the attempt still holds its claim for renewals (not once it parks the job). */
   get holdsClaim(): boolean {
     return this.parking === 'no';
+  }
+
+  /** The lease `lost` was this attempt's (not an earlier attempt of the same job): revoke it. */
+  revokeIf(lost: Lease): void {
+    if (sameAttempt(lost, this.claimed)) this.revoke();
   }
 
   /** The claim was revoked: abort the processor; its result will be dropped. */

@@ -3,8 +3,9 @@
  * renews every claim this worker holds (see renewLeases in @zkq/core: fenced
  * by each record's token, in as few transactions as fit). A claim that
  * vanished with an expired session is re-created while its token holds; one
- * that was revoked or claimed anew is reported at once, so the worker aborts
- * that attempt.
+ * that was revoked or claimed anew is reported at once, with its token, so
+ * the worker aborts that attempt: a renewal that returns late may report an
+ * attempt this worker has already followed with a new one of the same job.
  */
 import { type Lease, type QueueStore, renewLeases } from '@zkq/core';
 
@@ -20,7 +21,7 @@ export class LeaseRenewer {
     private readonly lockDuration: number,
     private readonly renewMs: number,
     private readonly leases: () => Lease[],
-    private readonly onLost: (id: string) => void,
+    private readonly onLost: (lease: Lease) => void,
     private readonly onError: (err: unknown) => void,
   ) {}
 
@@ -60,6 +61,6 @@ export class LeaseRenewer {
     const leases = this.leases();
     if (leases.length === 0) return;
     const lost = await renewLeases(this.store, leases, { workerId: this.workerId, lockDuration: this.lockDuration });
-    for (const id of lost) this.onLost(id);
+    for (const lease of lost) this.onLost(lease);
   }
 }

@@ -236,7 +236,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       this.opts.lockDuration,
       this.opts.lockRenewTime ?? this.opts.lockDuration / 2,
       () => [...this.attempts.values()].filter((a) => a.holdsClaim).map((a) => a.lease()),
-      (id) => this.attempts.get(id)?.revoke(),
+      (lease) => this.attempts.get(lease.id)?.revokeIf(lease),
       (err) => this.emitError(err as Error),
     );
     this.renewer.start();

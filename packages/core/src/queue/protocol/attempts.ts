@@ -352,15 +352,26 @@ export function leaseOf(job: ClaimedJob, progress?: unknown): Lease {
 /**
  * Renews `leases` (fenced by each record's token); a claim that vanished with
  * an expired session is re-created while the token still holds. Resolves
- * with the ids no longer owned: their attempts must be aborted.
+ * with the leases no longer owned: their attempts must be aborted, and only
+ * they (see `sameAttempt`): by the time this resolves, the same worker may
+ * hold a new attempt of the same job.
  */
-export async function renewLeases(store: QueueStore, leases: Lease[], o: ClaimOptions): Promise<string[]> {
+export async function renewLeases(store: QueueStore, leases: Lease[], o: ClaimOptions): Promise<Lease[]> {
   const units = leases.map((l) => leaseUnit(store, l, o, false));
   const results = await store.executor.run(units, {
     receipt: false,
     onConflict: reclaimVanished(store, o),
   });
-  return leases.filter((_, i) => !results[i]?.ok).map((l) => l.id);
+  return leases.filter((_, i) => !results[i]?.ok);
+}
+
+/**
+ * Whether `lease` names the attempt `job` holds: the same job, token and
+ * ready pointer (a token alone repeats for a job removed and added again
+ * under its id).
+ */
+export function sameAttempt(lease: Lease, job: ClaimedJob): boolean {
+  return lease.id === job.record.id && lease.token === job.token && lease.pointer === job.pointer;
 }
 
 type LeaseUnit = TxUnit & {
