@@ -3,7 +3,9 @@
  *
  * ```
  * /<prefix, default zkq>/<queue>/
- *   meta                              {"layout":2,"paused":bool}; data watch = pause flag
+ *   meta                              {"layout":2,"paused":bool}; data watch = pause flag;
+ *                                     every claim transaction checks the version its flag
+ *                                     was read unset at, so a pause fails claims on their way
  *   jobs/<shard>/<jobId>              the job record (JSON). Its data version is the
  *                                     fencing token of the current attempt. 256 shards
  *                                     (2 hex digits of a hash of the id) keep every

@@ -29,7 +29,8 @@
  * deletes) the record at the version read and swaps the pointer in the same
  * transaction, so a reader that raced it fails instead of acting twice.
  *
- * An attempt: the claim transaction checks the ready pointer, creates the
+ * An attempt: the claim transaction checks the ready pointer (and, once per
+ * transaction, the pause flag at the version it was read unset), creates the
  * EPHEMERAL claim and writes the record; the record's new version is the
  * attempt's fencing token. Renewals and progress rewrite the claim only while
  * the record is at the token. The finish writes the record at the token,
