@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { type Job, withBackend } from 'bullmq';
+import { flowEnv } from '../../helpers/flows.js';
 import { bullEnv } from '../../helpers/queue.js';
 
 const { Queue, Worker, FlowProducer } = withBackend(createZooKeeperBackend);
@@ -41,10 +42,7 @@ test('removing a tree with a running job removes none of it; once it is done, al
 });
 
 test('removeUnprocessedChildren removes waiting children and their own children, and releases the parent', async (t) => {
-  const { connection } = await bullEnv(t);
-  const flow = new FlowProducer({ connection });
-  const queue = new Queue('q', { connection });
-  t.after(() => Promise.all([flow.close(), queue.close()]));
+  const { flow, queue } = await flowEnv(t);
   const tree = await flow.add({
     name: 'root',
     queueName: 'q',

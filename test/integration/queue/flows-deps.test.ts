@@ -10,6 +10,7 @@ import { createZooKeeperBackend } from '@zkq/bullmq';
 import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core';
 import { Worker as ZkqWorker } from '@zkq/worker';
 import { type Job, withBackend } from 'bullmq';
+import { flowEnv } from '../../helpers/flows.js';
 import { bullEnv } from '../../helpers/queue.js';
 import { expire, nextEvent, waitFor } from '../../helpers/zk.js';
 
@@ -43,10 +44,7 @@ test('a parent removed as it completes takes its dependencies; the same flow can
 });
 
 test('the leader sweeps the dependencies of a trimmed parent; a new parent of that id is not in the way', async (t) => {
-  const { env, connection } = await bullEnv(t);
-  const flow = new FlowProducer({ connection });
-  const queue = new Queue('q', { connection });
-  t.after(() => Promise.all([flow.close(), queue.close()]));
+  const { env, flow, queue } = await flowEnv(t);
   const store = await rawStore(t, env);
   // trimmed parents: record and pointer go, the dependency node stays (retention reads no record)
   await flow.add(tree('p-2'));
@@ -70,10 +68,7 @@ test('the leader sweeps the dependencies of a trimmed parent; a new parent of th
 });
 
 test('session expiry while the last child runs: it still settles, and releases its parent once', async (t) => {
-  const { env, connection } = await bullEnv(t);
-  const flow = new FlowProducer({ connection });
-  const queue = new Queue('q', { connection });
-  t.after(() => Promise.all([flow.close(), queue.close()]));
+  const { env, connection, flow, queue } = await flowEnv(t);
   const added = await flow.add({
     name: 'parent',
     queueName: 'q',

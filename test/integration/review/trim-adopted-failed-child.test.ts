@@ -7,7 +7,7 @@
  * otherwise the parent waits for a deleted child for ever.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { withBackend } from 'bullmq';
 import { bullEnv } from '../../helpers/queue.js';
@@ -15,13 +15,14 @@ import { waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker, FlowProducer } = withBackend(createZooKeeperBackend);
 
-test('removeOnFail count: a failed job adopted by a flow since its finish is detached when trimmed', {}, async (t) => {
+/** Queues `kids` and `parents`, a FlowProducer, and a Worker on `kids` whose every job fails (counted). */
+async function failingKids(t: TestContext) {
   const { connection } = await bullEnv(t);
   const kids = new Queue('kids', { connection });
   const parents = new Queue('parents', { connection });
   const flow = new FlowProducer({ connection });
   t.after(() => Promise.all([kids.close(), parents.close(), flow.close()]));
-  let failed = 0;
+  const seen = { failed: 0 };
   const worker = new Worker(
     'kids',
     async () => {
@@ -30,12 +31,17 @@ test('removeOnFail count: a failed job adopted by a flow since its finish is det
     { connection },
   );
   worker.on('failed', () => {
-    failed++;
+    seen.failed++;
   });
   t.after(() => worker.close());
+  return { kids, parents, flow, seen };
+}
+
+test('removeOnFail count: a failed job adopted by a flow since its finish is detached when trimmed', {}, async (t) => {
+  const { kids, parents, flow, seen } = await failingKids(t);
   const keep = { removeOnFail: { count: 1 } };
   await kids.add('k', 1, { jobId: 'x', ...keep });
-  await waitFor(() => failed === 1, { what: 'x to fail' });
+  await waitFor(() => seen.failed === 1, { what: 'x to fail' });
 
   const tree = await flow.add({
     name: 'p',
@@ -46,7 +52,7 @@ test('removeOnFail count: a failed job adopted by a flow since its finish is det
   assert.equal(await tree.job.getState(), 'waiting-children');
 
   await kids.add('k', 2, { jobId: 'y', ...keep });
-  await waitFor(() => failed === 2, { what: 'y to fail' });
+  await waitFor(() => seen.failed === 2, { what: 'y to fail' });
   await waitFor(async () => (await kids.getJob('x')) === undefined, { what: 'x to be trimmed' });
   // its only child gone, the parent no longer waits for children (as after kids.remove('x'))
   await waitFor(async () => (await parents.getJobState(parentId)) !== 'waiting-children', {
@@ -56,25 +62,9 @@ test('removeOnFail count: a failed job adopted by a flow since its finish is det
 });
 
 test('control: removing that adopted child by hand releases its parent', {}, async (t) => {
-  const { connection } = await bullEnv(t);
-  const kids = new Queue('kids', { connection });
-  const parents = new Queue('parents', { connection });
-  const flow = new FlowProducer({ connection });
-  t.after(() => Promise.all([kids.close(), parents.close(), flow.close()]));
-  let failed = 0;
-  const worker = new Worker(
-    'kids',
-    async () => {
-      throw new Error('broken');
-    },
-    { connection },
-  );
-  worker.on('failed', () => {
-    failed++;
-  });
-  t.after(() => worker.close());
+  const { kids, parents, flow, seen } = await failingKids(t);
   await kids.add('k', 1, { jobId: 'x' });
-  await waitFor(() => failed === 1, { what: 'x to fail' });
+  await waitFor(() => seen.failed === 1, { what: 'x to fail' });
   const tree = await flow.add({
     name: 'p',
     queueName: 'parents',

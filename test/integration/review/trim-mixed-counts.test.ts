@@ -7,42 +7,22 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { claimJobs, finishJobs, lookAtHead, QueueStore, type Session } from '@zkq/core';
+import type { QueueStore } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
-import { prefixSession } from '../../helpers/znodes.js';
+import { completeTurn, storesOf } from '../../helpers/turns.js';
 
 test('removeOnComplete counts 1 to 5 across three stores in turns: the newest jobs, as many as the last count', async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('q', env);
   t.after(() => queue.close());
-  const stores = await Promise.all(
-    ['a', 'b', 'c'].map(async () => {
-      const s = new QueueStore((await prefixSession(t, env)) as Session, 'q');
-      await s.init();
-      return s;
-    }),
-  );
+  const stores = await storesOf(t, env, 3);
   const order: string[] = [];
   let size = 0;
 
   /** `n` new jobs claimed and completed by `store` with `count`, in one batch. */
   async function turn(store: QueueStore, n: number, count: number): Promise<void> {
-    const added = await queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'j', data: i })));
-    const { candidates } = await lookAtHead(store, { limit: 100, exclude: [] });
-    const { claimed } = await claimJobs(store, candidates, { workerId: 'w', lockDuration: 600_000 });
-    assert.equal(claimed.length, n);
-    claimed.sort((x, y) => Number(x.record.id) - Number(y.record.id));
-    const results = await finishJobs(
-      store,
-      claimed.map((job) => ({
-        job,
-        outcome: { kind: 'completed' as const, returnvalue: 'ok', remove: false },
-        keep: { count },
-      })),
-    );
-    assert.ok(results.every((r) => r.ok));
-    order.push(...added.map((j) => j.id as string));
+    order.push(...(await completeTurn(queue, store, n, count)));
     size = Math.min(count, size + n);
   }
 

@@ -8,10 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { claimJobs, finishJobs, lookAtHead, QueueStore, type Session } from '@zkq/core';
+import type { QueueStore } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
-import { prefixSession } from '../../helpers/znodes.js';
+import { completeTurn, storesOf } from '../../helpers/turns.js';
 
 const KEEP = 5;
 
@@ -19,32 +19,12 @@ test('removeOnComplete count: workers finishing in turns keep the newest jobs', 
   const env = await queueEnv(t);
   const queue = new Queue('q', env);
   t.after(() => queue.close());
-  const stores = await Promise.all(
-    ['a', 'b'].map(async () => {
-      const s = new QueueStore((await prefixSession(t, env)) as Session, 'q');
-      await s.init();
-      return s;
-    }),
-  );
+  const stores = await storesOf(t, env, 2);
   const order: string[] = [];
 
   /** One turn: `n` new jobs claimed and completed by one store, in one batch. */
   async function turn(store: QueueStore, n: number): Promise<void> {
-    const added = await queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'j', data: i })));
-    const { candidates } = await lookAtHead(store, { limit: 100, exclude: [] });
-    const { claimed } = await claimJobs(store, candidates, { workerId: 'w', lockDuration: 600_000 });
-    assert.equal(claimed.length, n);
-    claimed.sort((x, y) => Number(x.record.id) - Number(y.record.id));
-    const results = await finishJobs(
-      store,
-      claimed.map((job) => ({
-        job,
-        outcome: { kind: 'completed' as const, returnvalue: 'ok', remove: false },
-        keep: { count: KEEP },
-      })),
-    );
-    assert.ok(results.every((r) => r.ok));
-    order.push(...added.map((j) => j.id as string));
+    order.push(...(await completeTurn(queue, store, n, KEEP)));
   }
 
   const [a, b] = stores as [QueueStore, QueueStore];
