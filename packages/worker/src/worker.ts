@@ -345,18 +345,27 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     return this.pauseState?.paused !== false;
   }
 
-  /** Wakes the claim loop (slot freed, pause changed, closing). */
+  /** Wakes the claim loop and ends its idle wait for work (pause changed, reconnected, resumed, closing). */
   private nudge(): void {
+    this.wakeClaimLoop();
+    this.source?.poke();
+  }
+
+  /**
+   * Wakes the claim loop where it waits for a free slot or for a hold to end.
+   * A wait for work goes on: a slot freed brings no work, and ending that
+   * wait would cost a look at the head and at the line of idle workers.
+   */
+  private wakeClaimLoop(): void {
     const w = this.wakeLoop;
     this.wakeLoop = undefined;
     w?.();
-    this.source?.poke();
   }
 
   /** Waits for a nudge, or `ms` at most. */
   private waitForNudge(ms?: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = ms === undefined ? undefined : setTimeout(() => this.nudge(), ms);
+      const timer = ms === undefined ? undefined : setTimeout(() => this.wakeClaimLoop(), ms);
       this.wakeLoop = () => {
         clearTimeout(timer);
         resolve();
@@ -455,7 +464,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal),
       finish: (f) => this.writeOutcome(f, span),
       forced: () => this.forced,
-      released: () => this.nudge(),
+      released: () => this.wakeClaimLoop(),
       trim: (kind, keep) => this.trimmer?.request(kind, keep),
       rateLimited: () => void this.holdForRateLimit().catch((err) => this.emitError(err)),
     });
@@ -469,7 +478,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       .catch((err) => this.emitError(err))
       .finally(() => {
         this.attempts.delete(claimed.record.id);
-        this.nudge();
+        this.wakeClaimLoop();
       });
   }
 

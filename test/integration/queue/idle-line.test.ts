@@ -72,3 +72,35 @@ test('a job added to a queue with ten idle workers wakes only the first few of t
   // a few workers act; the other idle ones are not woken at all.
   assert.ok(busy <= 4, `${busy} of 10 idle workers were woken by one job`);
 });
+
+test('a job added to idle workers costs them a bounded number of requests: a freed slot ends no idle wait', async (t) => {
+  const env = await queueEnv(t, 30_000); // no probes in the counts (see above)
+  const queue = new Queue('per-job', env);
+  t.after(() => queue.close());
+  const done: string[] = [];
+  const workers = Array.from({ length: 3 }, (_, i) => {
+    const w = new Worker('per-job', async (job) => job.id, { ...env, ...QUIET, name: `w${i}`, concurrency: 4 });
+    w.on('completed', (job) => done.push(job.id));
+    t.after(() => w.close());
+    return w;
+  });
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  const sessions = await Promise.all(workers.map((w) => w.client));
+  /** Adds `n` jobs one at a time, each once the one before has completed and the line has settled. */
+  const trickle = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const job = await queue.add('j', i, { removeOnComplete: true });
+      await waitFor(() => done.includes(job.id), { what: `job ${job.id}` });
+      await sleep(100);
+    }
+  };
+  await trickle(6); // every worker has had a job: their cancel watches and caches are warm
+  const before = sessions.reduce((n, s) => n + s.stats.requests, 0);
+  const jobs = 6;
+  await trickle(jobs);
+  const perJob = (sessions.reduce((n, s) => n + s.stats.requests, 0) - before) / jobs;
+  // a wake-up, a look, the claim, the finish, leaving and joining the line, and the next one taking
+  // over the head: about 12. Ending an idle wait as a slot frees cost 4 to 6 more (a look at the head
+  // and a listing of the line, twice).
+  assert.ok(perJob <= 13, `${perJob.toFixed(1)} requests per job`);
+});

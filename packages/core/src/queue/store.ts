@@ -76,6 +76,8 @@ export class QueueStore {
     // one Containers per session: a transaction spanning queues forgets a removed bucket of any of them
     this.containers = shared?.containers ?? new Containers(session, this.layout);
     this.executor = new TxExecutor(session, this.layout, this.containers, this.events);
+    // receipts are deleted in batches a while after their transactions: the last ones before the session ends
+    session.beforeClose(() => this.executor.flushReceipts());
     this.enqueueBatch = new EnqueueBatch(this.executor);
     this.clock = new ServerClock(this);
     this.family = shared?.family ?? new Map([[queue, this]]);

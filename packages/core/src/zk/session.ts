@@ -158,6 +158,8 @@ export function readOpBytes(read: ReadOp, namespace = ''): number {
 
 /** Length of the per-request id protected sequential names carry. */
 const PROTECT_ID_BYTES = 6;
+/** Longest wait of close() for the work registered with beforeClose, ms. */
+const CLOSE_HOOKS_MS = 1000;
 
 export class Session extends EventEmitter<SessionEvents> {
   readonly namespace: string;
@@ -177,6 +179,7 @@ export class Session extends EventEmitter<SessionEvents> {
   private lastRequestAt = Date.now();
   private isClosed = false;
   private closing: Promise<void> | undefined;
+  private readonly closeHooks = new Set<() => Promise<unknown>>();
 
   private constructor(private readonly options: SessionOptions) {
     super();
@@ -330,13 +333,37 @@ export class Session extends EventEmitter<SessionEvents> {
     this.newClient();
   }
 
+  private async runCloseHooks(): Promise<void> {
+    const connected = this.current === 'connected' || this.current === 'reconnected';
+    if (!connected || this.closeHooks.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.closeHooks].map((hook) => hook())),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, CLOSE_HOOKS_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
   /** Closes the session: its ephemeral nodes go at once. Idempotent; concurrent calls share one close. */
   close(): Promise<void> {
     this.closing ??= this.shutDown();
     return this.closing;
   }
 
+  /**
+   * Runs `hook` when close() starts, while the session still works: writes
+   * deferred so as to batch them (a connected session waits for them, up to
+   * a second). Returns the function that unregisters it.
+   */
+  beforeClose(hook: () => Promise<unknown>): () => void {
+    this.closeHooks.add(hook);
+    return () => this.closeHooks.delete(hook);
+  }
+
   private async shutDown(): Promise<void> {
+    await this.runCloseHooks();
     this.isClosed = true;
     clearTimeout(this.suspendTimer);
     clearInterval(this.probeTimer);

@@ -162,9 +162,14 @@ const MAX_RETRIES = 8;
  * its turn at most once per sibling.
  */
 const MAX_REREADS = 1000;
-/** Receipts deleted per multi, and how long deletions wait to be batched, ms. */
+/**
+ * Receipts deleted per multi, and how long deletions wait to be batched, ms:
+ * a second, so that a trickle of jobs does not send one more transaction per
+ * transaction, and a busy queue sends one per RECEIPT_BATCH (the session
+ * flushes what is left when it closes; the leader sweeps a dead client's).
+ */
 const RECEIPT_BATCH = 500;
-const RECEIPT_FLUSH_MS = 20;
+const RECEIPT_FLUSH_MS = 1000;
 /** Event log nodes: the writer of every TRIM_EVERY-th trims the log to EVENTS_KEEP. */
 export const EVENTS_KEEP = 1000;
 export const EVENTS_TRIM_EVERY = 100;
