@@ -301,7 +301,8 @@ function herdLine(m: Metrics): string | undefined {
   if (m['zkq.herd.idlePerSec'] !== undefined) {
     parts.push(
       `herd, zkq: idle ${fmt(m['zkq.herd.idlePerSec'], 1)} packets/s (received ${fmt(m['zkq.herd.idleReceivedPerSec'], 1)}, sent ${fmt(m['zkq.herd.idleSentPerSec'], 1)}); ` +
-        `per job added ${fmt(m['zkq.herd.perJob'], 1)} packets beyond idle (all traffic: received ${fmt(m['zkq.herd.receivedPerJob'], 1)}, sent ${fmt(m['zkq.herd.sentPerJob'], 1)})`,
+        `per job added ${fmt(m['zkq.herd.perJob'], 1)} packets beyond idle (all traffic: received ${fmt(m['zkq.herd.receivedPerJob'], 1)}, sent ${fmt(m['zkq.herd.sentPerJob'], 1)}); ` +
+        `a worker's first job: ${fmt(m['zkq.herd.firstPerJob'], 1)}`,
     );
   }
   if (m['bullmq.herd.idlePerSec'] !== undefined) {
@@ -358,6 +359,7 @@ export function spread(runs: Metrics[], median: Metrics): string {
     'zkq.drain.serverCpuUs',
     'zkq.herd.idlePerSec',
     'zkq.herd.perJob',
+    'zkq.herd.firstPerJob',
     'ratio.drain',
     'ratio.e2e',
     'ratio.addBulk',
