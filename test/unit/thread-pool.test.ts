@@ -6,8 +6,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { BroadcastChannel } from 'node:worker_threads';
 import type { JobJson } from '@zkq/core';
 import { ThreadPool } from '../../packages/worker/src/sandbox/pool.ts';
+import { waitFor } from '../helpers/zk.js';
 
 const PROCESSOR = fileURLToPath(new URL('../fixtures/processors/threaded.mjs', import.meta.url));
 
@@ -56,4 +58,20 @@ test('an abort ends the wait for a shared-thread job at once, though its process
   await assert.rejects(hung, /claim lost/);
   // the thread still serves others
   assert.equal(((await pool.run(job('m', { n: 2 }), '1', never, ignore)) as { doubled: number }).doubled, 4);
+});
+
+test('an abort without a reason reaches a shared-thread processor as the standard AbortError', async (t) => {
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1 }, ignore);
+  t.after(() => pool.close());
+  const report = new BroadcastChannel('thread-pool-abort');
+  t.after(() => report.close());
+  const seen: { event: string; reason?: string }[] = [];
+  report.onmessage = (e) => seen.push((e as { data: { event: string; reason?: string } }).data);
+  const abort = new AbortController();
+  const held = pool.run(job('r', { mode: 'hold', report: 'thread-pool-abort' }), '1', abort.signal, ignore);
+  await waitFor(() => seen.some((s) => s.event === 'started'), { what: 'started' });
+  abort.abort();
+  await assert.rejects(held, { name: 'AbortError' });
+  await waitFor(() => seen.some((s) => s.event === 'aborted'), { what: 'aborted' });
+  assert.equal(seen.find((s) => s.event === 'aborted')?.reason, 'This operation was aborted');
 });

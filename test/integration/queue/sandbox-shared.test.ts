@@ -138,13 +138,13 @@ test('a thread that crashes fails every job it runs; each is retried as its atte
   t.after(() => worker.close());
   const data = { mode: 'barrier', group: 'c', size: 3 };
   // the two others wait on the thread until it dies under them
-  const [x, y] = await queue.addBulk([
+  const others = await queue.addBulk([
     { name: 'c', data: { ...data, hang: true }, opts: { attempts: 2 } },
     { name: 'c', data: { ...data, hang: true }, opts: { attempts: 2 } },
   ]);
   const exit = await queue.add('c', { ...data, exit: true }, { attempts: 1 });
   assert.match(await failedReason(queue, exit.id), /exit/i);
-  for (const j of [x, y]) {
+  for (const j of others) {
     await waitFor(async () => (await queue.getJobState(j.id)) === 'completed', { what: `${j.id} completed` });
     const done = await queue.getJob(j.id);
     assert.equal(done?.attemptsMade, 2, 'one attempt failed with the thread, the next completed');
@@ -158,6 +158,7 @@ test('close(true) with jobs on a shared thread ends at once; the jobs are left t
   t.after(() => queue.close());
   const r = reports(t);
   const worker = new Worker('force-shared', PROCESSOR, { ...env, concurrency: 2, threads: 1 });
+  t.after(() => worker.close(true));
   const jobs = await queue.addBulk([
     { name: 'i', data: { mode: 'ignore' } },
     { name: 'h', data: { mode: 'hold', report: r.name } },

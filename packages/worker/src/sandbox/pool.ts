@@ -110,7 +110,9 @@ export class ThreadPool {
     running.catch(() => undefined); // dropped after an abort; a forced close rejects it later
     const abort = () => {
       Atomics.store(flag, 0, 1);
-      const m: ThreadAbort = { kind: 'abort', jobId: task.job.id, token: task.token, reason: signal.reason };
+      // without a reason the thread's signal makes its own AbortError: a DOMException clones as a bare object
+      const reason = signal.reason instanceof DOMException ? undefined : signal.reason;
+      const m: ThreadAbort = { kind: 'abort', jobId: task.job.id, token: task.token, reason };
       try {
         this.aborts.postMessage(m);
       } catch {
