@@ -38,9 +38,10 @@ test('a job aborted before its task reaches a thread never starts its processor'
   t.after(() => pool.close());
   assert.equal(pool.jobsPerThread, 2);
   const early = new AbortController();
+  const a = pool.run(job('a', { mode: 'started' }), '1', early.signal, ignore);
+  // aborted while its thread still starts: the abort message cannot reach it, the flag does
   early.abort('too late');
-  // posted while the thread still starts: the abort message cannot reach it, the flag does
-  await assert.rejects(pool.run(job('a', { mode: 'started' }), '1', early.signal, ignore), (e) => e === 'too late');
+  await assert.rejects(a, (e) => e === 'too late');
   await pool.run(job('b', { mode: 'started' }), '1', never, ignore);
   const last = (await pool.run(job('c', { mode: 'started' }), '1', never, ignore)) as { started: string[] };
   assert.deepEqual(last.started, ['b', 'c']);

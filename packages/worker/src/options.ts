@@ -67,8 +67,9 @@ export interface WorkerOptions extends QueueBaseOptions {
    * concurrentTasksPerWorker). Default `ceil(concurrency / threads)`, so all of
    * `concurrency` can run at once. With 1, an aborted job (cancel, lost claim)
    * ends its thread; with more, its processor's signal fires instead and the
-   * Worker stops waiting for it, and a thread that crashes fails all the jobs
-   * it runs (each retried as its attempts allow).
+   * Worker stops waiting for it (a processor that ignores the signal keeps its
+   * place on the thread until it ends), and a thread that crashes fails all
+   * the jobs it runs (each retried as its attempts allow).
    */
   jobsPerThread?: number;
   /** Worker id (default: host-pid-random). Shown in claims, membership and logs. */

@@ -104,6 +104,7 @@ export class ThreadPool {
    * that, the message on the channel reaches the running processor.
    */
   private runShared(task: ThreadTask, signal: AbortSignal): Promise<unknown> {
+    if (signal.aborted) return Promise.reject(signal.reason);
     const flag = new Int32Array(new SharedArrayBuffer(4));
     task.aborted = flag.buffer as SharedArrayBuffer;
     const running = this.pool.run(task);
@@ -119,10 +120,6 @@ export class ThreadPool {
         this.aborts.postMessage({ ...m, reason: String(signal.reason) }); // a reason that does not clone
       }
     };
-    if (signal.aborted) {
-      abort();
-      return Promise.reject(signal.reason);
-    }
     return new Promise((resolve, reject) => {
       const onAbort = () => {
         abort();
