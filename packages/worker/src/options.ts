@@ -1,4 +1,4 @@
-/** Worker options (BullMQ's WorkerOptions, zkq's subset plus `threads` and `barrier`), validated once. */
+/** Worker options (BullMQ's WorkerOptions, zkq's subset plus `threads`, `jobsPerThread` and `barrier`), validated once. */
 import {
   InvalidArgumentError,
   type Job,
@@ -62,6 +62,16 @@ export interface WorkerOptions extends QueueBaseOptions {
   useWorkerThreads?: boolean;
   /** Threads for a file processor. Default: the CPU count, at most `concurrency`. */
   threads?: number;
+  /**
+   * Jobs a thread of a file processor runs at once (piscina's
+   * concurrentTasksPerWorker). Default `ceil(concurrency / threads)`, so all of
+   * `concurrency` can run at once. With 1, an aborted job (cancel, lost claim)
+   * ends its thread; with more, its processor's signal fires instead and the
+   * Worker stops waiting for it (a processor that ignores the signal keeps its
+   * place on the thread until it ends), and a thread that crashes fails all
+   * the jobs it runs (each retried as its attempts allow).
+   */
+  jobsPerThread?: number;
   /** Worker id (default: host-pid-random). Shown in claims, membership and logs. */
   name?: string;
   /** Batch start barrier. */
@@ -116,6 +126,7 @@ export function validateWorkerOptions(opts: unknown): asserts opts is WorkerOpti
   validateConnection(o.connection);
   positiveInt(o.concurrency, 'concurrency');
   positiveInt(o.threads, 'threads');
+  positiveInt(o.jobsPerThread, 'jobsPerThread');
   positive(o.lockDuration, 'lockDuration');
   positive(o.lockRenewTime, 'lockRenewTime');
   positive(o.stalledInterval, 'stalledInterval');

@@ -10,9 +10,10 @@
  * ```
  *
  * A processor function runs inline; a file path or URL runs on a piscina
- * thread pool. The claim protocol and its fencing are described in
- * @zkq/core's transitions.ts; this class drives it: JobSource claims,
- * LeaseRenewer keeps claims alive, Finisher writes results in batches.
+ * thread pool (sandbox/pool.ts), `jobsPerThread` jobs at once per thread.
+ * The claim protocol and its fencing are described in @zkq/core's
+ * transitions.ts; this class drives it: JobSource claims, LeaseRenewer keeps
+ * claims alive, Finisher writes results in batches.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -66,7 +67,7 @@ import {
   type WorkerOptions,
 } from './options.js';
 import { ThreadPool } from './sandbox/pool.js';
-import type { ThreadMessage } from './sandbox/protocol.js';
+import type { ThreadProgress } from './sandbox/protocol.js';
 import { WorkerTracing } from './tracing.js';
 
 /** Typed events of a Worker (BullMQ's WorkerListener, plus `lost`). */
@@ -158,7 +159,10 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     };
     this.tracing = new WorkerTracing(opts.telemetry, name, { id: this.id, name: opts.name });
     if (typeof processor === 'function') this.processorFn = processor;
-    else this.pool = new ThreadPool(processor, opts.threads, (m) => this.onThreadMessage(m));
+    else {
+      const sizes = { concurrency, threads: opts.threads, jobsPerThread: opts.jobsPerThread };
+      this.pool = new ThreadPool(processor, sizes, (m) => this.onThreadProgress(m));
+    }
     if (opts.autorun !== false) {
       this.run().catch((err) => this.emitError(err));
     }
@@ -498,13 +502,14 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
         attempt?.absorb(progress, logs),
       )) as ResultType;
     } catch (err) {
-      // a thread cannot see the signal: piscina stops it; the job fails with the cancel's reason
+      // the pool stops waiting for an aborted job (ending its thread when it has one of its own):
+      // the job fails with the cancel's reason
       if (signal.aborted && typeof signal.reason === 'string') throw new Error(signal.reason);
       throw err;
     }
   }
 
-  private onThreadMessage(m: ThreadMessage): void {
+  private onThreadProgress(m: ThreadProgress): void {
     const attempt = this.attempts.get(m.jobId);
     if (!attempt || String(attempt.token) !== m.token) return;
     void attempt.job.updateProgress(m.value as JobProgress).catch((e) => this.emitError(e));
@@ -538,7 +543,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   /**
    * Stops claiming, lets jobs in flight finish and record their results,
    * then disconnects. `force` aborts them instead (their processors' signals
-   * fire; threaded ones are terminated); their claims end with the session,
+   * fire; their threads are terminated); their claims end with the session,
    * so other workers run them again.
    */
   close(force = false): Promise<void> {

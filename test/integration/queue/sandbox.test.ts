@@ -32,11 +32,11 @@ test('a file processor runs on worker threads, with progress and logs', async (t
   );
 });
 
-test('a thread that throws or exits fails only its own job; the pool replaces it', async (t) => {
+test('a thread per job (jobsPerThread: 1): one that throws or exits fails only its own job; the pool replaces it', async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('crashy', env);
   t.after(() => queue.close());
-  const worker = new Worker('crashy', PROCESSOR, { ...env, concurrency: 2, threads: 1 });
+  const worker = new Worker('crashy', PROCESSOR, { ...env, concurrency: 2, threads: 1, jobsPerThread: 1 });
   t.after(() => worker.close());
   const failed = new Map<string, Error>();
   worker.on('failed', (job, err) => job && failed.set(job.id, err));

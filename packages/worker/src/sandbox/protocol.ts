@@ -7,24 +7,41 @@ export interface ThreadTask {
   processor: string;
   job: JobJson;
   token: string;
-  /** BroadcastChannel name for progress and logs. */
+  /**
+   * Int32 flag set to 1 when the job is aborted, for a task that shares its
+   * thread (a task alone on its thread is aborted by ending the thread).
+   */
+  aborted?: SharedArrayBuffer;
+}
+
+/** What the pool hands each thread (piscina's workerData). */
+export interface ThreadData {
+  /** BroadcastChannel name on which the main thread posts ThreadAbort. */
   channel: string;
 }
 
 /**
  * A thread's answer. Errors travel as data, so their name (UnrecoverableError...)
  * survives; the final progress and the log lines come with it, because the
- * live progress messages travel on another channel and may arrive later.
+ * live progress messages travel on another port and may arrive later.
  */
 export type ThreadResult = { progress?: unknown; logs: string[] } & (
   | { ok: true; value: unknown }
   | { ok: false; name: string; message: string; stack?: string; unrecoverable: boolean }
 );
 
-/** Live progress from a thread. */
-export interface ThreadMessage {
+/** Live progress from a thread (on its parent port). */
+export interface ThreadProgress {
+  kind: 'progress';
   jobId: string;
   token: string;
-  kind: 'progress';
   value: unknown;
+}
+
+/** The main thread aborts a job's attempt: its processor's signal fires with `reason`. */
+export interface ThreadAbort {
+  kind: 'abort';
+  jobId: string;
+  token: string;
+  reason: unknown;
 }

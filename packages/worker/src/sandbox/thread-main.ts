@@ -1,19 +1,35 @@
 /**
  * Entry point of the piscina threads that run a file processor.
  *
- * The processor module's default export (or `module.exports`) is called with
- * a job object that offers `updateProgress` and `log` like the main-thread
- * Job: live progress travels to the Worker over a BroadcastChannel, and the
- * final progress and the log lines come back with the result. Errors come
- * back as data so that their name (UnrecoverableError) survives.
- * A thread that crashes or exits fails only its job; piscina replaces it.
+ * The processor module's default export (or `module.exports`) is called as
+ * `(job, token, signal)`, with a job object that offers `updateProgress` and
+ * `log` like the main-thread Job: live progress travels to the Worker on the
+ * thread's parent port, and the final progress and the log lines come back
+ * with the result. Errors come back as data so that their name
+ * (UnrecoverableError) survives. The signal fires when the main thread aborts
+ * a job that shares its thread (a job alone on its thread is aborted by ending
+ * the thread). A thread that crashes or exits fails the jobs it runs; piscina
+ * replaces it.
  */
-import { BroadcastChannel } from 'node:worker_threads';
-import type { ThreadMessage, ThreadResult, ThreadTask } from './protocol.js';
+import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
+import type { ThreadAbort, ThreadData, ThreadProgress, ThreadResult, ThreadTask } from './protocol.js';
 
-type ProcessorFn = (job: unknown, token?: string) => unknown;
+type ProcessorFn = (job: unknown, token?: string, signal?: AbortSignal) => unknown;
 const processors = new Map<string, Promise<ProcessorFn>>();
-const channels = new Map<string, BroadcastChannel>();
+/** The signals of the jobs running here, by job id and token. */
+const running = new Map<string, AbortController>();
+const keyOf = (jobId: string, token: string) => `${jobId}\n${token}`;
+
+// Listening from the start: an abort posted after a task's flag was read finds it here.
+const { channel } = (workerData ?? {}) as Partial<ThreadData>;
+if (channel) {
+  const aborts = new BroadcastChannel(channel);
+  aborts.unref();
+  aborts.onmessage = (e) => {
+    const m = (e as { data: ThreadAbort }).data;
+    if (m?.kind === 'abort') running.get(keyOf(m.jobId, m.token))?.abort(m.reason);
+  };
+}
 
 async function load(url: string): Promise<ProcessorFn> {
   const mod = (await import(url)) as { default?: unknown; process?: unknown };
@@ -23,16 +39,6 @@ async function load(url: string): Promise<ProcessorFn> {
   return fn as ProcessorFn;
 }
 
-function channel(name: string): BroadcastChannel {
-  let ch = channels.get(name);
-  if (!ch) {
-    ch = new BroadcastChannel(name);
-    ch.unref();
-    channels.set(name, ch);
-  }
-  return ch;
-}
-
 export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
   let loading = processors.get(task.processor);
   if (!loading) {
@@ -40,15 +46,22 @@ export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
     processors.set(task.processor, loading);
     loading.catch(() => processors.delete(task.processor));
   }
-  const post = (kind: ThreadMessage['kind'], value: unknown) =>
-    channel(task.channel).postMessage({ jobId: task.job.id, token: task.token, kind, value } satisfies ThreadMessage);
+  const key = keyOf(task.job.id, task.token);
+  const controller = new AbortController();
+  running.set(key, controller);
+  if (task.aborted && Atomics.load(new Int32Array(task.aborted), 0) === 1) controller.abort();
   const logs: string[] = [];
   const job = {
     ...task.job,
     token: task.token,
     async updateProgress(progress: unknown) {
       job.progress = progress as typeof job.progress;
-      post('progress', progress);
+      parentPort?.postMessage({
+        kind: 'progress',
+        jobId: task.job.id,
+        token: task.token,
+        value: progress,
+      } satisfies ThreadProgress);
     },
     async log(row: string) {
       return logs.push(String(row));
@@ -56,11 +69,19 @@ export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
   };
   try {
     const fn = await loading;
-    const value = await fn(job, task.token);
+    // aborted before it started: the Worker has stopped waiting for it, so it does not start
+    if (controller.signal.aborted) return failure(new Error(`job ${task.job.id} aborted before it started`), job, logs);
+    const value = await fn(job, task.token, controller.signal);
     return { ok: true, value, progress: job.progress, logs };
   } catch (err) {
-    const e = err instanceof Error ? err : new Error(String(err));
-    const unrecoverable = e.name === 'UnrecoverableError';
-    return { ok: false, name: e.name, message: e.message, stack: e.stack, unrecoverable, progress: job.progress, logs };
+    return failure(err, job, logs);
+  } finally {
+    running.delete(key);
   }
+}
+
+function failure(err: unknown, job: { progress?: unknown }, logs: string[]): ThreadResult {
+  const e = err instanceof Error ? err : new Error(String(err));
+  const unrecoverable = e.name === 'UnrecoverableError';
+  return { ok: false, name: e.name, message: e.message, stack: e.stack, unrecoverable, progress: job.progress, logs };
 }

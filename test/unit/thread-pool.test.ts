@@ -1,0 +1,78 @@
+/**
+ * ThreadPool with jobs sharing a thread: an abort ends the wait at once,
+ * whether or not the processor honours its signal, and a job aborted before
+ * its task reached a thread never starts its processor there.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { BroadcastChannel } from 'node:worker_threads';
+import type { JobJson } from '@zkq/core';
+import { ThreadPool } from '../../packages/worker/src/sandbox/pool.ts';
+import { waitFor } from '../helpers/zk.js';
+
+const PROCESSOR = fileURLToPath(new URL('../fixtures/processors/threaded.mjs', import.meta.url));
+
+function job(id: string, data: unknown): JobJson {
+  return {
+    id,
+    name: 'j',
+    data,
+    opts: {},
+    progress: 0,
+    attemptsMade: 0,
+    attemptsStarted: 1,
+    stalledCounter: 0,
+    timestamp: Date.now(),
+    delay: 0,
+    priority: 0,
+    stacktrace: [],
+  };
+}
+
+const never = new AbortController().signal;
+const ignore = () => undefined;
+
+test('a job aborted before its task reaches a thread never starts its processor', async (t) => {
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1 }, ignore);
+  t.after(() => pool.close());
+  assert.equal(pool.jobsPerThread, 2);
+  const early = new AbortController();
+  const a = pool.run(job('a', { mode: 'started' }), '1', early.signal, ignore);
+  // aborted while its thread still starts: the abort message cannot reach it, the flag does
+  early.abort('too late');
+  await assert.rejects(a, (e) => e === 'too late');
+  await pool.run(job('b', { mode: 'started' }), '1', never, ignore);
+  const last = (await pool.run(job('c', { mode: 'started' }), '1', never, ignore)) as { started: string[] };
+  assert.deepEqual(last.started, ['b', 'c']);
+});
+
+test('an abort ends the wait for a shared-thread job at once, though its processor ignores it', async (t) => {
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 4, threads: 1 }, ignore);
+  t.after(() => pool.close());
+  const abort = new AbortController();
+  const hung = pool.run(job('h', { mode: 'ignore' }), '1', abort.signal, ignore);
+  // it has started once a job queued after it on the one thread has run
+  const after = (await pool.run(job('n', { mode: 'started' }), '1', never, ignore)) as { started: string[] };
+  assert.deepEqual(after.started, ['h', 'n']);
+  abort.abort(new Error('claim lost'));
+  await assert.rejects(hung, /claim lost/);
+  // the thread still serves others
+  assert.equal(((await pool.run(job('m', { n: 2 }), '1', never, ignore)) as { doubled: number }).doubled, 4);
+});
+
+test('an abort without a reason reaches a shared-thread processor as the standard AbortError', async (t) => {
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1 }, ignore);
+  t.after(() => pool.close());
+  const report = new BroadcastChannel('thread-pool-abort');
+  t.after(() => report.close());
+  const seen: { event: string; reason?: string }[] = [];
+  report.onmessage = (e) => seen.push((e as { data: { event: string; reason?: string } }).data);
+  const abort = new AbortController();
+  const held = pool.run(job('r', { mode: 'hold', report: 'thread-pool-abort' }), '1', abort.signal, ignore);
+  await waitFor(() => seen.some((s) => s.event === 'started'), { what: 'started' });
+  abort.abort();
+  await assert.rejects(held, { name: 'AbortError' });
+  await waitFor(() => seen.some((s) => s.event === 'aborted'), { what: 'aborted' });
+  assert.equal(seen.find((s) => s.event === 'aborted')?.reason, 'This operation was aborted');
+});
