@@ -65,7 +65,16 @@ export interface TurnOptions {
   /** What is waited for, in error messages ("lock /x"). */
   what: string;
   stats?: WaitStats;
+  /** Told of each step of a wait (for diagnostics; see `TurnStep`). */
+  onStep?: ((step: TurnStep) => void) | undefined;
 }
+
+/** A step of `waitForTurn`: a watch set on `watch`, a wake-up by `event`, or the turn come. */
+export type TurnStep =
+  | { step: 'watch'; watch: string }
+  | { step: 'woke'; watch: string; event: string }
+  | { step: 'gone'; watch: string }
+  | { step: 'proceed' };
 
 /**
  * Resolves once `driver` lets the node `dir/own` proceed. Rejects with
@@ -85,8 +94,13 @@ export async function waitForTurn(
     const sorted = sortBySequence((await session.getChildren(dir)).filter((n) => driver.participates(n)));
     if (!sorted.includes(own)) throw new NoNodeError(joinPath(dir, own));
     const decision = driver.decide(sorted, own);
-    if (decision.proceed) return;
-    const event = await watchOnce(session, joinPath(dir, decision.watch), options);
+    if (decision.proceed) {
+      options.onStep?.({ step: 'proceed' });
+      return;
+    }
+    const watch = decision.watch;
+    const event = await watchOnce(session, joinPath(dir, watch), options);
+    options.onStep?.(event ? { step: 'woke', watch, event: event.type } : { step: 'gone', watch });
     if (event?.type === 'sessionLost') throw new SessionExpiredError(joinPath(dir, own));
   }
 }
@@ -129,6 +143,7 @@ export async function watchOnce(
     if (!(await existsWithDataWatch(session, path, watch))) return undefined;
   } else if (await session.exists(path, { watch })) return undefined;
   if (options.stats) options.stats.watches++;
+  options.onStep?.({ step: 'watch', watch: baseName(path) });
   session.once('closed', onClosed);
   session.on('reconnected', onReconnected);
   try {

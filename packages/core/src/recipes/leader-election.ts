@@ -26,6 +26,7 @@ import { AbortedError, ClosedError } from '../errors.js';
 import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import type { Op } from '../zk/types.js';
+import { type ElectionTrace, traceElection, traceError } from './election-trace.js';
 import { NotLeaderError } from './errors.js';
 import {
   baseName,
@@ -36,6 +37,7 @@ import {
   exclusiveDriver,
   existsWithDataWatch,
   raceWait,
+  type TurnStep,
   turnOptions,
   type WaitOptions,
   type WaitStats,
@@ -180,10 +182,12 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     const epoch = ++this.epoch;
     const node = await createMemberNode(this.session, this.path, NODE_PREFIX, Buffer.from(this.id));
     if (epoch !== this.epoch || !this.joined) {
-      await deleteIfExists(this.session, node).catch(() => undefined);
+      this.trace('abandoned', node);
+      await this.deleteNode(node);
       return false;
     }
     this.node = node;
+    this.trace('joined', node);
     void this.campaign(epoch, node);
     return true;
   }
@@ -212,6 +216,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   }
 
   private reportFailure(err: unknown): void {
+    this.trace('joinFailed', this.node, { error: traceError(err) });
     this.emit('joinFailed', err);
     if (this.listenerCount('error') > 0) this.emit('error', err instanceof Error ? err : new Error(String(err)));
   }
@@ -233,10 +238,16 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     const abort = new AbortController();
     this.abort = abort;
     try {
-      const turn = { what: `election ${this.path}`, signal: abort.signal, stats: this.stats };
+      const turn = {
+        what: `election ${this.path}`,
+        signal: abort.signal,
+        stats: this.stats,
+        onStep: (s: TurnStep) => this.trace(s.step, node, s.step === 'proceed' ? {} : s),
+      };
       await waitForTurn(this.session, this.path, baseName(node), exclusiveDriver, turn);
       if (epoch !== this.epoch) return;
       this.leading = true;
+      this.trace('elected', node);
       this.emit('elected');
       await this.watchOwnNode(epoch, node);
     } catch (err) {
@@ -258,6 +269,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   /** Deposes, then re-joins at the back (after a pause unless the node was merely deleted). */
   private async campaignFailed(err: unknown, epoch: number): Promise<void> {
     if (err instanceof AbortedError || err instanceof SessionExpiredError || this.session.closed) return;
+    this.trace('failed', this.node, { error: traceError(err) });
     this.depose();
     if (!(err instanceof NoNodeError)) {
       this.reportFailure(err);
@@ -270,6 +282,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   }
 
   private onSessionLost(): void {
+    this.trace('sessionLost', this.node);
     this.epoch++;
     this.abort?.abort();
     this.node = undefined;
@@ -283,7 +296,25 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     const node = this.node;
     this.node = undefined;
     this.depose();
-    if (node) await deleteIfExists(this.session, node).catch(() => undefined);
+    if (!node) return;
+    this.trace('left', node);
+    await this.deleteNode(node);
+  }
+
+  /** Deletes a node this participant created; a failure is traced (the node may stay while the session lives). */
+  private async deleteNode(node: string): Promise<void> {
+    await deleteIfExists(this.session, node).catch((err) => this.trace('leftover', node, { error: traceError(err) }));
+  }
+
+  private trace(step: string, node: string | undefined, detail: Partial<ElectionTrace> = {}): void {
+    traceElection(() => ({
+      path: this.path,
+      id: this.id,
+      session: this.session.sessionId,
+      step,
+      node: node === undefined ? undefined : baseName(node),
+      ...detail,
+    }));
   }
 
   private depose(): void {
