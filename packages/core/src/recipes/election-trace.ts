@@ -20,7 +20,7 @@ export interface ElectionTrace {
   /**
    * joined, abandoned (a node created after a leave: deleted again), watch, woke, gone (the watched
    * node was already gone), proceed, elected, failed, sessionLost, left, leftover (a leave could not
-   * delete the node), joinFailed.
+   * delete the node), leftoverRemoved (deleted by a later join), joinFailed.
    */
   step: string;
   /** The participant's own node (a name under `path`). */

@@ -273,6 +273,26 @@ export async function createMemberNode(session: Session, dir: string, prefix: st
   }
 }
 
+/**
+ * Deletes the nodes `dir/<prefix>…` that this session owns and that hold
+ * `data` (one participant's leftovers); resolves with their paths.
+ */
+export async function deleteOwnNodes(session: Session, dir: string, prefix: string, data: string): Promise<string[]> {
+  const owner = session.sessionId;
+  const names = await session.getChildren(dir).catch((err) => (err instanceof NoNodeError ? [] : Promise.reject(err)));
+  const removed: string[] = [];
+  for (const name of names.filter((n) => n.startsWith(prefix))) {
+    const path = joinPath(dir, name);
+    const read = await session.getData(path).catch((err) => {
+      if (!(err instanceof NoNodeError)) throw err;
+    });
+    if (read?.stat.ephemeralOwner !== owner || read.data.toString() !== data) continue;
+    await deleteIfExists(session, path);
+    removed.push(path);
+  }
+  return removed;
+}
+
 export { sequenceOf, sortBySequence };
 
 /** Wait between tries of a recipe's background refresh, ms. */

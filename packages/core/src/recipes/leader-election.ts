@@ -20,6 +20,13 @@
  * pause, until it works or the participant leaves; each failure emits
  * `joinFailed` (and `error`, when someone listens for it). `resign()` leaves
  * the election; `start()` joins again.
+ *
+ * Leftovers: a leave whose delete failed, or a create whose outcome is
+ * unknown, may leave a node of this participant in line for as long as its
+ * session lives; a node joining behind it would wait for it forever, and so
+ * would everyone after. After such a failure the next join first deletes the
+ * nodes under `path` that this session owns and that hold this participant's
+ * id (so an id must be one participant's per session).
  */
 import { EventEmitter } from 'node:events';
 import { AbortedError, ClosedError } from '../errors.js';
@@ -34,6 +41,7 @@ import {
   checkPath,
   createMemberNode,
   deleteIfExists,
+  deleteOwnNodes,
   exclusiveDriver,
   existsWithDataWatch,
   raceWait,
@@ -89,6 +97,8 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   private rejoining = false;
   /** Ends the current pause between re-join attempts (on leave or close). */
   private endPause: (() => void) | undefined;
+  /** A delete or create of this participant's node failed: a node of it may be left in line. */
+  private mayHaveLeftovers = false;
 
   constructor(
     private readonly session: Session,
@@ -180,7 +190,14 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   /** Creates this participant's node and starts campaigning; false when a leave or a session loss came first. */
   private async join(): Promise<boolean> {
     const epoch = ++this.epoch;
-    const node = await createMemberNode(this.session, this.path, NODE_PREFIX, Buffer.from(this.id));
+    if (this.mayHaveLeftovers) await this.removeLeftovers();
+    let node: string;
+    try {
+      node = await createMemberNode(this.session, this.path, NODE_PREFIX, Buffer.from(this.id));
+    } catch (err) {
+      this.mayHaveLeftovers = true; // the create may have been applied, its reply lost
+      throw err;
+    }
     if (epoch !== this.epoch || !this.joined) {
       this.trace('abandoned', node);
       await this.deleteNode(node);
@@ -301,9 +318,19 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     await this.deleteNode(node);
   }
 
-  /** Deletes a node this participant created; a failure is traced (the node may stay while the session lives). */
+  /** Deletes a node this participant created; on failure the next join looks for leftovers. */
   private async deleteNode(node: string): Promise<void> {
-    await deleteIfExists(this.session, node).catch((err) => this.trace('leftover', node, { error: traceError(err) }));
+    await deleteIfExists(this.session, node).catch((err) => {
+      this.mayHaveLeftovers = true;
+      this.trace('leftover', node, { error: traceError(err) });
+    });
+  }
+
+  /** Deletes the nodes of this participant that failed deletes or creates left in line. */
+  private async removeLeftovers(): Promise<void> {
+    const removed = await deleteOwnNodes(this.session, this.path, NODE_PREFIX, this.id);
+    for (const node of removed) this.trace('leftoverRemoved', node);
+    this.mayHaveLeftovers = false;
   }
 
   private trace(step: string, node: string | undefined, detail: Partial<ElectionTrace> = {}): void {
