@@ -66,7 +66,7 @@ export function describeElections(elections: Map<string, ElectionNode[]> | undef
   return lines;
 }
 
-/** Every election step of `queue` and every fault, in time order, one line each (the last `max`). */
+/** Every election step of `queue` and every fault, in time order, one line each (the last `max`; 0: all). */
 export function electionTimeline(
   events: WorkerEvent[],
   faults: FaultEvent[],
@@ -84,7 +84,7 @@ export function electionTimeline(
     steps.push({ ts, w: '--', k: `fault ${kind}`, rest: { target, ms, ...(note ? { note } : {}) } });
   }
   steps.sort((a, b) => a.ts - b.ts);
-  return steps.slice(-max).map(({ ts, w, k, rest }) => {
+  return (max > 0 ? steps.slice(-max) : steps).map(({ ts, w, k, rest }) => {
     const detail = Object.entries(rest)
       .map(([key, v]) => `${key}=${v}`)
       .join(' ');

@@ -190,7 +190,11 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   /** Creates this participant's node and starts campaigning; false when a leave or a session loss came first. */
   private async join(): Promise<boolean> {
     const epoch = ++this.epoch;
-    if (this.mayHaveLeftovers) await this.removeLeftovers();
+    if (this.mayHaveLeftovers) {
+      const removed = await deleteOwnNodes(this.session, this.path, NODE_PREFIX, this.id);
+      for (const left of removed) this.trace('leftoverRemoved', left);
+      this.mayHaveLeftovers = false;
+    }
     let node: string;
     try {
       node = await createMemberNode(this.session, this.path, NODE_PREFIX, Buffer.from(this.id));
@@ -324,13 +328,6 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
       this.mayHaveLeftovers = true;
       this.trace('leftover', node, { error: traceError(err) });
     });
-  }
-
-  /** Deletes the nodes of this participant that failed deletes or creates left in line. */
-  private async removeLeftovers(): Promise<void> {
-    const removed = await deleteOwnNodes(this.session, this.path, NODE_PREFIX, this.id);
-    for (const node of removed) this.trace('leftoverRemoved', node);
-    this.mayHaveLeftovers = false;
   }
 
   private trace(step: string, node: string | undefined, detail: Partial<ElectionTrace> = {}): void {
