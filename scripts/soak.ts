@@ -4,7 +4,8 @@
  *
  *   npm run soak                               180 s of faults
  *   npm run soak -- --seconds 300 --seed 42    longer, with a given schedule
- *   options: --drain-seconds 60, --rate 25 (jobs/s), --flow-rate 1 (flows/s), --fifo-jobs 300, --keep (logs)
+ *   options: --drain-seconds 60, --rate 25 (jobs/s), --flow-rate 1 (flows/s), --fifo-jobs 300, --keep (logs),
+ *            --leader-restarts (kill the housekeeping leader around ZooKeeper restarts, repeatedly)
  */
 import { parseArgs } from 'node:util';
 import { runSoak } from '../test/soak/run.js';
@@ -18,6 +19,7 @@ const { values } = parseArgs({
     'flow-rate': { type: 'string', default: '1' },
     'fifo-jobs': { type: 'string', default: '300' },
     keep: { type: 'boolean', default: false },
+    'leader-restarts': { type: 'boolean', default: false },
   },
 });
 
@@ -41,6 +43,7 @@ const outcome = await runSoak({
   flowsPerSecond: positive('flow-rate', values['flow-rate']),
   fifoJobs: Math.floor(positive('fifo-jobs', values['fifo-jobs'])),
   keepLogs: values.keep,
+  leaderRestarts: values['leader-restarts'],
   print: (line) => console.log(line),
 });
 if (outcome.report.violations.length > 0 || values.keep) console.log(`full report and logs: ${outcome.dir}`);

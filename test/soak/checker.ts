@@ -295,6 +295,8 @@ function countEvents(h: SoakHistory): SoakStats {
     'lose-replies': 0,
     expire: 0,
     restart: 0,
+    'kill-restart': 0,
+    'restart-kill': 0,
   };
   for (const f of h.faults) faults[f.kind]++;
   const count = (k: WorkerEvent['k']) => h.workers.filter((e) => e.k === k).length;

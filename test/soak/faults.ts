@@ -8,6 +8,10 @@
  * random order) when the time allows; expiry and restart happen only once.
  * Stops and freezes spare the housekeeping leader; half the other worker
  * faults target it.
+ * With `leaderRestarts`, two more kinds repeat among the others: the
+ * housekeeping leader is killed shortly before a ZooKeeper restart
+ * (kill-restart), or while ZooKeeper is down (restart-kill), its
+ * replacement starting before, during or after the restart.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expireSession, type TcpProxy, type ZooKeeperServer } from '@zkq/testing';
@@ -33,22 +37,28 @@ export interface FaultPlan {
   /** No fault starts after this time (ms since epoch). */
   until: number;
   maxFaults: number;
+  /** Also kill the housekeeping leader around ZooKeeper restarts, again and again. */
+  leaderRestarts?: boolean;
   record(fault: FaultEvent): void;
   warn(line: string): void;
 }
 
 const FIRST_KINDS: FaultKind[] = ['kill', 'stop', 'freeze', 'cut', 'lose-replies', 'expire', 'restart'];
 const REPEATED_KINDS: FaultKind[] = ['kill', 'stop', 'freeze', 'cut', 'lose-replies'];
+const LEADER_RESTART_KINDS: FaultKind[] = ['kill-restart', 'restart-kill'];
 
 /** Runs faults until `plan.until`; every fault is undone before this resolves. */
 export async function runFaults(plan: FaultPlan): Promise<void> {
   const { rng } = plan;
-  const first = rng.shuffle(FIRST_KINDS);
+  const first = rng.shuffle(plan.leaderRestarts ? [...LEADER_RESTART_KINDS, ...FIRST_KINDS] : FIRST_KINDS);
+  const repeated = plan.leaderRestarts
+    ? [...REPEATED_KINDS, ...LEADER_RESTART_KINDS, ...LEADER_RESTART_KINDS]
+    : REPEATED_KINDS;
   let count = 0;
   while (count < plan.maxFaults) {
     await sleep(rng.int(500, 2500));
     if (Date.now() >= plan.until) return;
-    const kind = first.shift() ?? rng.pick(REPEATED_KINDS);
+    const kind = first.shift() ?? rng.pick(repeated);
     const slot = target(plan, kind);
     const ts = Date.now();
     try {
@@ -70,6 +80,7 @@ function target(plan: FaultPlan, kind: FaultKind): Slot {
   const leader = plan.slots.find((s) => s.worker.leader);
   if (!leader) return plan.rng.pick(plan.slots);
   if (kind === 'stop' || kind === 'freeze') return plan.rng.pick(plan.slots.filter((s) => s !== leader));
+  if (kind === 'kill-restart' || kind === 'restart-kill') return leader;
   return plan.rng.chance(0.5) ? leader : plan.rng.pick(plan.slots);
 }
 
@@ -117,11 +128,45 @@ async function inject(plan: FaultPlan, kind: FaultKind, slot: Slot): Promise<{ t
       return { target };
     case 'restart': {
       const ms = rng.int(500, 2500);
-      await plan.zk.process.stop();
-      await sleep(ms);
-      plan.zk.process.start();
-      await plan.zk.process.waitServing();
+      await restart(plan, ms);
       return { target: 'zookeeper', note: `down ${ms} ms + start` };
     }
+    case 'kill-restart':
+    case 'restart-kill': {
+      // The replacement starts 0.3-6 s after the kill: before, during or after the restart.
+      const gap = rng.int(0, 5000);
+      const down = rng.int(500, 2500);
+      const respawnAfter = rng.int(300, 6000);
+      const replace = async () => {
+        await slot.worker.kill();
+        await sleep(respawnAfter);
+        await slot.respawn();
+      };
+      let replaced: Promise<void>;
+      if (kind === 'kill-restart') {
+        replaced = replace();
+        await sleep(gap);
+        await restart(plan, down);
+      } else {
+        await plan.zk.process.stop();
+        await sleep(Math.min(gap, down));
+        replaced = replace();
+        await sleep(Math.max(0, down - gap));
+        plan.zk.process.start();
+        await plan.zk.process.waitServing();
+      }
+      await replaced;
+      return {
+        target,
+        note: `gap ${gap} ms, down ${down} ms, replaced by ${slot.worker.name} ${respawnAfter} ms after`,
+      };
+    }
   }
+}
+
+async function restart(plan: FaultPlan, downMs: number): Promise<void> {
+  await plan.zk.process.stop();
+  await sleep(downMs);
+  plan.zk.process.start();
+  await plan.zk.process.waitServing();
 }

@@ -120,11 +120,30 @@ export type WorkerEvent = WorkerBase &
     | { k: 'lost'; q: string; j: string; t: string; err: string }
     | { k: 'stalled'; q: string; j: string }
     | { k: 'error'; msg: string; code?: string }
-    | { k: 'session'; state: string }
-    | { k: 'leader'; leader: boolean }
+    | { k: 'session'; state: string; q?: string; sid?: string }
+    | { k: 'leader'; leader: boolean; q?: string }
+    | {
+        k: 'election';
+        q: string;
+        session: string;
+        step: string;
+        node?: string;
+        watch?: string;
+        event?: string;
+        error?: string;
+      }
   );
 
-export type FaultKind = 'kill' | 'stop' | 'freeze' | 'cut' | 'lose-replies' | 'expire' | 'restart';
+export type FaultKind =
+  | 'kill'
+  | 'stop'
+  | 'freeze'
+  | 'cut'
+  | 'lose-replies'
+  | 'expire'
+  | 'restart'
+  | 'kill-restart'
+  | 'restart-kill';
 
 export interface FaultEvent {
   k: 'fault';

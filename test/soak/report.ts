@@ -14,7 +14,10 @@ export function formatReport({ stats: s, violations, notes }: CheckReport, maxPe
     `attempts: ${s.starts} processor starts, ${s.completionAcks} completions acknowledged, ${s.failedAttempts} failed attempts, ` +
       `${s.lostAttempts} lost (revoked) attempts, ${s.stalls} stalls detected, ${s.sessionLosses} session losses, ${s.workerErrors} worker errors`,
     `faults: kill ${f.kill}, stop ${f.stop}, freeze ${f.freeze}, cut ${f.cut}, lose-replies ${f['lose-replies']}, ` +
-      `expire ${f.expire}, restart ${f.restart}`,
+      `expire ${f.expire}, restart ${f.restart}` +
+      (f['kill-restart'] + f['restart-kill'] > 0
+        ? `, kill-restart ${f['kill-restart']}, restart-kill ${f['restart-kill']}`
+        : ''),
     `flows: ${fl.acked} acknowledged, ${fl.unacked} unacknowledged (${fl.unackedCommitted} of them committed); ` +
       `parents: ${fl.parentsCompleted} completed, ${fl.parentsFailedByChild} failed by a child (failParentOnFailure), ` +
       `${fl.parentsFailedOwn} by their own attempts, ` +

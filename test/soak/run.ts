@@ -23,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from '@zkq/producer';
 import { startZooKeeper, TcpProxy, type ZooKeeperServer } from '@zkq/testing';
 import { type CheckReport, checkHistory } from './checker.js';
+import { describeElections, electionTimeline, readElections } from './elections.js';
 import { runFaults, type Slot } from './faults.js';
 import { readFinals } from './final-state.js';
 import { FlowFeeder } from './flows.js';
@@ -42,6 +43,8 @@ export interface SoakOptions {
   /** Flows added per second, on average (besides the jobs). */
   flowsPerSecond: number;
   fifoJobs: number;
+  /** Also kill the housekeeping leader around ZooKeeper restarts, repeatedly (faults.ts). */
+  leaderRestarts?: boolean;
   /** Keep the logs also when there is no violation. */
   keepLogs?: boolean;
   print(line: string): void;
@@ -183,6 +186,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
       rng,
       until: until - 3000,
       maxFaults: Math.max(6, Math.ceil(o.seconds / 4)),
+      leaderRestarts: o.leaderRestarts === true,
       record: (f) => {
         history.faults.push(f);
         log.append(f);
@@ -197,6 +201,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     o.print(`[${elapsed()}] load stopped; draining (at most ${o.drainSeconds} s)`);
     const drained = await drain([inspector, flowInspector], o.drainSeconds * 1000);
     o.print(`[${elapsed()}] ${drained ? 'drained' : 'NOT drained by the deadline'}; stopping workers`);
+    // read while the workers' sessions live: a node left behind is still there, with its owner
+    const electionNodes = await readElections(server.connectionString, PREFIX, [CHAOS_QUEUE, FLOW_QUEUE]);
     await Promise.all(workers.map((w) => w.kill()));
     history.endedAt = Date.now();
     history.finals = [
@@ -207,8 +213,18 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     history.workers = readWorkerLogs(dir);
     const report = checkHistory(history);
     keep = report.violations.length > 0 || o.keepLogs === true;
-    const text = formatReport(report, 25);
-    writeFileSync(join(dir, 'report.txt'), `${formatReport(report)}\n`);
+    const failed = report.violations.length > 0 || !drained;
+    // the printed report shows each queue's last 60 election steps; report.txt has them all
+    const elections = (max: number) =>
+      [
+        ...describeElections(electionNodes, history.workers),
+        ...[CHAOS_QUEUE, FLOW_QUEUE].flatMap((q) => [
+          `election steps of ${q}${max > 0 ? ` (the last ${max})` : ''}, s since the soak began:`,
+          ...electionTimeline(history.workers, history.faults, q, started, max),
+        ]),
+      ].join('\n');
+    const text = `${formatReport(report, 25)}${failed ? `\n${elections(60)}` : ''}`;
+    writeFileSync(join(dir, 'report.txt'), `${formatReport(report)}\n${elections(0)}\n`);
     o.print(`[${elapsed()}] checked\n${text}`);
     return { report, text, dir };
   } finally {

@@ -14,8 +14,9 @@
  * the session's credentials on request (to expire it); exits when the
  * parent goes away, so that it can never outlive the soak.
  */
+import { subscribe } from 'node:diagnostics_channel';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { getDependencies, type Job, QueueStore, type Session } from '@zkq/core';
+import { ELECTION_CHANNEL, type ElectionTrace, getDependencies, type Job, QueueStore, type Session } from '@zkq/core';
 import { Worker } from '@zkq/worker';
 import { dataHash, isFlowData, NdjsonLog, type SeenDeps, type SoakResult } from './history.js';
 
@@ -42,6 +43,11 @@ const log = new NdjsonLog(c.log);
 const write = (event: object) => log.append({ ...event, w: c.name, ts: Date.now() });
 
 process.on('disconnect', () => process.exit(1));
+// Every step of the housekeeping elections (both queues), to explain who led when.
+subscribe(ELECTION_CHANNEL, (m) => {
+  const { path, id: _id, ...step } = m as ElectionTrace;
+  write({ k: 'election', q: path.split('/')[1], ...step });
+});
 
 function runTime(): number {
   const r = Math.random();
@@ -101,9 +107,12 @@ const worker = startWorker(c.queue, c.concurrency);
 const workers = c.also ? [worker, startWorker(c.also.queue, c.also.concurrency)] : [worker];
 
 const sessions = await Promise.all(workers.map((w) => w.client));
-for (const session of sessions) {
+for (const [i, session] of sessions.entries()) {
+  const q = workers[i]?.name;
+  // the session id (as ZooKeeper's ephemeralOwner) tells whose election node is whose
+  write({ k: 'session', state: 'connected', q, sid: session.sessionId });
   for (const state of ['suspended', 'reconnected', 'lost'] as const) {
-    session.on(state, () => write({ k: 'session', state }));
+    session.on(state, () => write({ k: 'session', state, q, sid: session.sessionId }));
   }
 }
 process.on('message', (m: { type?: string }) => {
@@ -121,7 +130,7 @@ let leader = false;
 setInterval(() => {
   if (worker.isLeader !== leader) {
     leader = worker.isLeader;
-    write({ k: 'leader', leader });
+    write({ k: 'leader', leader, q: c.queue });
     process.send?.({ type: 'leader', leader });
   }
 }, 100).unref();

@@ -65,7 +65,16 @@ export interface TurnOptions {
   /** What is waited for, in error messages ("lock /x"). */
   what: string;
   stats?: WaitStats;
+  /** Told of each step of a wait (for diagnostics; see `TurnStep`). */
+  onStep?: ((step: TurnStep) => void) | undefined;
 }
+
+/** A step of `waitForTurn`: a watch set on `watch`, a wake-up by `event`, or the turn come. */
+export type TurnStep =
+  | { step: 'watch'; watch: string }
+  | { step: 'woke'; watch: string; event: string }
+  | { step: 'gone'; watch: string }
+  | { step: 'proceed' };
 
 /**
  * Resolves once `driver` lets the node `dir/own` proceed. Rejects with
@@ -85,8 +94,13 @@ export async function waitForTurn(
     const sorted = sortBySequence((await session.getChildren(dir)).filter((n) => driver.participates(n)));
     if (!sorted.includes(own)) throw new NoNodeError(joinPath(dir, own));
     const decision = driver.decide(sorted, own);
-    if (decision.proceed) return;
-    const event = await watchOnce(session, joinPath(dir, decision.watch), options);
+    if (decision.proceed) {
+      options.onStep?.({ step: 'proceed' });
+      return;
+    }
+    const watch = decision.watch;
+    const event = await watchOnce(session, joinPath(dir, watch), options);
+    options.onStep?.(event ? { step: 'woke', watch, event: event.type } : { step: 'gone', watch });
     if (event?.type === 'sessionLost') throw new SessionExpiredError(joinPath(dir, own));
   }
 }
@@ -129,6 +143,7 @@ export async function watchOnce(
     if (!(await existsWithDataWatch(session, path, watch))) return undefined;
   } else if (await session.exists(path, { watch })) return undefined;
   if (options.stats) options.stats.watches++;
+  options.onStep?.({ step: 'watch', watch: baseName(path) });
   session.once('closed', onClosed);
   session.on('reconnected', onReconnected);
   try {
@@ -256,6 +271,26 @@ export async function createMemberNode(session: Session, dir: string, prefix: st
     await session.ensurePath(dir);
     return session.createProtected(joinPath(dir, prefix), data, 'ephemeral_sequential');
   }
+}
+
+/**
+ * Deletes the nodes `dir/<prefix>…` that this session owns and that hold
+ * `data` (one participant's leftovers); resolves with their paths.
+ */
+export async function deleteOwnNodes(session: Session, dir: string, prefix: string, data: string): Promise<string[]> {
+  const owner = session.sessionId;
+  const names = await session.getChildren(dir).catch((err) => (err instanceof NoNodeError ? [] : Promise.reject(err)));
+  const removed: string[] = [];
+  for (const name of names.filter((n) => n.startsWith(prefix))) {
+    const path = joinPath(dir, name);
+    const read = await session.getData(path).catch((err) => {
+      if (!(err instanceof NoNodeError)) throw err;
+    });
+    if (read?.stat.ephemeralOwner !== owner || read.data.toString() !== data) continue;
+    await deleteIfExists(session, path);
+    removed.push(path);
+  }
+  return removed;
 }
 
 export { sequenceOf, sortBySequence };

@@ -20,12 +20,20 @@
  * pause, until it works or the participant leaves; each failure emits
  * `joinFailed` (and `error`, when someone listens for it). `resign()` leaves
  * the election; `start()` joins again.
+ *
+ * Leftovers: a leave whose delete failed, or a create whose outcome is
+ * unknown, may leave a node of this participant in line for as long as its
+ * session lives; a node joining behind it would wait for it forever, and so
+ * would everyone after. After such a failure the next join first deletes the
+ * nodes under `path` that this session owns and that hold this participant's
+ * id (so an id must be one participant's per session).
  */
 import { EventEmitter } from 'node:events';
 import { AbortedError, ClosedError } from '../errors.js';
 import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import type { Op } from '../zk/types.js';
+import { type ElectionTrace, traceElection, traceError } from './election-trace.js';
 import { NotLeaderError } from './errors.js';
 import {
   baseName,
@@ -33,9 +41,11 @@ import {
   checkPath,
   createMemberNode,
   deleteIfExists,
+  deleteOwnNodes,
   exclusiveDriver,
   existsWithDataWatch,
   raceWait,
+  type TurnStep,
   turnOptions,
   type WaitOptions,
   type WaitStats,
@@ -87,6 +97,8 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   private rejoining = false;
   /** Ends the current pause between re-join attempts (on leave or close). */
   private endPause: (() => void) | undefined;
+  /** A delete or create of this participant's node failed: a node of it may be left in line. */
+  private mayHaveLeftovers = false;
 
   constructor(
     private readonly session: Session,
@@ -178,12 +190,25 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   /** Creates this participant's node and starts campaigning; false when a leave or a session loss came first. */
   private async join(): Promise<boolean> {
     const epoch = ++this.epoch;
-    const node = await createMemberNode(this.session, this.path, NODE_PREFIX, Buffer.from(this.id));
+    if (this.mayHaveLeftovers) {
+      const removed = await deleteOwnNodes(this.session, this.path, NODE_PREFIX, this.id);
+      for (const left of removed) this.trace('leftoverRemoved', left);
+      this.mayHaveLeftovers = false;
+    }
+    let node: string;
+    try {
+      node = await createMemberNode(this.session, this.path, NODE_PREFIX, Buffer.from(this.id));
+    } catch (err) {
+      this.mayHaveLeftovers = true; // the create may have been applied, its reply lost
+      throw err;
+    }
     if (epoch !== this.epoch || !this.joined) {
-      await deleteIfExists(this.session, node).catch(() => undefined);
+      this.trace('abandoned', node);
+      await this.deleteNode(node);
       return false;
     }
     this.node = node;
+    this.trace('joined', node);
     void this.campaign(epoch, node);
     return true;
   }
@@ -212,6 +237,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   }
 
   private reportFailure(err: unknown): void {
+    this.trace('joinFailed', this.node, { error: traceError(err) });
     this.emit('joinFailed', err);
     if (this.listenerCount('error') > 0) this.emit('error', err instanceof Error ? err : new Error(String(err)));
   }
@@ -233,10 +259,16 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     const abort = new AbortController();
     this.abort = abort;
     try {
-      const turn = { what: `election ${this.path}`, signal: abort.signal, stats: this.stats };
+      const turn = {
+        what: `election ${this.path}`,
+        signal: abort.signal,
+        stats: this.stats,
+        onStep: (s: TurnStep) => this.trace(s.step, node, s.step === 'proceed' ? {} : s),
+      };
       await waitForTurn(this.session, this.path, baseName(node), exclusiveDriver, turn);
       if (epoch !== this.epoch) return;
       this.leading = true;
+      this.trace('elected', node);
       this.emit('elected');
       await this.watchOwnNode(epoch, node);
     } catch (err) {
@@ -258,6 +290,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   /** Deposes, then re-joins at the back (after a pause unless the node was merely deleted). */
   private async campaignFailed(err: unknown, epoch: number): Promise<void> {
     if (err instanceof AbortedError || err instanceof SessionExpiredError || this.session.closed) return;
+    this.trace('failed', this.node, { error: traceError(err) });
     this.depose();
     if (!(err instanceof NoNodeError)) {
       this.reportFailure(err);
@@ -270,6 +303,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   }
 
   private onSessionLost(): void {
+    this.trace('sessionLost', this.node);
     this.epoch++;
     this.abort?.abort();
     this.node = undefined;
@@ -283,7 +317,28 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     const node = this.node;
     this.node = undefined;
     this.depose();
-    if (node) await deleteIfExists(this.session, node).catch(() => undefined);
+    if (!node) return;
+    this.trace('left', node);
+    await this.deleteNode(node);
+  }
+
+  /** Deletes a node this participant created; on failure the next join looks for leftovers. */
+  private async deleteNode(node: string): Promise<void> {
+    await deleteIfExists(this.session, node).catch((err) => {
+      this.mayHaveLeftovers = true;
+      this.trace('leftover', node, { error: traceError(err) });
+    });
+  }
+
+  private trace(step: string, node: string | undefined, detail: Partial<ElectionTrace> = {}): void {
+    traceElection(() => ({
+      path: this.path,
+      id: this.id,
+      session: this.session.sessionId,
+      step,
+      node: node === undefined ? undefined : baseName(node),
+      ...detail,
+    }));
   }
 
   private depose(): void {

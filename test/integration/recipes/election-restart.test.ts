@@ -1,0 +1,53 @@
+/**
+ * A leader that dies just before ZooKeeper restarts, or while it is down:
+ * the restarted server restores the dead leader's session (and so its node)
+ * with a fresh timeout, and the next participant in line takes over once
+ * that session expires. Followers wait across the restart on the same
+ * session; nobody else leads meanwhile.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LeaderElection, Session } from '@zkq/core';
+import { startZooKeeper, TcpProxy, uniqueRoot } from '@zkq/testing';
+import { waitFor } from '../../helpers/zk.js';
+
+const SESSION_MS = 3000;
+
+test('election: a leader killed before or during a ZooKeeper restart is replaced by the next in line', async (t) => {
+  const zk = await startZooKeeper();
+  t.after(() => zk.stop());
+  const namespace = uniqueRoot('election-restart');
+  // each participant behind a proxy of its own: cutting it for good is the process dying
+  const proxies = await Promise.all([0, 1, 2].map(() => TcpProxy.start(zk.connectionString)));
+  t.after(() => Promise.all(proxies.map((p) => p.stop())));
+  const sessions = await Promise.all(
+    proxies.map((p) =>
+      Session.connect({ connectionString: p.connectionString, namespace, sessionTimeout: SESSION_MS }),
+    ),
+  );
+  // closing the sessions ends the elections too (a dead participant's leave could only time out)
+  t.after(() => Promise.all(sessions.map((s) => s.close())));
+  const elections = sessions.map((s, i) => new LeaderElection(s, '/election', { id: `p${i}` }));
+  for (const e of elections) await e.start();
+  const [p0, p1, p2] = elections as [LeaderElection, LeaderElection, LeaderElection];
+  await waitFor(() => p0.isLeader, { what: 'p0 to lead' });
+
+  // p0 dies; ZooKeeper restarts a moment later
+  proxies[0]?.cut();
+  await sleep(500);
+  await zk.process.stop();
+  await sleep(500);
+  zk.process.start();
+  await zk.process.waitServing();
+  await waitFor(() => p1.isLeader, { what: 'p1 to take over', timeoutMs: 40_000 });
+  assert.equal(p2.isLeader, false);
+
+  // ZooKeeper goes down; p1 dies meanwhile
+  await zk.process.stop();
+  proxies[1]?.cut();
+  await sleep(500);
+  zk.process.start();
+  await zk.process.waitServing();
+  await waitFor(() => p2.isLeader, { what: 'p2 to take over', timeoutMs: 40_000 });
+});
