@@ -78,3 +78,23 @@ test('plain sequential create under the same fault: rejects as outcome-unknown, 
   await s.getChildren('/q'); // connected again
   assert.equal((await observer.getChildren('/q')).length, 1, 'the create was not silently re-sent');
 });
+
+test('createProtected: an ephemeral node another session holds under its marker is not taken as its own', async (t) => {
+  const s = await testSession(t);
+  const other = await testSession(t, { namespace: s.namespace });
+  await s.create('/q');
+  // As after a retry that moved to a new session: the first create was applied for a session
+  // that is not this one any more (it still lives until it expires), and its reply was lost.
+  const { create } = s;
+  let first = true;
+  s.create = async (path, data, mode) => {
+    if (!first) return create.call(s, path, data, mode);
+    first = false;
+    await other.create(path, data, mode);
+    throw new ConnectionLossError(path);
+  };
+  const path = await s.createProtected('/q/lock-', undefined, 'ephemeral_sequential');
+  const stat = await other.exists(path);
+  assert.equal(stat?.ephemeralOwner, s.sessionId, 'the node returned belongs to this session');
+  assert.equal((await other.getChildren('/q')).length, 2, "the other session's node is left to its session");
+});

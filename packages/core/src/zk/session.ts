@@ -577,9 +577,14 @@ export class Session extends EventEmitter<SessionEvents> {
     // The server answering the look-up may be a follower behind the one that
     // applied the create (a new session after expiry may land anywhere):
     // sync first, or a missed node would be created a second time.
+    // An ephemeral node is ours only while this session owns it: one an expired session's
+    // create left behind goes with that session, and taking it would hand one lock to two holders.
     const findOwn = async () => {
       await this.sync(parent);
-      return (await this.getChildren(parent)).find((n) => n.startsWith(marker));
+      const name = (await this.getChildren(parent)).find((n) => n.startsWith(marker));
+      if (!name || mode !== 'ephemeral_sequential') return name;
+      const stat = await this.exists(`${base}/${name}`);
+      return stat?.ephemeralOwner === this.sessionId ? name : undefined;
     };
     // Any failed attempt may have created the node (a lost reply, or a session
     // that expired after the server applied the create): every retry looks for
