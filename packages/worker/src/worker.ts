@@ -312,7 +312,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     return this.housekeeper?.isLeader ?? false;
   }
 
-  /** EPHEMERAL `workers/<id>` so operators (and the leader) see live workers; one left by our old session is fine. */
+  /** EPHEMERAL `workers/<id>` so operators (and the leader) see live workers; made again on every new session. */
   private async register(): Promise<void> {
     const store = this.store as QueueStore;
     const info = {

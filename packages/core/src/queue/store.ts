@@ -354,20 +354,34 @@ export class QueueStore {
 
   /**
    * Registers a live worker: EPHEMERAL `workers/<id>` holding `info`, so
-   * operators (and BullMQ's getWorkers) see it while its session lives; one
-   * left by the same worker's previous session is fine.
+   * operators (and BullMQ's getWorkers) see it while its session lives. One
+   * left by the same worker's previous session is replaced: it would vanish
+   * when that session expires.
    */
   async registerWorker(id: string, info: Record<string, unknown>): Promise<void> {
     await this.init();
     const data = Buffer.from(JSON.stringify(info));
-    await this.session.retry(() =>
-      this.session.create(this.layout.worker(id), data, 'ephemeral').then(
-        () => undefined,
-        (err) => {
+    const { session } = this;
+    const path = this.layout.worker(id);
+    await session.retry(async () => {
+      for (;;) {
+        try {
+          await session.create(path, data, 'ephemeral');
+          return;
+        } catch (err) {
           if (!(err instanceof NodeExistsError)) throw err;
-        },
-      ),
-    );
+        }
+        // Ours (a create whose reply was lost), or left by this worker's previous session: that
+        // one goes when the old session expires, and the worker would vanish from the list with it.
+        const stat = await session.exists(path);
+        if (stat?.ephemeralOwner === session.sessionId) return;
+        if (stat) {
+          await session.delete(path, stat.version).catch((err) => {
+            if (!(err instanceof NoNodeError) && !(err instanceof BadVersionError)) throw err;
+          });
+        }
+      }
+    });
   }
 
   /**
