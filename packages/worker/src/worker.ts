@@ -478,7 +478,9 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       .catch((err) => this.emitError(err))
       .finally(() => {
         this.attempts.delete(claimed.record.id);
-        this.wakeClaimLoop();
+        // a job it held that waits again was left out of its idle look (by id): look again now
+        if (attempt.mayWaitAgain) this.nudge();
+        else this.wakeClaimLoop();
       });
   }
 

@@ -14,9 +14,7 @@ import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 import { prefixSession } from '../../helpers/znodes.js';
 
-test('a job of its own revoked and requeued while it ran is taken again by the idle worker', {
-  todo: 'a freed slot no longer ends the idle wait, and the wake-up look left the held job out',
-}, async (t) => {
+test('a job of its own revoked and requeued while it ran is taken again by the idle worker', async (t) => {
   const env = await queueEnv(t, 20_000);
   const queue = new Queue('requeued', env);
   t.after(() => queue.close());
@@ -60,9 +58,7 @@ test('a job of its own revoked and requeued while it ran is taken again by the i
   assert.equal(runs.length, 2);
 });
 
-test('a job of its own failed and retried at once is taken again by the idle worker', {
-  todo: 'races the same way (the wake-up look may come while the job is still held)',
-}, async (t) => {
+test('a job of its own failed and retried at once is taken again by the idle worker', async (t) => {
   const env = await queueEnv(t, 20_000);
   const queue = new Queue('retried', env);
   t.after(() => queue.close());
