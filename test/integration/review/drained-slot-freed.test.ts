@@ -10,9 +10,7 @@ import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
-test('drained comes once the last job of a worker with free slots finishes', {
-  todo: 'a freed slot no longer ends the idle wait: drained waits for the idle poll',
-}, async (t) => {
+test('drained comes once the last job of a worker with free slots finishes', async (t) => {
   const env = await queueEnv(t, 20_000);
   const queue = new Queue('drained-slots', env);
   const events = new QueueEvents('drained-slots', env);
