@@ -70,6 +70,11 @@ export class Attempt {
   private parkWrite: Promise<boolean> | undefined;
   /** True while the processor runs (what `concurrency` counts). */
   processing = true;
+  /**
+   * The job may wait to be claimed again once this attempt ends (lost, or put
+   * back to waiting): the worker's idle look left it out while it held it.
+   */
+  mayWaitAgain = false;
 
   constructor(
     private readonly worker: Emitter,
@@ -211,6 +216,7 @@ export class Attempt {
       if (this.revoked) return this.lost(new LostJobError(this.job.id));
       const result = await this.write(outcome);
       if (!result.ok) return this.lost(result.error as Error);
+      if (outcome.kind === 'retry') this.mayWaitAgain = true;
       if (this.limited) this.driver.rateLimited();
       else this.report(outcome, result.trimLater);
     } finally {
@@ -344,6 +350,7 @@ export class Attempt {
   }
 
   private lost(error: Error): void {
+    this.mayWaitAgain = true;
     this.worker.emit('lost', this.job, error);
   }
 

@@ -131,6 +131,8 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   /** The claim under way and the start of what it got: pause() waits for it. */
   private claiming: Promise<void> | undefined;
   private hadWork = false;
+  /** The last take found nothing to claim, and nothing was claimed since: the loop waits for work. */
+  private waitingForWork = false;
   /** After a RateLimitError: no claim before this time (performance.now()). */
   private limitedUntil = 0;
 
@@ -434,7 +436,11 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
    * a forced close alone leaves them to other workers.
    */
   private async claimAndStart(source: JobSource, free: number): Promise<void> {
-    const claimed = await source.claim(free, () => this.onIdle());
+    const claimed = await source.claim(free, () => {
+      this.waitingForWork = true;
+      this.onIdle();
+    });
+    if (claimed.length > 0) this.waitingForWork = false;
     for (const c of claimed) {
       if (this.forced) break;
       this.hadWork = true;
@@ -482,7 +488,13 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       .catch((err) => this.emitError(err))
       .finally(() => {
         this.attempts.delete(claimed.record.id);
-        this.wakeClaimLoop();
+        // a job it held that waits again was left out of its idle look (by id): look again now
+        if (attempt.mayWaitAgain) this.nudge();
+        else {
+          this.wakeClaimLoop();
+          // its last job ended while it waits for work: the queue ran dry now, not at the idle poll
+          if (this.waitingForWork && this.attempts.size === 0) this.onIdle();
+        }
       });
   }
 

@@ -236,11 +236,15 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
     return { claim: c, build: () => ({ ops, events: c.events }) };
   });
   const claimedAt = performance.now();
-  const guarded = o.pauseVersion?.() !== undefined;
+  // read once: every transaction of the run (one sent again too) checks the version the claim was decided at,
+  // not the flag as known by then (unset, or read again paused)
+  const pauseVersion = o.pauseVersion?.();
+  const guarded = pauseVersion !== undefined;
+  const fence: ProtocolOp[] = guarded ? [{ ...pauseCheckOp(store.layout, pauseVersion), role: 'fence' }] : [];
   const written = await store.executor.run(units, {
     recheck: (left) => takenSince(store, left),
     // the pause check is the run's fence: one op per transaction; claims committed before it failed stand
-    ...(guarded ? { fence: () => pauseFence(store, o), settleAll: true } : {}),
+    ...(guarded ? { fence: () => fence, settleAll: true } : {}),
   });
   let stopped: unknown;
   written.forEach((w, i) => {
@@ -255,12 +259,6 @@ export async function claimJobs(store: QueueStore, candidates: Candidate[], o: C
   // a failure that stopped the run rejects the claim, as an unguarded run does, unless claims committed first
   if (stopped !== undefined && result.claimed.length === 0) throw stopped;
   return result;
-}
-
-/** The check of the pause flag at the version read with it, as a fence (none when it is not tracked). */
-function pauseFence(store: QueueStore, o: ClaimOptions): ProtocolOp[] {
-  const version = o.pauseVersion?.();
-  return version === undefined ? [] : [{ ...pauseCheckOp(store.layout, version), role: 'fence' }];
 }
 
 /** An error that stopped a whole run (settled on every unit left), not the failure of one claim. */
