@@ -325,6 +325,11 @@ describe('builders', () => {
       { op: 'delete', path: layout.job('j') },
       { op: 'delete', path: pointer, version: 0 },
     ]);
+    // left beside a record no ready pointer goes with: only while the record is at the version read
+    assert.deepEqual(orphanPointerOps(layout, { id: 'j', pointer }, 4), [
+      { op: 'check', path: layout.job('j'), version: 4 },
+      { op: 'delete', path: pointer, version: 0 },
+    ]);
   });
 
   test('moveOps: record at the version read, old pointer (when any), new pointer', () => {

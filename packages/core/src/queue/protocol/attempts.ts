@@ -99,8 +99,12 @@ export interface ClaimOptions {
 export interface ClaimResult {
   /** Jobs now owned. One whose `record.stalledCounter` passed maxStalledCount must be failed, not run. */
   claimed: ClaimedJob[];
-  /** Candidates that were gone, taken or unreadable (malformed records included). */
-  skipped: { candidate: Candidate; error?: unknown; gone?: true }[];
+  /**
+   * Candidates that were gone, taken or unreadable. `gone`: its record is
+   * gone; `stale`: its record, at this version, is in a state a ready
+   * pointer never goes with (finished, delayed...): a pointer left behind.
+   */
+  skipped: { candidate: Candidate; error?: unknown; gone?: true; stale?: number }[];
   /** Candidates not claimed, none taken by another worker: held back or paused meanwhile, still there to take. */
   left: Candidate[];
 }
@@ -154,7 +158,9 @@ export async function prepareClaims(
   for (const r of reads) {
     // Only a waiting job (or a dead worker's active one) can be claimed; a stale view may list others.
     if (r.record.state !== 'waiting' && r.record.state !== 'active') {
-      result.skipped.push({ candidate: r.candidate });
+      // every move of a job swaps its pointer in the transaction that writes its record, so a
+      // ready pointer beside this record at this version is one left behind (an id added again)
+      result.skipped.push({ candidate: r.candidate, stale: r.version });
       continue;
     }
     const updated: JobRecord = {

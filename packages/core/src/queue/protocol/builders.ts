@@ -380,10 +380,23 @@ export function pauseCheckOp(layout: QueueLayout, version: number): ProtocolOp {
  * ZooKeeper has no check of absence, so the record's path is created and
  * deleted again in the same transaction (the create fails when a record is
  * there, e.g. a job added again under its id, whose own pointer is another
- * node anyway), then the pointer is deleted.
+ * node anyway), then the pointer is deleted. With `recordVersion`, the
+ * pointer's record is there in a state no ready pointer goes with, and the
+ * pointer is dropped only while the record is still at that version.
  */
-export function orphanPointerOps(layout: QueueLayout, o: { id: string; pointer: string }): ProtocolOp[] {
+export function orphanPointerOps(
+  layout: QueueLayout,
+  o: { id: string; pointer: string },
+  recordVersion?: number,
+): ProtocolOp[] {
   const record = layout.job(o.id);
+  // a record a ready pointer never goes with (see ClaimResult.skipped): only while it is still there at that version
+  if (recordVersion !== undefined) {
+    return [
+      { op: 'check', path: record, version: recordVersion },
+      { op: 'delete', path: o.pointer, version: 0 },
+    ];
+  }
   return [
     { op: 'create', path: record },
     { op: 'delete', path: record },

@@ -159,16 +159,24 @@ export async function lookAtHead(
 }
 
 /**
- * Deletes a ready pointer whose record is gone, only while it still is (see
- * orphanPointerOps). Resolves 'dropped'; 'job' when a record is there (work
+ * Deletes a ready pointer whose record is gone, only while it still is, or
+ * (`recordVersion`) one left beside a record no ready pointer goes with, only
+ * while that record is at that version (see orphanPointerOps). Resolves 'dropped'; 'job' when a record is there (work
  * to do); 'gone' when the pointer went meanwhile (or the record's shard).
  */
-export async function dropOrphanPointer(store: QueueStore, c: Candidate): Promise<'dropped' | 'job' | 'gone'> {
-  const ops = orphanPointerOps(store.layout, c);
+export async function dropOrphanPointer(
+  store: QueueStore,
+  c: Candidate,
+  recordVersion?: number,
+): Promise<'dropped' | 'job' | 'gone'> {
+  const ops = orphanPointerOps(store.layout, c, recordVersion);
   // safe to send twice: once applied, the pointer's delete fails and nothing is applied again
   const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
   if (result?.ok) return 'dropped';
-  return result && !result.ok && result.error instanceof NodeExistsError ? 'job' : 'gone';
+  if (!result || result.ok) return 'gone';
+  // a record there (or, for a left-behind pointer, its record changed or gone): look at it again
+  const atRecord = result.op?.path === store.layout.job(c.id);
+  return result.error instanceof NodeExistsError || atRecord ? 'job' : 'gone';
 }
 
 // ---- walks of containers ----------------------------------------------------

@@ -96,7 +96,7 @@ export class JobSource {
   /** Ids of foreign pointers this worker leaves alone. */
   private readonly ignored = new Set<string>();
   /** Ready pointers whose record a claim found gone: the idle look drops them, not counts them as work. */
-  private readonly orphans = new Set<string>();
+  private readonly orphans = new Map<string, number | undefined>();
   private readonly limits: LimitsView;
   /** The global concurrency the last take found reached, if it did. */
   private maxedAt: number | undefined;
@@ -207,10 +207,10 @@ export class JobSource {
 
   /** Notes collisions, sets foreign nodes aside; resolves with the jobs claimed. */
   private async settle(result: ClaimResult): Promise<ClaimedJob[]> {
-    for (const { candidate, error, gone } of result.skipped) {
-      if (gone) {
+    for (const { candidate, error, gone, stale } of result.skipped) {
+      if (gone || stale !== undefined) {
         // nothing to claim there: no other worker was first (and the idle look drops it if it stays)
-        this.noteOrphan(candidate.pointer);
+        this.noteOrphan(candidate.pointer, stale);
         continue;
       }
       if (error === undefined || error instanceof NodeExistsError) {
@@ -224,22 +224,25 @@ export class JobSource {
     return result.claimed;
   }
 
-  private noteOrphan(pointer: string): void {
-    this.orphans.add(pointer);
-    if (this.orphans.size > ORPHANS_KEPT) this.orphans.delete(this.orphans.values().next().value as string);
+  private noteOrphan(pointer: string, recordVersion: number | undefined): void {
+    this.orphans.set(pointer, recordVersion);
+    if (this.orphans.size > ORPHANS_KEPT) this.orphans.delete(this.orphans.keys().next().value as string);
   }
 
   /**
    * Whether the head holds claimable work. A pointer a claim found without
-   * its record is not work: it is dropped (only while still without one),
+   * its record, or beside a record no ready pointer goes with, is not work:
+   * it is dropped (only while that still holds),
    * else the idle wait would end at once, again and again, while it stays.
    */
   private async workAtHead(): Promise<boolean> {
     for (let i = 0; i < ORPHAN_DROPS; i++) {
       const [c] = await this.lookAtHead(1);
       if (!c) return false;
-      if (!this.orphans.delete(c.pointer)) return true;
-      if ((await dropOrphanPointer(this.store, c)) === 'job') return true;
+      if (!this.orphans.has(c.pointer)) return true;
+      const recordVersion = this.orphans.get(c.pointer);
+      this.orphans.delete(c.pointer);
+      if ((await dropOrphanPointer(this.store, c, recordVersion)) === 'job') return true;
     }
     return true; // more of them: a take reads them (and notes them) first
   }
