@@ -337,13 +337,18 @@ export class Session extends EventEmitter<SessionEvents> {
     const connected = this.current === 'connected' || this.current === 'reconnected';
     if (!connected || this.closeHooks.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
+    let stop: (() => void) | undefined;
     await Promise.race([
       Promise.allSettled([...this.closeHooks].map((hook) => hook())),
-      new Promise((resolve) => {
+      // a second at most, and no longer than the connection lasts
+      new Promise<void>((resolve) => {
+        stop = resolve;
         timer = setTimeout(resolve, CLOSE_HOOKS_MS);
+        this.once('suspended', resolve);
       }),
     ]);
     clearTimeout(timer);
+    if (stop) this.off('suspended', stop);
   }
 
   /** Closes the session: its ephemeral nodes go at once. Idempotent; concurrent calls share one close. */
