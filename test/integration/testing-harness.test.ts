@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { setTimeout } from 'node:timers/promises';
 import { Session } from '@zkq/core';
 import {
   fourLetterWord,
@@ -15,7 +16,7 @@ import {
   TcpProxy,
   ZooKeeperStartError,
 } from '@zkq/testing';
-import { nextEvent } from '../helpers/zk.js';
+import { nextEvent, testSession } from '../helpers/zk.js';
 
 test('startZooKeeper: serves on loopback, and stop() kills it and removes its directory', async (t) => {
   const before = new Set(readdirSync(tmpdir()).filter((d) => d.startsWith('zkq-zk-')));
@@ -109,4 +110,48 @@ test('TcpProxy: forwards, cut() drops and refuses connections, restore() lets th
   await reconnected;
   assert.ok(await s.exists('/'));
   assert.equal(await fourLetterWord(port, 'ruok'), 'imok');
+});
+
+test('TcpProxy: freeze() holds traffic both ways and restore() delivers it in order, on the same connection', async (t) => {
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const direct = await testSession(t);
+  const s = await testSession(t, {
+    connectionString: proxy.connectionString,
+    namespace: direct.namespace,
+    sessionTimeout: 30_000,
+    requestTimeout: 30_000,
+  });
+  await s.create('/n', Buffer.from('0'));
+  const events: string[] = [];
+  let fired!: () => void;
+  const watchFired = new Promise<void>((resolve) => {
+    fired = resolve;
+  });
+  await s.getData('/n', {
+    watch: (e) => {
+      events.push(e.type);
+      fired();
+    },
+  });
+  let reconnects = 0;
+  s.on('reconnected', () => reconnects++);
+
+  proxy.freeze();
+  await direct.setData('/n', Buffer.from('1')); // fires the watch while the link is frozen
+  let answered = false;
+  const read = s.getData('/n').then((r) => {
+    answered = true; // sent while frozen: it hangs, it is not lost
+    return r;
+  });
+  await setTimeout(300);
+  assert.deepEqual(events, [], 'nothing gets through a freeze');
+  assert.equal(answered, false);
+
+  proxy.restore();
+  assert.equal((await read).data.toString(), '1');
+  await watchFired; // the watch event held by the freeze arrives
+  assert.deepEqual(events, ['dataChanged']);
+  assert.equal(reconnects, 0, 'the connection went on');
+  assert.equal(proxy.connections, 1);
 });

@@ -3,12 +3,29 @@
  * connection on purpose (`cut()`) and let it back (`restore()`), or to hold
  * its packets so that requests hang (`freeze()`), or lose (`dropReplies()`)
  * or tear (`tearReplies()`) the server's replies.
+ *
+ * A freeze is a partition as TCP lives through one: nothing gets through
+ * while it lasts, and what was sent meanwhile arrives, in order, once it
+ * heals (unless a side gave up on the connection first). Bytes are never
+ * lost from a stream that goes on: ZooKeeper's guarantees (a watch fires
+ * once, replies come in order) rest on that. Losing replies is a separate
+ * fault, and one that must end with a cut.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
+/** One proxied connection, with what a freeze holds back each way. */
+interface Pair {
+  client: Socket;
+  upstream: Socket;
+  /** Client to server, held while frozen. */
+  up: Buffer[];
+  /** Server to client, held while frozen. */
+  down: Buffer[];
+}
+
 export class TcpProxy {
   private server: Server | undefined;
-  private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
+  private readonly pairs = new Set<Pair>();
   private accepting = true;
   private frozen = false;
   private holding = false;
@@ -54,7 +71,7 @@ export class TcpProxy {
       return;
     }
     const upstream = connect({ host: this.targetHost, port: this.targetPort, allowHalfOpen: true });
-    const pair = { client, upstream };
+    const pair: Pair = { client, upstream, up: [], down: [] };
     this.pairs.add(pair);
     const drop = () => {
       client.destroy();
@@ -65,11 +82,16 @@ export class TcpProxy {
     upstream.on('error', drop).on('close', drop);
     client.on('end', () => upstream.end());
     upstream.on('end', () => client.end());
-    client.on('data', (d) => {
-      if (!this.frozen) upstream.write(d);
+    client.on('data', (d: Buffer) => {
+      if (this.frozen) pair.up.push(d);
+      else upstream.write(d);
     });
     upstream.on('data', (d: Buffer) => {
-      if (this.frozen || this.holding) return;
+      if (this.holding) return;
+      if (this.frozen) {
+        pair.down.push(d);
+        return;
+      }
       const torn = this.tearing;
       if (!torn) {
         client.write(d);
@@ -92,7 +114,11 @@ export class TcpProxy {
     this.pairs.clear();
   }
 
-  /** Silently discards traffic both ways, keeping the sockets open (a network partition). */
+  /**
+   * Holds traffic both ways, keeping the sockets open (a network partition):
+   * requests hang, replies and watch events wait. `restore()` delivers what
+   * was held, in order, as TCP does once a partition heals.
+   */
   freeze(): void {
     this.frozen = true;
   }
@@ -121,6 +147,10 @@ export class TcpProxy {
   restore(): void {
     this.accepting = true;
     this.frozen = false;
+    for (const pair of this.pairs) {
+      for (const d of pair.up.splice(0)) pair.upstream.write(d);
+      for (const d of pair.down.splice(0)) pair.client.write(d);
+    }
     this.holding = false;
     this.tearing = undefined;
   }
