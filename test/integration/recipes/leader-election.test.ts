@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LeaderElection, NoNodeError, NotLeaderError, type Session, TimeoutError } from '@zkq/core';
-import { expire, sessionsOn } from '../../fixtures/recipes/helpers.js';
+import { expire, STEADY_SESSION_TIMEOUT_MS, sessionsOn } from '../../fixtures/recipes/helpers.js';
 import { nextEvent, waitFor } from '../../helpers/zk.js';
 
 /** Starts one participant per session and records any moment with two leaders. */
@@ -20,7 +20,7 @@ async function participants(sessions: Session[]) {
 }
 
 test('election: one leader at a time; resignation hands over in join order', async (t) => {
-  const { sessions } = await sessionsOn(t, 4);
+  const { sessions } = await sessionsOn(t, 4, STEADY_SESSION_TIMEOUT_MS);
   const { elections, violations, leader } = await participants(sessions.slice(0, 3));
   const observer = new LeaderElection(sessions[3]!, '/election', { id: 'observer' });
   await waitFor(() => leader().length === 1, { what: 'a leader' });
@@ -47,7 +47,7 @@ test('election: one leader at a time; resignation hands over in join order', asy
 });
 
 test('election: an expired leader is deposed, fenced out, and re-joins on its new session', async (t) => {
-  const { sessions } = await sessionsOn(t, 3);
+  const { sessions } = await sessionsOn(t, 3, STEADY_SESSION_TIMEOUT_MS);
   const { elections, leader } = await participants(sessions);
   await waitFor(() => leader().length === 1, { what: 'a leader' });
   const [p0, p1] = elections as [LeaderElection, LeaderElection];
@@ -76,7 +76,7 @@ test('election: an expired leader is deposed, fenced out, and re-joins on its ne
 });
 
 test('election: closing the leader session elects the next participant', async (t) => {
-  const { sessions } = await sessionsOn(t, 3);
+  const { sessions } = await sessionsOn(t, 3, STEADY_SESSION_TIMEOUT_MS);
   const { elections, violations, leader } = await participants(sessions);
   await waitFor(() => leader().length === 1, { what: 'a leader' });
   await sessions[0]!.close();
@@ -89,7 +89,7 @@ test('election: closing the leader session elects the next participant', async (
 });
 
 test('election: a failed re-join after a new session is retried, each failure emitted as error', async (t) => {
-  const { sessions } = await sessionsOn(t, 2);
+  const { sessions } = await sessionsOn(t, 2, STEADY_SESSION_TIMEOUT_MS);
   const [s, other] = sessions as [Session, Session];
   // Runs before the election's own hook: breaks the election path for the re-join
   // (an ephemeral node cannot have children) on the new session.
