@@ -134,3 +134,33 @@ test('at most two runs are in flight: calls made meanwhile wait and share the ne
   assert.deepEqual((await Promise.all([c2, c3, c4, c5])).map(idsOf), [['c'], ['d', 'e'], ['f'], ['g']]);
   assert.equal(mostRunning, 2);
 });
+
+test('a call resolves once its own multi committed, while a later multi of the shared run is still in flight', async () => {
+  const { session, executor } = fakeExecutor(layout);
+  const batch = new EnqueueBatch(executor);
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  session.respond = async (multi, index) => {
+    if (index === 1) await held; // the second multi's reply is slow
+    return session.applied(multi);
+  };
+  // units too large to share a multi: one multi per call, both in flight (inFlight 2)
+  const big = (id: string): TxUnit => ({
+    build: () => ({ ops: [{ op: 'create', path: layout.job(id), data: Buffer.alloc(600 * 1024) }] }),
+  });
+  let secondDone = false;
+  const first = batch.run([big('a')], 2);
+  const second = batch.run([big('b')], 2).then((r) => {
+    secondDone = true;
+    return r;
+  });
+  const [a] = await first;
+  assert.equal(a?.ok, true);
+  assert.equal(secondDone, false, 'the first call did not wait for the rest of the run');
+  assert.equal(session.sent.length, 2, 'both multis were in flight');
+  release();
+  const [b] = await second;
+  assert.equal(b?.ok, true);
+});

@@ -7,7 +7,10 @@
  * to MAX_UNITS units) share the next one. Calls made over many turns thus
  * make a few large runs, not many small ones that compete for the
  * connection. Units keep the order of the calls, so FIFO holds across them.
- * Each call gets back its own units' results: a job whose multi committed is
+ * Each call gets back its own units' results as soon as they are all final
+ * (their multis committed or failed), not when the whole run ends: a
+ * pipelined caller then issues its next calls while the rest of the run is
+ * in flight, and the next run overlaps it. A job whose multi committed is
  * reported added even when a later multi of the run failed (`settleAll`).
  * A run that fails fails the calls that shared it, and no others.
  */
@@ -18,6 +21,24 @@ interface Call {
   inFlight: number;
   resolve: (results: UnitResult[]) => void;
   reject: (err: unknown) => void;
+}
+
+/** A call's units as the shared run sends them: each tells the call when its outcome is final. */
+function tracked(call: Call): TxUnit[] {
+  const results: UnitResult[] = new Array(call.units.length);
+  let left = call.units.length;
+  return call.units.map((unit, i) => ({
+    build: () => unit.build(),
+    ...(unit.dropped ? { dropped: (op) => unit.dropped?.(op) } : {}),
+    ...(unit.sending ? { sending: () => unit.sending?.() } : {}),
+    ...(unit.unsent ? { unsent: () => unit.unsent?.() } : {}),
+    settled: (result) => {
+      unit.settled?.(result);
+      if (results[i] !== undefined) return;
+      results[i] = result;
+      if (--left === 0) call.resolve(results);
+    },
+  }));
 }
 
 /** Most units one shared run takes; later calls wait for the next run. */
@@ -63,10 +84,12 @@ export class EnqueueBatch {
 
   private startRun(calls: Call[]): void {
     this.running++;
-    const units = calls.flatMap((c) => c.units);
+    const units = calls.flatMap(tracked);
     const inFlight = Math.min(...calls.map((c) => c.inFlight));
     this.executor.run(units, { inFlight, settleAll: calls.length > 1 }).then(
       (results) => {
+        // calls resolved as their units settled; these resolve no-ops then. Units failed by an
+        // error that stopped the run (settleAll) were never settled one by one: the run's results tell.
         let at = 0;
         for (const c of calls) {
           c.resolve(results.slice(at, at + c.units.length));
