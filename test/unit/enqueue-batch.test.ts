@@ -2,10 +2,11 @@
  * Group commit of enqueues: calls of one turn of the event loop share one
  * executor run (fewer multis), in the order of the calls, and each call
  * gets its own units' results back, even when another call's multi failed.
+ * At most two runs are in flight; calls made meanwhile share the next.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BadArgumentsError, type ProtocolOp, QueueLayout, type TxUnit } from '@zkq/core';
+import { BadArgumentsError, type ProtocolOp, QueueLayout, type TxUnit, type UnitResult } from '@zkq/core';
 import { EnqueueBatch } from '../../packages/core/src/queue/runtime/enqueue-batch.ts';
 import { fakeExecutor } from '../helpers/fake-session.ts';
 
@@ -58,4 +59,108 @@ test('a call made while a run is in flight goes into the next run', async () => 
   await one;
   await batch.run([unit('b')], 8);
   assert.equal(session.sent.length, 2);
+});
+
+test('at most two runs are in flight: calls made meanwhile wait and share the next run', async () => {
+  const { executor } = fakeExecutor(layout);
+  const batch = new EnqueueBatch(executor);
+  // each run is held until the test settles it; a unit's result names its job
+  const runs: { ids: string[]; inFlight?: number; settleAll?: boolean; settle: (err?: Error) => void }[] = [];
+  let running = 0;
+  let mostRunning = 0;
+  executor.run = async (units, o = {}) => {
+    const ids = await Promise.all(units.map(async (u) => idsIn((await u.build()).ops)[0] ?? ''));
+    running++;
+    mostRunning = Math.max(mostRunning, running);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        runs.push({
+          ids,
+          inFlight: o.inFlight,
+          settleAll: o.settleAll,
+          settle: (err) => (err ? reject(err) : resolve()),
+        });
+      });
+    } finally {
+      running--;
+    }
+    return ids.map((id) => ({ ok: true, results: [{ op: 'create', path: id }] }));
+  };
+  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const idsOf = (results: UnitResult[]) =>
+    results.map((r) => {
+      const created = r.ok ? r.results?.[0] : undefined;
+      return created?.op === 'create' ? created.path : undefined;
+    });
+
+  // one call a turn: two runs start, the next calls wait
+  const c0 = batch.run([unit('a')], 8);
+  await turn();
+  const c1 = batch.run([unit('b')], 8);
+  await turn();
+  const c2 = batch.run([unit('c')], 8);
+  await turn();
+  const c3 = batch.run([unit('d'), unit('e')], 1);
+  await turn();
+  const c4 = batch.run([unit('f')], 8);
+  await turn();
+  await turn();
+  assert.deepEqual(
+    runs.map((r) => r.ids),
+    [['a'], ['b']],
+  );
+
+  // the first run ends: the three waiting calls share the next, in call order
+  runs[0]?.settle();
+  assert.deepEqual(idsOf(await c0), ['a']);
+  await turn();
+  assert.deepEqual(runs[2]?.ids, ['c', 'd', 'e', 'f']);
+  assert.equal(runs[2]?.inFlight, 1, 'the least asked');
+  assert.equal(runs[2]?.settleAll, true, 'shared by several calls');
+
+  // a call made now waits too; the second run fails its own call only, and the next run starts
+  const c5 = batch.run([unit('g')], 8);
+  await turn();
+  assert.equal(runs.length, 3);
+  const failure = new Error('run failed');
+  runs[1]?.settle(failure);
+  await assert.rejects(c1, failure);
+  await turn();
+  assert.deepEqual(runs[3]?.ids, ['g']);
+  assert.equal(runs[3]?.settleAll, false);
+
+  runs[2]?.settle();
+  runs[3]?.settle();
+  assert.deepEqual((await Promise.all([c2, c3, c4, c5])).map(idsOf), [['c'], ['d', 'e'], ['f'], ['g']]);
+  assert.equal(mostRunning, 2);
+});
+
+test('a call resolves once its own multi committed, while a later multi of the shared run is still in flight', async () => {
+  const { session, executor } = fakeExecutor(layout);
+  const batch = new EnqueueBatch(executor);
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  session.respond = async (multi, index) => {
+    if (index === 1) await held; // the second multi's reply is slow
+    return session.applied(multi);
+  };
+  // units too large to share a multi: one multi per call, both in flight (inFlight 2)
+  const big = (id: string): TxUnit => ({
+    build: () => ({ ops: [{ op: 'create', path: layout.job(id), data: Buffer.alloc(600 * 1024) }] }),
+  });
+  let secondDone = false;
+  const first = batch.run([big('a')], 2);
+  const second = batch.run([big('b')], 2).then((r) => {
+    secondDone = true;
+    return r;
+  });
+  const [a] = await first;
+  assert.equal(a?.ok, true);
+  assert.equal(secondDone, false, 'the first call did not wait for the rest of the run');
+  assert.equal(session.sent.length, 2, 'both multis were in flight');
+  release();
+  const [b] = await second;
+  assert.equal(b?.ok, true);
 });

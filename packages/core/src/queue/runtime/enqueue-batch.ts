@@ -1,10 +1,18 @@
 /**
- * Group commit for enqueues: the enqueue calls of one turn of the event
- * loop share the executor's run, so a burst of pipelined `add`s costs a few
- * multis (one receipt and one wake-up each), not one multi per job. Units
- * keep the order of the calls, so FIFO holds across them. Each call gets
- * back its own units' results: a job whose multi committed is reported
- * added even when a later multi of the run failed (`settleAll`).
+ * Group commit for enqueues: pipelined `add`s share the executor's runs, so
+ * a burst of them costs a few multis (one receipt and one wake-up each), not
+ * one multi per job. At most MAX_RUNS shared runs are in flight: the calls
+ * of one turn of the event loop start a run when fewer are, and calls made
+ * while MAX_RUNS are in flight wait; when a run ends, the waiting calls (up
+ * to MAX_UNITS units) share the next one. Calls made over many turns thus
+ * make a few large runs, not many small ones that compete for the
+ * connection. Units keep the order of the calls, so FIFO holds across them.
+ * Each call gets back its own units' results as soon as they are all final
+ * (their multis committed or failed), not when the whole run ends: a
+ * pipelined caller then issues its next calls while the rest of the run is
+ * in flight, and the next run overlaps it. A job whose multi committed is
+ * reported added even when a later multi of the run failed (`settleAll`).
+ * A run that fails fails the calls that shared it, and no others.
  */
 import type { TxExecutor, TxUnit, UnitResult } from '../protocol/executor.js';
 
@@ -15,51 +23,89 @@ interface Call {
   reject: (err: unknown) => void;
 }
 
-/** Most units one shared run takes; later calls wait for the next turn. */
+/** A call's units as the shared run sends them: each tells the call when its outcome is final. */
+function tracked(call: Call): TxUnit[] {
+  const results: UnitResult[] = new Array(call.units.length);
+  let left = call.units.length;
+  return call.units.map((unit, i) => ({
+    build: () => unit.build(),
+    ...(unit.dropped ? { dropped: (op) => unit.dropped?.(op) } : {}),
+    ...(unit.sending ? { sending: () => unit.sending?.() } : {}),
+    ...(unit.unsent ? { unsent: () => unit.unsent?.() } : {}),
+    settled: (result) => {
+      unit.settled?.(result);
+      if (results[i] !== undefined) return;
+      results[i] = result;
+      if (--left === 0) call.resolve(results);
+    },
+  }));
+}
+
+/** Most units one shared run takes; later calls wait for the next run. */
 const MAX_UNITS = 5000;
+/** Most shared runs in flight at once; calls made meanwhile wait for one to end. */
+const MAX_RUNS = 2;
 
 export class EnqueueBatch {
   private calls: Call[] = [];
   private scheduled = false;
+  private running = 0;
 
   constructor(private readonly executor: TxExecutor) {}
 
-  /** Runs `units` with the other calls of this turn; `inFlight` of the shared run is the least asked. */
+  /** Runs `units` with the other waiting calls; `inFlight` of the shared run is the least asked. */
   run(units: readonly TxUnit[], inFlight: number): Promise<UnitResult[]> {
     return new Promise((resolve, reject) => {
       this.calls.push({ units, inFlight, resolve, reject });
-      if (this.scheduled) return;
+      // with MAX_RUNS in flight the end of one starts the next run
+      if (this.scheduled || this.running >= MAX_RUNS) return;
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      setImmediate(() => {
+        this.scheduled = false;
+        this.startRuns();
+      });
     });
   }
 
-  private flush(): void {
-    this.scheduled = false;
+  private startRuns(): void {
+    while (this.running < MAX_RUNS && this.calls.length > 0) this.startRun(this.takeCalls());
+  }
+
+  /** The first waiting calls, MAX_UNITS units at most (one call at least). */
+  private takeCalls(): Call[] {
     let count = 0;
     let taken = 0;
     while (taken < this.calls.length && (taken === 0 || count + (this.calls[taken]?.units.length ?? 0) <= MAX_UNITS)) {
       count += this.calls[taken]?.units.length ?? 0;
       taken++;
     }
-    const calls = this.calls.splice(0, taken);
-    if (this.calls.length > 0) {
-      this.scheduled = true;
-      setImmediate(() => this.flush());
-    }
-    const units = calls.flatMap((c) => c.units);
+    return this.calls.splice(0, taken);
+  }
+
+  private startRun(calls: Call[]): void {
+    this.running++;
+    const units = calls.flatMap(tracked);
     const inFlight = Math.min(...calls.map((c) => c.inFlight));
     this.executor.run(units, { inFlight, settleAll: calls.length > 1 }).then(
       (results) => {
+        // calls resolved as their units settled; these resolve no-ops then. Units failed by an
+        // error that stopped the run (settleAll) were never settled one by one: the run's results tell.
         let at = 0;
         for (const c of calls) {
           c.resolve(results.slice(at, at + c.units.length));
           at += c.units.length;
         }
+        this.runEnded();
       },
       (err) => {
         for (const c of calls) c.reject(err);
+        this.runEnded();
       },
     );
+  }
+
+  private runEnded(): void {
+    this.running--;
+    this.startRuns();
   }
 }
