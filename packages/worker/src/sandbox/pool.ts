@@ -46,6 +46,8 @@ export class ThreadPool {
   readonly processorUrl: string;
   readonly maxThreads: number;
   readonly jobsPerThread: number;
+  /** Runs started: each run's key (ThreadTask.key). */
+  private runs = 0;
 
   constructor(processor: string | URL, opts: ThreadPoolOptions, onProgress: (m: ThreadProgress) => void) {
     this.processorUrl =
@@ -88,7 +90,7 @@ export class ThreadPool {
     signal: AbortSignal,
     report: (progress: unknown, logs: string[]) => void,
   ): Promise<unknown> {
-    const task: ThreadTask = { processor: this.processorUrl, job, token };
+    const task: ThreadTask = { processor: this.processorUrl, job, token, key: String(++this.runs) };
     const result = (
       this.jobsPerThread === 1 ? await this.pool.run(task, { signal }) : await this.runShared(task, signal)
     ) as ThreadResult;
@@ -113,7 +115,7 @@ export class ThreadPool {
       Atomics.store(flag, 0, 1);
       // without a reason the thread's signal makes its own AbortError: a DOMException clones as a bare object
       const reason = signal.reason instanceof DOMException ? undefined : signal.reason;
-      const m: ThreadAbort = { kind: 'abort', jobId: task.job.id, token: task.token, reason };
+      const m: ThreadAbort = { kind: 'abort', key: task.key, reason };
       try {
         this.aborts.postMessage(m);
       } catch {

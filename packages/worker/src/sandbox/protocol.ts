@@ -8,6 +8,12 @@ export interface ThreadTask {
   job: JobJson;
   token: string;
   /**
+   * This run's key, unique in its pool: a job added again under the id of a
+   * removed one is claimed at the same token, while the first job's aborted
+   * run may still go on in the same thread.
+   */
+  key: string;
+  /**
    * Int32 flag set to 1 when the job is aborted, for a task that shares its
    * thread (a task alone on its thread is aborted by ending the thread).
    */
@@ -41,7 +47,7 @@ export interface ThreadProgress {
 /** The main thread aborts a job's attempt: its processor's signal fires with `reason`. */
 export interface ThreadAbort {
   kind: 'abort';
-  jobId: string;
-  token: string;
+  /** The run's key (ThreadTask.key). */
+  key: string;
   reason: unknown;
 }

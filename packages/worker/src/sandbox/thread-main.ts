@@ -16,9 +16,8 @@ import type { ThreadAbort, ThreadData, ThreadProgress, ThreadResult, ThreadTask 
 
 type ProcessorFn = (job: unknown, token?: string, signal?: AbortSignal) => unknown;
 const processors = new Map<string, Promise<ProcessorFn>>();
-/** The signals of the jobs running here, by job id and token. */
+/** The signals of the jobs running here, by run key. */
 const running = new Map<string, AbortController>();
-const keyOf = (jobId: string, token: string) => `${jobId}\n${token}`;
 
 // Listening from the start: an abort posted after a task's flag was read finds it here.
 const { channel } = (workerData ?? {}) as Partial<ThreadData>;
@@ -27,7 +26,7 @@ if (channel) {
   aborts.unref();
   aborts.onmessage = (e) => {
     const m = (e as { data: ThreadAbort }).data;
-    if (m?.kind === 'abort') running.get(keyOf(m.jobId, m.token))?.abort(m.reason);
+    if (m?.kind === 'abort') running.get(m.key)?.abort(m.reason);
   };
 }
 
@@ -46,7 +45,7 @@ export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
     processors.set(task.processor, loading);
     loading.catch(() => processors.delete(task.processor));
   }
-  const key = keyOf(task.job.id, task.token);
+  const { key } = task;
   const controller = new AbortController();
   running.set(key, controller);
   if (task.aborted && Atomics.load(new Int32Array(task.aborted), 0) === 1) controller.abort();
