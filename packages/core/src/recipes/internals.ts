@@ -262,6 +262,20 @@ export async function deleteIfExists(session: Session, path: string): Promise<vo
   );
 }
 
+/**
+ * Deletes an ephemeral node of this session's, unless already gone. A
+ * session found expired took the node with it: that ends the delete
+ * instead of retrying it on the next session (which, with ZooKeeper
+ * unreachable, waits out every retry's request timeout).
+ */
+export async function deleteEphemeral(session: Session, path: string): Promise<void> {
+  await session.retry(() =>
+    session.delete(path).catch((err) => {
+      if (!(err instanceof NoNodeError) && !(err instanceof SessionExpiredError)) throw err;
+    }),
+  );
+}
+
 /** Creates a protected ephemeral sequential node `dir/<prefix>…`, creating `dir` when missing. */
 export async function createMemberNode(session: Session, dir: string, prefix: string, data?: Buffer): Promise<string> {
   try {
@@ -287,7 +301,7 @@ export async function deleteOwnNodes(session: Session, dir: string, prefix: stri
       if (!(err instanceof NoNodeError)) throw err;
     });
     if (read?.stat.ephemeralOwner !== owner || read.data.toString() !== data) continue;
-    await deleteIfExists(session, path);
+    await deleteEphemeral(session, path);
     removed.push(path);
   }
   return removed;

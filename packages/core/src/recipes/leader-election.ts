@@ -40,7 +40,7 @@ import {
   checkId,
   checkPath,
   createMemberNode,
-  deleteIfExists,
+  deleteEphemeral,
   deleteOwnNodes,
   exclusiveDriver,
   existsWithDataWatch,
@@ -324,7 +324,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
 
   /** Deletes a node this participant created; on failure the next join looks for leftovers. */
   private async deleteNode(node: string): Promise<void> {
-    await deleteIfExists(this.session, node).catch((err) => {
+    await deleteEphemeral(this.session, node).catch((err) => {
       this.mayHaveLeftovers = true;
       this.trace('leftover', node, { error: traceError(err) });
     });

@@ -26,7 +26,7 @@ import {
   checkId,
   checkPath,
   createMemberNode,
-  deleteIfExists,
+  deleteEphemeral,
   exclusiveDriver,
   type LockDriver,
   sortBySequence,
@@ -175,7 +175,7 @@ export class Lock extends EventEmitter<LockEvents> {
     this.held = false;
     this.detach?.();
     this.detach = undefined;
-    if (node) await deleteIfExists(this.session, node).catch(() => undefined);
+    if (node) await deleteEphemeral(this.session, node).catch(() => undefined);
   }
 
   private watchSession(): void {

@@ -91,9 +91,15 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     await this.election.start();
   }
 
+  /**
+   * Steps down and leaves the election. A promotion pass in flight is not
+   * waited for: once the election node is gone its writes fail their fence,
+   * and once the session closes its reads end; waiting for it would hold
+   * close() up for as long as its reads are retried (half a minute while
+   * ZooKeeper is unreachable).
+   */
   async close(): Promise<void> {
     this.stepDown();
-    await this.promoting;
     await this.election.close();
   }
 
