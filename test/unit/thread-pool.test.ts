@@ -34,7 +34,7 @@ const never = new AbortController().signal;
 const ignore = () => undefined;
 
 test('a job aborted before its task reaches a thread never starts its processor', async (t) => {
-  const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1 }, ignore);
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1 });
   t.after(() => pool.close());
   assert.equal(pool.jobsPerThread, 2);
   const early = new AbortController();
@@ -48,7 +48,7 @@ test('a job aborted before its task reaches a thread never starts its processor'
 });
 
 test('an abort ends the wait for a shared-thread job at once, though its processor ignores it', async (t) => {
-  const pool = new ThreadPool(PROCESSOR, { concurrency: 4, threads: 1 }, ignore);
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 4, threads: 1 });
   t.after(() => pool.close());
   const abort = new AbortController();
   const hung = pool.run(job('h', { mode: 'ignore' }), '1', abort.signal, ignore);
@@ -62,7 +62,7 @@ test('an abort ends the wait for a shared-thread job at once, though its process
 });
 
 test('an abort without a reason reaches a shared-thread processor as the standard AbortError', async (t) => {
-  const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1 }, ignore);
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1 });
   t.after(() => pool.close());
   const report = new BroadcastChannel('thread-pool-abort');
   t.after(() => report.close());

@@ -67,7 +67,6 @@ import {
   type WorkerOptions,
 } from './options.js';
 import { ThreadPool } from './sandbox/pool.js';
-import type { ThreadProgress } from './sandbox/protocol.js';
 import { WorkerTracing } from './tracing.js';
 
 /** Typed events of a Worker (BullMQ's WorkerListener, plus `lost`). */
@@ -163,7 +162,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     if (typeof processor === 'function') this.processorFn = processor;
     else {
       const sizes = { concurrency, threads: opts.threads, jobsPerThread: opts.jobsPerThread };
-      this.pool = new ThreadPool(processor, sizes, (m) => this.onThreadProgress(m));
+      this.pool = new ThreadPool(processor, sizes);
     }
     if (opts.autorun !== false) {
       this.run().catch((err) => this.emitError(err));
@@ -510,8 +509,12 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     if (this.processorFn) return this.processorFn(job, job.token, signal);
     const attempt = this.attempts.get(job.id);
     try {
-      return (await (this.pool as ThreadPool).run(job.toJSON(), job.token ?? '', signal, (progress, logs) =>
-        attempt?.absorb(progress, logs),
+      return (await (this.pool as ThreadPool).run(
+        job.toJSON(),
+        job.token ?? '',
+        signal,
+        (progress, logs) => attempt?.absorb(progress, logs),
+        (value) => this.onThreadProgress(job.id, attempt, value),
       )) as ResultType;
     } catch (err) {
       // the pool stops waiting for an aborted job (ending its thread when it has one of its own):
@@ -521,10 +524,10 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     }
   }
 
-  private onThreadProgress(m: ThreadProgress): void {
-    const attempt = this.attempts.get(m.jobId);
-    if (!attempt || String(attempt.token) !== m.token) return;
-    void attempt.job.updateProgress(m.value as JobProgress).catch((e) => this.emitError(e));
+  /** Live progress of a thread's run: published while its own attempt still runs, dropped after. */
+  private onThreadProgress(jobId: string, attempt: Attempt | undefined, value: unknown): void {
+    if (!attempt || this.attempts.get(jobId) !== attempt) return;
+    void attempt.job.updateProgress(value as JobProgress).catch((e) => this.emitError(e));
   }
 
   /** Emits `error` when someone listens; otherwise a process warning (an unheard 'error' would crash). */

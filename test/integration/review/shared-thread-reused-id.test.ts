@@ -7,7 +7,8 @@
  * apart by job id and token then mixes the two attempts up: the first run's
  * end forgets the second run's signal (a later cancel or lost claim never
  * reaches it, so it runs on after its job ended), and the first run's
- * progress is published as the second job's.
+ * progress is published as the second job's. Runs are told apart by a key
+ * unique in the pool, for aborts and for progress alike.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -80,9 +81,7 @@ test("a run of a job added again under a lingering run's id and token can still 
   await r.next(2, 'aborted', 5000);
 });
 
-test('progress of a lingering run is not published as that of a job added again under its id', {
-  todo: "the main thread routes thread progress by job id and token: the first run's progress lands on the second",
-}, async (t) => {
+test('progress of a lingering run is not published as that of a job added again under its id', async (t) => {
   const { worker, r } = await twoRunsOfX(t);
   const published: JobProgress[] = [];
   worker.on('progress', (job, p) => {

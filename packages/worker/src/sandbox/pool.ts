@@ -16,7 +16,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BroadcastChannel } from 'node:worker_threads';
 import type { JobJson } from '@zkq/core';
 import { Piscina } from 'piscina';
-import type { ThreadAbort, ThreadProgress, ThreadResult, ThreadTask } from './protocol.js';
+import type { ThreadAbort, ThreadEnded, ThreadProgress, ThreadResult, ThreadTask } from './protocol.js';
 
 // Source checkouts run TypeScript directly; published builds run the compiled file.
 const THREAD_ENTRY = new URL(`./thread-main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
@@ -48,8 +48,10 @@ export class ThreadPool {
   readonly jobsPerThread: number;
   /** Runs started: each run's key (ThreadTask.key). */
   private runs = 0;
+  /** Where each run's live progress goes, by run key, until its last progress message is in. */
+  private readonly progressTo = new Map<string, (value: unknown) => void>();
 
-  constructor(processor: string | URL, opts: ThreadPoolOptions, onProgress: (m: ThreadProgress) => void) {
+  constructor(processor: string | URL, opts: ThreadPoolOptions) {
     this.processorUrl =
       processor instanceof URL
         ? processor.href
@@ -72,8 +74,9 @@ export class ThreadPool {
     });
     // progress travels point to point on each thread's port (piscina re-emits it): on the
     // channel, every other thread would receive and decode it too
-    this.pool.on('message', (m: ThreadProgress) => {
-      if (m && (m as { kind?: unknown }).kind === 'progress') onProgress(m);
+    this.pool.on('message', (m: ThreadProgress | ThreadEnded | undefined) => {
+      if (m?.kind === 'progress') this.progressTo.get(m.key)?.(m.value);
+      else if (m?.kind === 'ended') this.progressTo.delete(m.key);
     });
     this.aborts = new BroadcastChannel(channel);
     this.aborts.unref();
@@ -82,18 +85,30 @@ export class ThreadPool {
   /**
    * Runs one job; resolves with the processor's result, rejects with its
    * error, or with the signal's reason once it fires. `report` receives the
-   * attempt's final progress and log lines first.
+   * attempt's final progress and log lines first; `onProgress` each live
+   * progress of this run (none once the pool stopped waiting for it: a run
+   * aborted on a shared thread may go on, and its progress is dropped).
    */
   async run(
     job: JobJson,
     token: string,
     signal: AbortSignal,
     report: (progress: unknown, logs: string[]) => void,
+    onProgress: (value: unknown) => void = () => {},
   ): Promise<unknown> {
     const task: ThreadTask = { processor: this.processorUrl, job, token, key: String(++this.runs) };
-    const result = (
-      this.jobsPerThread === 1 ? await this.pool.run(task, { signal }) : await this.runShared(task, signal)
-    ) as ThreadResult;
+    this.progressTo.set(task.key, onProgress);
+    let result: ThreadResult;
+    try {
+      result = (
+        this.jobsPerThread === 1 ? await this.pool.run(task, { signal }) : await this.runShared(task, signal)
+      ) as ThreadResult;
+    } catch (err) {
+      this.progressTo.delete(task.key);
+      throw err;
+    }
+    // a run that posted progress is forgotten at its ThreadEnded, which follows the progress
+    if (!result.progressed) this.progressTo.delete(task.key);
     report(result.progress, result.logs);
     if (result.ok) return result.value;
     throw new ProcessorThreadError(result);

@@ -31,17 +31,34 @@ export interface ThreadData {
  * survives; the final progress and the log lines come with it, because the
  * live progress messages travel on another port and may arrive later.
  */
-export type ThreadResult = { progress?: unknown; logs: string[] } & (
+export type ThreadResult = {
+  progress?: unknown;
+  logs: string[];
+  /** The run posted live progress: its ThreadEnded follows them on the thread's port. */
+  progressed?: true;
+} & (
   | { ok: true; value: unknown }
   | { ok: false; name: string; message: string; stack?: string; unrecoverable: boolean }
 );
 
-/** Live progress from a thread (on its parent port). */
+/**
+ * Live progress from a thread (on its parent port), by run key: a run that
+ * lingers after its attempt ended (aborted on a shared thread) reports to its
+ * own attempt, never to a later one of the same job id and token.
+ */
 export interface ThreadProgress {
   kind: 'progress';
-  jobId: string;
-  token: string;
+  key: string;
   value: unknown;
+}
+
+/**
+ * The last message of a run that posted progress, on the same port, so after
+ * all of them (its result travels on another port and may arrive first).
+ */
+export interface ThreadEnded {
+  kind: 'ended';
+  key: string;
 }
 
 /** The main thread aborts a job's attempt: its processor's signal fires with `reason`. */

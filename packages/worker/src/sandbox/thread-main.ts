@@ -12,7 +12,7 @@
  * replaces it.
  */
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
-import type { ThreadAbort, ThreadData, ThreadProgress, ThreadResult, ThreadTask } from './protocol.js';
+import type { ThreadAbort, ThreadData, ThreadEnded, ThreadProgress, ThreadResult, ThreadTask } from './protocol.js';
 
 type ProcessorFn = (job: unknown, token?: string, signal?: AbortSignal) => unknown;
 const processors = new Map<string, Promise<ProcessorFn>>();
@@ -50,33 +50,36 @@ export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
   running.set(key, controller);
   if (task.aborted && Atomics.load(new Int32Array(task.aborted), 0) === 1) controller.abort();
   const logs: string[] = [];
+  let progressed = false;
   const job = {
     ...task.job,
     token: task.token,
     async updateProgress(progress: unknown) {
       job.progress = progress as typeof job.progress;
-      parentPort?.postMessage({
-        kind: 'progress',
-        jobId: task.job.id,
-        token: task.token,
-        value: progress,
-      } satisfies ThreadProgress);
+      progressed = true;
+      parentPort?.postMessage({ kind: 'progress', key, value: progress } satisfies ThreadProgress);
     },
     async log(row: string) {
       return logs.push(String(row));
     },
   };
+  let result: ThreadResult;
   try {
     const fn = await loading;
     // aborted before it started: the Worker has stopped waiting for it, so it does not start
     if (controller.signal.aborted) return failure(new Error(`job ${task.job.id} aborted before it started`), job, logs);
     const value = await fn(job, task.token, controller.signal);
-    return { ok: true, value, progress: job.progress, logs };
+    result = { ok: true, value, progress: job.progress, logs };
   } catch (err) {
-    return failure(err, job, logs);
+    result = failure(err, job, logs);
   } finally {
     running.delete(key);
   }
+  if (progressed) {
+    result.progressed = true;
+    parentPort?.postMessage({ kind: 'ended', key } satisfies ThreadEnded);
+  }
+  return result;
 }
 
 function failure(err: unknown, job: { progress?: unknown }, logs: string[]): ThreadResult {
