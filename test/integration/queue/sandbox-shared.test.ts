@@ -7,14 +7,13 @@
  * job still ends its thread.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { BroadcastChannel } from 'node:worker_threads';
 import { InvalidArgumentError, LostJobError, QueueStore, revokeClaims } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
+import { reportChannel } from '../../helpers/thread-reports.js';
 import { nextEvent, waitFor } from '../../helpers/zk.js';
 
 const PROCESSOR = fileURLToPath(new URL('../../fixtures/processors/threaded.mjs', import.meta.url));
@@ -28,18 +27,14 @@ interface Report {
 
 /** The channel on which the fixture's `hold` jobs report, and on which they are released. */
 function reports(t: { after(fn: () => unknown): void }) {
-  const name = `hold-${randomBytes(4).toString('hex')}`;
-  const ch = new BroadcastChannel(name);
-  const seen: Report[] = [];
-  ch.onmessage = (e) => seen.push((e as { data: Report }).data);
-  t.after(() => ch.close());
+  const { name, seen, post } = reportChannel<Report>(t, 'hold');
   return {
     name,
     seen,
     /** Waits for job `id`'s report of `event`. */
     next: (id: string, event: Report['event']) =>
       waitFor(() => seen.find((r) => r.id === id && r.event === event), { what: `${event} ${id}` }),
-    release: (id: string) => ch.postMessage({ release: id }),
+    release: (id: string) => post({ release: id }),
   };
 }
 

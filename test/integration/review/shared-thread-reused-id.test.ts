@@ -11,14 +11,13 @@
  * unique in the pool, for aborts and for progress alike.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { BroadcastChannel } from 'node:worker_threads';
 import type { JobProgress } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
+import { reportChannel } from '../../helpers/thread-reports.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const PROCESSOR = fileURLToPath(new URL('../../fixtures/processors/lingering.mjs', import.meta.url));
@@ -31,11 +30,7 @@ interface Report {
 }
 
 function reports(t: { after(fn: () => unknown): void }) {
-  const name = `linger-${randomBytes(4).toString('hex')}`;
-  const ch = new BroadcastChannel(name);
-  const seen: Report[] = [];
-  ch.onmessage = (e) => seen.push((e as { data: Report }).data);
-  t.after(() => ch.close());
+  const { name, seen, post } = reportChannel<Report>(t, 'linger');
   return {
     name,
     seen,
@@ -44,7 +39,7 @@ function reports(t: { after(fn: () => unknown): void }) {
         what: `${event} of run ${run}`,
         ...(timeoutMs ? { timeoutMs } : {}),
       }),
-    say: (m: { run: number; progress?: unknown; end?: boolean }) => ch.postMessage(m),
+    say: (m: { run: number; progress?: unknown; end?: boolean }) => post(m),
   };
 }
 
