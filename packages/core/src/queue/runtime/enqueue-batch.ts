@@ -27,12 +27,10 @@ interface Call {
 function tracked(call: Call): TxUnit[] {
   const results: UnitResult[] = new Array(call.units.length);
   let left = call.units.length;
+  // the units are the store's plain objects: a copy keeps every hook of theirs
   return call.units.map((unit, i) => ({
-    build: () => unit.build(),
-    ...(unit.dropped ? { dropped: (op) => unit.dropped?.(op) } : {}),
-    ...(unit.sending ? { sending: () => unit.sending?.() } : {}),
-    ...(unit.unsent ? { unsent: () => unit.unsent?.() } : {}),
-    settled: (result) => {
+    ...unit,
+    settled: (result: UnitResult) => {
       unit.settled?.(result);
       if (results[i] !== undefined) return;
       results[i] = result;
