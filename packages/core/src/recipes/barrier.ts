@@ -27,6 +27,7 @@ import {
   checkId,
   checkPath,
   createMemberNode,
+  deleteEphemeral,
   deleteIfExists,
   joinPath,
   sortBySequence,
@@ -98,7 +99,7 @@ export class Barrier {
   protected async removeNode(): Promise<void> {
     const node = this.node;
     this.node = undefined;
-    if (node) await deleteIfExists(this.session, node);
+    if (node) await deleteEphemeral(this.session, node);
   }
 
   /** Deletes the `start` node so that the barrier name can be used for another round. */

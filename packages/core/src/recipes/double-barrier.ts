@@ -24,7 +24,7 @@ import { SessionExpiredError } from '../zk/errors.js';
 import { Barrier } from './barrier.js';
 import {
   baseName,
-  deleteIfExists,
+  deleteEphemeral,
   joinPath,
   type TurnOptions,
   throwIfAborted,
@@ -58,7 +58,7 @@ export class DoubleBarrier extends Barrier {
       } else if (own === lowest) {
         await this.waitForExit(members[members.length - 1] as string, turn);
       } else {
-        await deleteIfExists(this.session, joinPath(this.path, own));
+        await deleteEphemeral(this.session, joinPath(this.path, own));
         this.node = undefined;
         await this.waitForExit(lowest, turn);
       }
