@@ -12,7 +12,14 @@ import { LeaderElection, Session } from '@zkq/core';
 import { startZooKeeper, TcpProxy, uniqueRoot } from '@zkq/testing';
 import { waitFor } from '../../helpers/zk.js';
 
-const SESSION_MS = 3000;
+/**
+ * Session timeouts of p0, p1, p2. Each must outlive the restarts it is to
+ * wait across (a client suspended for longer declares its session lost and
+ * joins again at the back), and the dying ones end soon after: p0 dies in the
+ * first restart, p1 waits across it and dies in the second, p2 waits across
+ * both. A restart on a loaded machine can take a few seconds.
+ */
+const SESSION_MS = [3000, 10_000, 30_000];
 
 test('election: a leader killed before or during a ZooKeeper restart is replaced by the next in line', async (t) => {
   const zk = await startZooKeeper();
@@ -22,8 +29,8 @@ test('election: a leader killed before or during a ZooKeeper restart is replaced
   const proxies = await Promise.all([0, 1, 2].map(() => TcpProxy.start(zk.connectionString)));
   t.after(() => Promise.all(proxies.map((p) => p.stop())));
   const sessions = await Promise.all(
-    proxies.map((p) =>
-      Session.connect({ connectionString: p.connectionString, namespace, sessionTimeout: SESSION_MS }),
+    proxies.map((p, i) =>
+      Session.connect({ connectionString: p.connectionString, namespace, sessionTimeout: SESSION_MS[i] }),
     ),
   );
   // closing the sessions ends the elections too (a dead participant's leave could only time out)
