@@ -264,9 +264,10 @@ export async function deleteIfExists(session: Session, path: string): Promise<vo
 
 /**
  * Deletes an ephemeral node of this session's, unless already gone. A
- * session found expired took the node with it: that ends the delete
- * instead of retrying it on the next session (which, with ZooKeeper
- * unreachable, waits out every retry's request timeout).
+ * session found expired takes the node with it (one session timeout later
+ * at most, when it was declared lost while the server restarted): that ends
+ * the delete instead of retrying it on the next session, which with
+ * ZooKeeper unreachable waits out every retry's request timeout.
  */
 export async function deleteEphemeral(session: Session, path: string): Promise<void> {
   await session.retry(() =>
