@@ -10,9 +10,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 
-test('pipelined adds over turns, each turn with an existing custom id: jobs wait in call order', {
-  todo: 'a run sends its units again after the existing id failed its multi, while a run of later calls went on',
-}, async (t) => {
+test('pipelined adds over turns, each turn with an existing custom id: jobs wait in call order', async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('runs-fifo', env);
   t.after(() => queue.close());

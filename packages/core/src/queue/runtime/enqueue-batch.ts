@@ -12,7 +12,10 @@
  * pipelined caller then issues its next calls while the rest of the run is
  * in flight, and the next run overlaps it. A job whose multi committed is
  * reported added even when a later multi of the run failed (`settleAll`).
- * A run that fails fails the calls that shared it, and no others.
+ * A run that fails fails the calls that shared it, and no others. A run of
+ * one multi at a time (custom ids, dedup keys: a create may fail, and the
+ * other units of its multi are sent again after its reply) is alone in
+ * flight: a run started meanwhile would commit later calls' jobs first.
  */
 import type { TxExecutor, TxUnit, UnitResult } from '../protocol/executor.js';
 
@@ -48,6 +51,8 @@ export class EnqueueBatch {
   private calls: Call[] = [];
   private scheduled = false;
   private running = 0;
+  /** A run of inFlight 1 is in flight: no other run starts until it ends. */
+  private serial = false;
 
   constructor(private readonly executor: TxExecutor) {}
 
@@ -56,7 +61,7 @@ export class EnqueueBatch {
     return new Promise((resolve, reject) => {
       this.calls.push({ units, inFlight, resolve, reject });
       // with MAX_RUNS in flight the end of one starts the next run
-      if (this.scheduled || this.running >= MAX_RUNS) return;
+      if (this.scheduled || this.running >= MAX_RUNS || this.serial) return;
       this.scheduled = true;
       setImmediate(() => {
         this.scheduled = false;
@@ -66,7 +71,7 @@ export class EnqueueBatch {
   }
 
   private startRuns(): void {
-    while (this.running < MAX_RUNS && this.calls.length > 0) this.startRun(this.takeCalls());
+    while (this.running < MAX_RUNS && !this.serial && this.calls.length > 0) this.startRun(this.takeCalls());
   }
 
   /** The first waiting calls, MAX_UNITS units at most (one call at least). */
@@ -84,6 +89,7 @@ export class EnqueueBatch {
     this.running++;
     const units = calls.flatMap(tracked);
     const inFlight = Math.min(...calls.map((c) => c.inFlight));
+    if (inFlight <= 1) this.serial = true;
     this.executor.run(units, { inFlight, settleAll: calls.length > 1 }).then(
       (results) => {
         // calls resolved as their units settled; these resolve no-ops then. Units failed by an
@@ -104,6 +110,7 @@ export class EnqueueBatch {
 
   private runEnded(): void {
     this.running--;
+    this.serial = false;
     this.startRuns();
   }
 }
