@@ -61,17 +61,16 @@ test('a call made while a run is in flight goes into the next run', async () => 
   assert.equal(session.sent.length, 2);
 });
 
-test('at most two runs are in flight: calls made meanwhile wait and share the next run', async () => {
+/** An EnqueueBatch whose executor holds each run until the test settles it; a unit's result names its job. */
+function heldRuns() {
   const { executor } = fakeExecutor(layout);
   const batch = new EnqueueBatch(executor);
-  // each run is held until the test settles it; a unit's result names its job
   const runs: { ids: string[]; inFlight?: number; settleAll?: boolean; settle: (err?: Error) => void }[] = [];
-  let running = 0;
-  let mostRunning = 0;
+  const counts = { running: 0, most: 0 };
   executor.run = async (units, o = {}) => {
     const ids = await Promise.all(units.map(async (u) => idsIn((await u.build()).ops)[0] ?? ''));
-    running++;
-    mostRunning = Math.max(mostRunning, running);
+    counts.running++;
+    counts.most = Math.max(counts.most, counts.running);
     try {
       await new Promise<void>((resolve, reject) => {
         runs.push({
@@ -82,11 +81,17 @@ test('at most two runs are in flight: calls made meanwhile wait and share the ne
         });
       });
     } finally {
-      running--;
+      counts.running--;
     }
     return ids.map((id) => ({ ok: true, results: [{ op: 'create', path: id }] }));
   };
-  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  return { batch, runs, counts };
+}
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+test('at most two runs are in flight: calls made meanwhile wait and share the next run', async () => {
+  const { batch, runs, counts } = heldRuns();
   const idsOf = (results: UnitResult[]) =>
     results.map((r) => {
       const created = r.ok ? r.results?.[0] : undefined;
@@ -100,7 +105,7 @@ test('at most two runs are in flight: calls made meanwhile wait and share the ne
   await turn();
   const c2 = batch.run([unit('c')], 8);
   await turn();
-  const c3 = batch.run([unit('d'), unit('e')], 1);
+  const c3 = batch.run([unit('d'), unit('e')], 2);
   await turn();
   const c4 = batch.run([unit('f')], 8);
   await turn();
@@ -115,7 +120,7 @@ test('at most two runs are in flight: calls made meanwhile wait and share the ne
   assert.deepEqual(idsOf(await c0), ['a']);
   await turn();
   assert.deepEqual(runs[2]?.ids, ['c', 'd', 'e', 'f']);
-  assert.equal(runs[2]?.inFlight, 1, 'the least asked');
+  assert.equal(runs[2]?.inFlight, 2, 'the least asked');
   assert.equal(runs[2]?.settleAll, true, 'shared by several calls');
 
   // a call made now waits too; the second run fails its own call only, and the next run starts
@@ -132,7 +137,30 @@ test('at most two runs are in flight: calls made meanwhile wait and share the ne
   runs[2]?.settle();
   runs[3]?.settle();
   assert.deepEqual((await Promise.all([c2, c3, c4, c5])).map(idsOf), [['c'], ['d', 'e'], ['f'], ['g']]);
-  assert.equal(mostRunning, 2);
+  assert.equal(counts.most, 2);
+});
+
+test('no run starts beside a run of one multi at a time until it ends, whatever other run ends first', async () => {
+  const { batch, runs } = heldRuns();
+  batch.run([unit('a')], 8);
+  await turn();
+  const serial = batch.run([unit('b')], 1); // a custom id or a dedup key: inFlight 1
+  await turn();
+  assert.deepEqual(
+    runs.map((r) => r.ids),
+    [['a'], ['b']],
+  );
+  runs[0]?.settle(); // the plain run ends first
+  await turn();
+  batch.run([unit('c')], 8);
+  await turn();
+  await turn();
+  assert.equal(runs.length, 2, 'a later run waits for the serial one');
+  runs[1]?.settle();
+  await serial;
+  await turn();
+  assert.deepEqual(runs[2]?.ids, ['c']);
+  runs[2]?.settle();
 });
 
 test('a call resolves once its own multi committed, while a later multi of the shared run is still in flight', async () => {

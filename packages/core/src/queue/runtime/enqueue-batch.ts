@@ -89,7 +89,8 @@ export class EnqueueBatch {
     this.running++;
     const units = calls.flatMap(tracked);
     const inFlight = Math.min(...calls.map((c) => c.inFlight));
-    if (inFlight <= 1) this.serial = true;
+    const serial = inFlight <= 1;
+    if (serial) this.serial = true;
     this.executor.run(units, { inFlight, settleAll: calls.length > 1 }).then(
       (results) => {
         // calls resolved as their units settled; these resolve no-ops then. Units failed by an
@@ -99,18 +100,19 @@ export class EnqueueBatch {
           c.resolve(results.slice(at, at + c.units.length));
           at += c.units.length;
         }
-        this.runEnded();
+        this.runEnded(serial);
       },
       (err) => {
         for (const c of calls) c.reject(err);
-        this.runEnded();
+        this.runEnded(serial);
       },
     );
   }
 
-  private runEnded(): void {
+  /** A run ended; only the end of the serial run lets others start beside the next one. */
+  private runEnded(serial: boolean): void {
     this.running--;
-    this.serial = false;
+    if (serial) this.serial = false;
     this.startRuns();
   }
 }
