@@ -14,8 +14,9 @@
  * reported added even when a later multi of the run failed (`settleAll`).
  * A run that fails fails the calls that shared it, and no others. A run of
  * one multi at a time (custom ids, dedup keys: a create may fail, and the
- * other units of its multi are sent again after its reply) is alone in
- * flight: a run started meanwhile would commit later calls' jobs first.
+ * other units of its multi are sent again after its reply) has no run
+ * start beside it until it ends: that run would commit later calls' jobs
+ * first.
  */
 import type { TxExecutor, TxUnit, UnitResult } from '../protocol/executor.js';
 
@@ -51,7 +52,7 @@ export class EnqueueBatch {
   private calls: Call[] = [];
   private scheduled = false;
   private running = 0;
-  /** A run of inFlight 1 is in flight: no other run starts until it ends. */
+  /** A run of inFlight 1 is in flight: no other run starts until it ends (one started before it goes on). */
   private serial = false;
 
   constructor(private readonly executor: TxExecutor) {}
