@@ -12,6 +12,7 @@ import { EventEmitter } from 'node:events';
 import {
   type AddOutcome,
   addFlow,
+  CallOrder,
   type CleanType,
   ClosedError,
   clean,
@@ -60,6 +61,7 @@ import {
   setGlobalRateLimit,
   setRateLimit,
   TelemetryAttributes,
+  type Turn,
   trace,
   validateCancelReason,
   validateConnection,
@@ -115,6 +117,8 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
   readonly name: string;
   readonly opts: QueueOptions;
   private readonly ready: Promise<{ session: Session; store: QueueStore }>;
+  /** Pipelined adds join the group commit in call order. */
+  private readonly addOrder = new CallOrder();
   private closing: Promise<void> | undefined;
 
   constructor(name: string, opts: QueueOptions) {
@@ -165,18 +169,19 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
    */
   async add(name: NameType, data: DataType, opts?: JobsOptions): Promise<Job<DataType, ResultType, NameType>> {
     validateJobName(name);
+    const turn = this.addOrder.enter();
     return this.trace(
       SpanKind.PRODUCER,
       'add',
       async (span, metadata) => {
         // The trace context travels inside the job (BullMQ's place for it), unless the job opts out.
         const traced = metadata && !opts?.telemetry?.omitContext ? { ...opts, telemetry: { metadata } } : opts;
-        const [job] = await this.addJobs([{ name, data, ...(traced ? { opts: traced } : {}) }]);
+        const [job] = await this.addJobs([{ name, data, ...(traced ? { opts: traced } : {}) }], turn);
         span?.setAttributes({ [TelemetryAttributes.JobName]: name, [TelemetryAttributes.JobId]: job?.id });
         return job as Job<DataType, ResultType, NameType>;
       },
       `${this.name}.${name}`,
-    );
+    ).finally(turn.pass);
   }
 
   /**
@@ -186,24 +191,34 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
    */
   async addBulk(jobs: BulkJob<DataType, NameType>[]): Promise<Job<DataType, ResultType, NameType>[]> {
     if (!Array.isArray(jobs)) throw new InvalidArgumentError('addBulk takes an array of { name, data, opts }', 'jobs');
+    const turn = this.addOrder.enter();
     return this.trace(SpanKind.PRODUCER, 'addBulk', async (span, metadata) => {
       span?.setAttributes({
         [TelemetryAttributes.BulkNames]: jobs.map((j) => j?.name),
         [TelemetryAttributes.BulkCount]: jobs.length,
       });
-      if (!metadata) return this.addJobs(jobs);
+      if (!metadata) return this.addJobs(jobs, turn);
       return this.addJobs(
         jobs.map((j) => {
           if (!j || typeof j !== 'object' || j.opts?.telemetry?.omitContext) return j;
           const given = j.opts?.telemetry?.metadata;
           return { ...j, opts: { ...j.opts, telemetry: { ...j.opts?.telemetry, metadata: given ?? metadata } } };
         }),
+        turn,
       );
-    });
+    }).finally(turn.pass);
   }
 
-  /** Adds jobs (no span: add and addBulk make it). */
-  private async addJobs(jobs: BulkJob<DataType, NameType>[]): Promise<Job<DataType, ResultType, NameType>[]> {
+  /**
+   * Adds jobs (no span: add and addBulk make it). `turn` was taken when the
+   * call was made: the jobs join the group commit after those of every
+   * earlier call, whatever each waited for (ids, the clock), so pipelined
+   * adds are stored in call order.
+   */
+  private async addJobs(
+    jobs: BulkJob<DataType, NameType>[],
+    turn: Turn,
+  ): Promise<Job<DataType, ResultType, NameType>[]> {
     const prepared = jobs.map((j, i): JobToBuild => {
       const p = prepareJob(j, this.opts.defaultJobOptions, `jobs[${i}]`);
       return { ...p, parentLink: parentLinkOf(p.opts, this.opts.prefix ?? DEFAULT_PREFIX) };
@@ -215,6 +230,7 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
       store,
       entries.filter((e) => !e.record.parentLink),
       added,
+      turn,
     );
     // a child goes on its own, counted into its parent's dependencies in its transaction
     for (const e of entries) if (e.record.parentLink) await this.addChild(store, e, added);
@@ -226,12 +242,14 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     store: QueueStore,
     entries: EnqueueEntry[],
     added: Map<string, Job<DataType, ResultType, NameType>>,
+    turn: Turn,
   ): Promise<void> {
     let pending = entries;
     // A job whose id existed may be deleted before it is read (retention, remove): then the
     // id is free again, and that entry is enqueued anew rather than answered with a job not stored.
     for (let attempt = 0; pending.length > 0; attempt++) {
-      const outcomes = await enqueueJobs(store, pending);
+      // only the first round keeps the call's place: a later one enqueues what vanished meanwhile
+      const outcomes = await enqueueJobs(store, pending, attempt === 0 ? turn : undefined);
       const vanished: EnqueueEntry[] = [];
       await Promise.all(
         pending.map(async (e, i) => {

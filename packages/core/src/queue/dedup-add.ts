@@ -26,6 +26,7 @@ import type { Place } from './protocol/attempts.js';
 import { dedupKeyOp, enqueueOps, moveOps, parkOps, removeOps } from './protocol/builders.js';
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord } from './record.js';
+import type { Turn } from './runtime/call-order.js';
 import { type EnqueueEntry, enqueueEvents, type QueueStore } from './store.js';
 import type { DeduplicationOptions } from './types.js';
 
@@ -78,13 +79,18 @@ function replaceTtl(o: DeduplicationOptions, seen: Seen): number | undefined {
  * Enqueues entries in order, as `store.enqueue` does, each with its
  * deduplication key when its record has options for one; entries that met
  * a key are then settled one by one. Resolves with one outcome per entry.
+ * `turn` keeps pipelined calls in call order (see CallOrder).
  */
-export async function enqueueJobs(store: QueueStore, entries: readonly EnqueueEntry[]): Promise<AddOutcome[]> {
+export async function enqueueJobs(
+  store: QueueStore,
+  entries: readonly EnqueueEntry[],
+  turn?: Turn,
+): Promise<AddOutcome[]> {
   const keyed = entries.map((e): EnqueueEntry => {
     const dedup = keyOnAdd(e.record);
     return dedup ? { ...e, dedup } : e;
   });
-  const { existing, collided } = await store.enqueue(keyed);
+  const { existing, collided } = await store.enqueue(keyed, turn);
   const existingIds = new Set(existing);
   const met = new Set(collided);
   const out: AddOutcome[] = [];

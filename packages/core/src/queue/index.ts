@@ -72,6 +72,7 @@ export {
 export * from './protocol/index.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy, trimAfterFinish } from './retention.js';
+export { CallOrder, type Turn } from './runtime/call-order.js';
 export { CancelWatch, type CancelWatchOptions } from './runtime/cancel-watch.js';
 export { Finisher } from './runtime/finisher.js';
 export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';

@@ -17,6 +17,7 @@ import { type Destination, dedupKeyOp, enqueueOps } from './protocol/builders.js
 import { Containers } from './protocol/containers.js';
 import { TxExecutor, type TxUnit } from './protocol/executor.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
+import type { Turn } from './runtime/call-order.js';
 import { EnqueueBatch } from './runtime/enqueue-batch.js';
 import { ServerClock } from './runtime/server-clock.js';
 
@@ -252,10 +253,12 @@ export class QueueStore {
    * (de-duplication is the record create failing atomically); entries whose
    * deduplication key exists are skipped and returned in `collided` (dedup.ts
    * settles them). An entry too large for any transaction fails the call
-   * before anything is written.
+   * before anything is written. With a `turn`, the entries join the group
+   * commit only once every earlier turn has (see CallOrder).
    */
   async enqueue(
     entries: readonly EnqueueEntry[],
+    turn?: Turn,
   ): Promise<{ added: string[]; existing: string[]; collided: EnqueueEntry[] }> {
     await this.init();
     const units: TxUnit[] = entries.map((e) => {
@@ -281,7 +284,10 @@ export class QueueStore {
     // Custom ids and keys may fail their create; a failed transaction sent again would then land
     // after later pipelined ones, so those calls send one transaction at a time (FIFO holds).
     const inFlight = entries.some((e) => e.custom || e.dedup) ? 1 : ENQUEUE_IN_FLIGHT;
-    const results = await this.enqueueBatch.run(units, inFlight);
+    await turn?.wait();
+    const sent = this.enqueueBatch.run(units, inFlight);
+    turn?.pass();
+    const results = await sent;
     const added: string[] = [];
     const existing: string[] = [];
     const collided: EnqueueEntry[] = [];
