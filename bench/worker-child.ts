@@ -174,7 +174,7 @@ const sessions = async (): Promise<StatsSession[]> =>
 const trace: Record<string, TraceEntry> = {};
 /** Wraps a session's request methods to count and time them. */
 function traceSession(session: Record<string, unknown>): void {
-  for (const method of ['multi', 'getData', 'getChildren', 'exists', 'create', 'setData', 'delete']) {
+  for (const method of ['multi', 'readMulti', 'getData', 'getChildren', 'exists', 'create', 'setData', 'delete']) {
     const original = session[method] as (...args: unknown[]) => Promise<unknown>;
     const entry: TraceEntry = { calls: 0, ops: 0, totalMs: 0, meanMs: 0, maxPending: 0 };
     let pending = 0;
@@ -182,7 +182,7 @@ function traceSession(session: Record<string, unknown>): void {
     session[method] = function (this: unknown, ...args: unknown[]) {
       const t = clock();
       entry.calls++;
-      entry.ops += method === 'multi' ? (args[0] as unknown[]).length : 1;
+      entry.ops += method === 'multi' || method === 'readMulti' ? (args[0] as unknown[]).length : 1;
       entry.maxPending = Math.max(entry.maxPending, ++pending);
       const done = () => {
         pending--;
