@@ -53,7 +53,6 @@ export interface System {
 }
 
 export function zkqSystem(connectionString: string, serverPid: number | undefined, prefix: string): System {
-  const port = Number(connectionString.split(',')[0]?.split(':')[1]);
   const connection = { connectionString, requestTimeout: 60_000 };
   return {
     name: 'zkq',
@@ -64,7 +63,8 @@ export function zkqSystem(connectionString: string, serverPid: number | undefine
     connection: { zk: connectionString },
     queue: (name) => new ZkqQueue(name, { connection, prefix }) as unknown as BenchQueue,
     events: (name) => new ZkqQueueEvents(name, { connection, prefix }) as unknown as BenchEvents,
-    counters: () => zkCounters(port),
+    // read when asked: the backlog alone runs on servers of its own, and this system has no shared one then
+    counters: () => zkCounters(Number(connectionString.split(',')[0]?.split(':')[1])),
     // zkq keeps the newest 1,000 completed jobs unless told otherwise.
     retention: (r) => (r === 'remove' ? { removeOnComplete: true } : {}),
   };
@@ -89,7 +89,6 @@ export function bullmqSystem(host: string, port: number, serverPid: number | und
 
 /** BullMQ's own Queue and Worker on the ZooKeeper backend (@zkq/bullmq): same server as zkq. */
 export function bullmqZkSystem(connectionString: string, serverPid: number | undefined, prefix: string): System {
-  const port = Number(connectionString.split(',')[0]?.split(':')[1]);
   const connection = { connectionString, requestTimeout: 60_000, namespace: prefix };
   const { Queue, QueueEvents } = withBackend(createZooKeeperBackend);
   return {
@@ -101,7 +100,8 @@ export function bullmqZkSystem(connectionString: string, serverPid: number | und
     connection: { zk: connectionString },
     queue: (name) => new Queue(name, { connection }) as unknown as BenchQueue,
     events: (name) => new QueueEvents(name, { connection }) as unknown as BenchEvents,
-    counters: () => zkCounters(port),
+    // read when asked: the backlog alone runs on servers of its own, and this system has no shared one then
+    counters: () => zkCounters(Number(connectionString.split(',')[0]?.split(':')[1])),
     retention: (r) => (r === 'remove' ? { removeOnComplete: true } : {}),
   };
 }
