@@ -290,7 +290,8 @@ try {
       log(`zookeeper for the backlog ${connection} (heap ${num('backlog-heap-mb')} MiB)`);
     }
     const prefix = `bench-${started.toString(36)}-backlog`;
-    for (const name of systems) {
+    // zkq and BullMQ on Redis: BullMQ on the ZooKeeper backend is not part of this scenario
+    for (const name of systems.filter((s) => s !== 'bullmq-zk')) {
       const sys =
         name === 'zkq'
           ? zkqSystem(connection as string, pid, prefix)
