@@ -91,6 +91,10 @@ export interface WorkerListener<T = any, R = any, N extends string = string> {
 
 /** Pause before re-arming the pause-flag watch after a failure, ms. */
 const PAUSE_REARM_RETRY_MS = 500;
+/** With a thread pool, a claim waits for this share of the slots to be free... */
+const GATHER_SHARE = 0.8;
+/** ...or this long after the first one freed, ms (see gatherFor). */
+const GATHER_MS = 1;
 
 export class Worker<DataType = any, ResultType = any, NameType extends string = string> extends EventEmitter<
   WorkerListener<DataType, ResultType, NameType>
@@ -132,6 +136,8 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private hadWork = false;
   /** The last take found nothing to claim, and nothing was claimed since: the loop waits for work. */
   private waitingForWork = false;
+  /** When the first slot freed that a claim is still waiting to fill with others (see gatherFor). */
+  private gatherSince: number | undefined;
   /** After a RateLimitError: no claim before this time (performance.now()). */
   private limitedUntil = 0;
 
@@ -415,6 +421,11 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
         await this.waitForNudge();
         continue;
       }
+      const gather = this.gatherFor(free);
+      if (gather > 0) {
+        await this.waitForNudge(gather);
+        continue;
+      }
       this.claiming = this.claimAndStart(source, free);
       try {
         await this.claiming;
@@ -448,15 +459,41 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   }
 
   /**
+   * How much longer to wait for more free slots before claiming, ms (0:
+   * claim now). Results of jobs on threads come back spread over a
+   * millisecond or two, and a claim round costs about as much for a few
+   * jobs as for all of them: claiming at the first free slot would make
+   * every other round small. So with a thread pool, a claim waits until
+   * GATHER_SHARE of the slots are free, GATHER_MS after the first one
+   * freed at most; never while nothing runs (an idle worker claims at once).
+   */
+  private gatherFor(free: number): number {
+    if (!this.pool || free >= Math.ceil(this.opts.concurrency * GATHER_SHARE) || this.runningJobs() === 0) {
+      this.gatherSince = undefined;
+      return 0;
+    }
+    this.gatherSince ??= performance.now();
+    const left = this.gatherSince + GATHER_MS - performance.now();
+    if (left > 0) return left;
+    this.gatherSince = undefined;
+    return 0;
+  }
+
+  /** Jobs whose processor is running. */
+  private runningJobs(): number {
+    let running = 0;
+    for (const a of this.attempts.values()) if (a.processing) running++;
+    return running;
+  }
+
+  /**
    * Slots for new jobs: `concurrency` counts running processors, so the next
    * claim overlaps the writing of finished outcomes; at most `concurrency`
    * more jobs may be waiting for their outcome to be written.
    */
   private freeSlots(): number {
-    let running = 0;
-    for (const a of this.attempts.values()) if (a.processing) running++;
     const c = this.opts.concurrency;
-    return Math.min(c - running, 2 * c - this.attempts.size);
+    return Math.min(c - this.runningJobs(), 2 * c - this.attempts.size);
   }
 
   private onIdle(): void {
