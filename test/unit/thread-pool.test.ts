@@ -76,3 +76,21 @@ test('an abort without a reason reaches a shared-thread processor as the standar
   await waitFor(() => seen.some((s) => s.event === 'aborted'), { what: 'aborted' });
   assert.equal(seen.find((s) => s.event === 'aborted')?.reason, 'This operation was aborted');
 });
+
+for (const jobsPerThread of [1, 2]) {
+  test(`a result that does not clone fails its own job alone (jobsPerThread ${jobsPerThread})`, async (t) => {
+    const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1, jobsPerThread });
+    t.after(() => pool.close());
+    const bad = pool.run(job('u', { mode: 'uncloneable' }), '1', never, ignore);
+    const good = pool.run(job('g', { n: 2 }), '1', never, ignore);
+    await assert.rejects(bad, (e: Error) => e.name === 'DataCloneError' && /could not be cloned/.test(e.message));
+    assert.equal(((await good) as { doubled: number }).doubled, 4);
+  });
+
+  test(`progress that does not clone rejects the processor's updateProgress (jobsPerThread ${jobsPerThread})`, async (t) => {
+    const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1, jobsPerThread });
+    t.after(() => pool.close());
+    const r = (await pool.run(job('p', { mode: 'bad-progress' }), '1', never, ignore)) as { progressError: string };
+    assert.equal(r.progressError, 'DataCloneError');
+  });
+}

@@ -2,21 +2,34 @@
  * ThreadPool: runs a file processor on a piscina pool of worker threads,
  * `jobsPerThread` jobs at once on each.
  *
- * One job per thread: the task is abortable, so a cancel, a lost claim or a
- * forced close terminates its thread (piscina starts another). More than one:
- * piscina runs only non-abortable tasks side by side, so an abort is a message
- * instead: the processor's own signal fires in the thread, and the Worker
- * stops waiting for the task at once (its result is dropped); the task ends on
- * its own time. Either way a thread that crashes fails every job it runs.
+ * One job per thread: each job is a piscina task, abortable, so a cancel, a
+ * lost claim or a forced close terminates its thread (piscina starts
+ * another). More than one: each thread serves one lane, a task that lives as
+ * long as the pool; the pool hands every job to the lane with the fewest
+ * jobs (a job waits when every lane has `jobsPerThread`), and jobs, aborts,
+ * progress and results travel on the lane's port in batches, one message
+ * per turn of the event loop each way, where a task per job would cost two
+ * messages and piscina's bookkeeping each. An abort there is a message: the
+ * processor's own signal fires in the thread, and the Worker stops waiting
+ * for the job at once (its result is dropped); the job keeps its place on
+ * the thread until it ends. Either way a thread that crashes fails every job
+ * it runs.
  */
 
-import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { BroadcastChannel } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { JobJson } from '@zkq/core';
 import { Piscina } from 'piscina';
-import type { ThreadAbort, ThreadEnded, ThreadProgress, ThreadResult, ThreadTask } from './protocol.js';
+import type {
+  LaneIn,
+  LaneOut,
+  ThreadAbort,
+  ThreadEnded,
+  ThreadProgress,
+  ThreadResult,
+  ThreadTask,
+} from './protocol.js';
 
 // Source checkouts run TypeScript directly; published builds run the compiled file.
 const THREAD_ENTRY = new URL(`./thread-main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
@@ -39,17 +52,42 @@ export interface ThreadPoolOptions {
   jobsPerThread?: number | undefined;
 }
 
+/** A job handed to a lane, until its result is in. */
+interface LaneRun {
+  task: ThreadTask;
+  signal: AbortSignal;
+  onProgress: (value: unknown) => void;
+  /** Settles the caller's promise (once: an abort settles it before the result). */
+  settle: (result: ThreadResult | { error: unknown }) => void;
+  /** The caller stopped waiting (aborted): progress and result are dropped. */
+  dropped: boolean;
+  onAbort: () => void;
+}
+
+/** One thread's share of the jobs: its port, and the jobs it runs or is about to. */
+interface Lane {
+  port: MessagePort;
+  /** Jobs sent or about to be, by key, until their result is in: what the thread holds. */
+  runs: Map<string, LaneRun>;
+  /** Jobs of this turn, sent together at its end. */
+  outgoing: ThreadTask[];
+}
+
 export class ThreadPool {
   private readonly pool: Piscina;
-  /** Main thread to threads: aborts of tasks shared with others (every thread listens). */
-  private readonly aborts: BroadcastChannel;
   readonly processorUrl: string;
   readonly maxThreads: number;
   readonly jobsPerThread: number;
   /** Runs started: each run's key (ThreadTask.key). */
   private runs = 0;
-  /** Where each run's live progress goes, by run key, until its last progress message is in. */
+  /** Where each lone run's live progress goes, by run key, until its last progress message is in. */
   private readonly progressTo = new Map<string, (value: unknown) => void>();
+  /** Shared threads: one lane each, made at the first job. */
+  private lanes: Lane[] = [];
+  /** Shared jobs waiting for a place on a lane, in order. */
+  private waiting: LaneRun[] = [];
+  private flushing = false;
+  private closed = false;
 
   constructor(processor: string | URL, opts: ThreadPoolOptions) {
     this.processorUrl =
@@ -60,26 +98,20 @@ export class ThreadPool {
           : pathToFileURL(processor).href;
     this.maxThreads = opts.threads ?? Math.max(1, Math.min(availableParallelism(), opts.concurrency));
     this.jobsPerThread = opts.jobsPerThread ?? Math.ceil(opts.concurrency / this.maxThreads);
-    const channel = `zkq-${randomBytes(6).toString('hex')}`;
     this.pool = new Piscina({
       filename: fileURLToPath(THREAD_ENTRY),
       minThreads: 1,
       maxThreads: this.maxThreads,
-      concurrentTasksPerWorker: this.jobsPerThread,
-      // a thread of shared tasks keeps its event loop turning between them ('sync' blocks it in
-      // Atomics.wait once idle): in a pool-only measure, about twice the tasks per second
-      atomics: this.jobsPerThread === 1 ? 'sync' : 'async',
+      // a lane is one task per thread for the pool's life; a lone job is one task on its thread
+      concurrentTasksPerWorker: 1,
+      atomics: this.jobsPerThread === 1 ? 'sync' : 'disabled',
       idleTimeout: 30_000,
-      workerData: { channel },
     });
-    // progress travels point to point on each thread's port (piscina re-emits it): on the
-    // channel, every other thread would receive and decode it too
+    // live progress of lone jobs travels point to point on each thread's parent port (piscina re-emits it)
     this.pool.on('message', (m: ThreadProgress | ThreadEnded | undefined) => {
       if (m?.kind === 'progress') this.progressTo.get(m.key)?.(m.value);
       else if (m?.kind === 'ended') this.progressTo.delete(m.key);
     });
-    this.aborts = new BroadcastChannel(channel);
-    this.aborts.unref();
   }
 
   /**
@@ -97,54 +129,146 @@ export class ThreadPool {
     onProgress: (value: unknown) => void = () => {},
   ): Promise<unknown> {
     const task: ThreadTask = { processor: this.processorUrl, job, token, key: String(++this.runs) };
+    const result =
+      this.jobsPerThread === 1
+        ? await this.runAlone(task, signal, onProgress)
+        : await this.runShared(task, signal, onProgress);
+    report(result.progress, result.logs);
+    if (result.ok) return result.value;
+    throw new ProcessorThreadError(result);
+  }
+
+  /** A job on a thread of its own: a piscina task, aborted by ending the thread. */
+  private async runAlone(
+    task: ThreadTask,
+    signal: AbortSignal,
+    onProgress: (value: unknown) => void,
+  ): Promise<ThreadResult> {
     this.progressTo.set(task.key, onProgress);
     let result: ThreadResult;
     try {
-      result = (
-        this.jobsPerThread === 1 ? await this.pool.run(task, { signal }) : await this.runShared(task, signal)
-      ) as ThreadResult;
+      result = (await this.pool.run(task, { signal })) as ThreadResult;
     } catch (err) {
       this.progressTo.delete(task.key);
       throw err;
     }
     // a run that posted progress is forgotten at its ThreadEnded, which follows the progress
     if (!result.progressed) this.progressTo.delete(task.key);
-    report(result.progress, result.logs);
-    if (result.ok) return result.value;
-    throw new ProcessorThreadError(result);
+    return result;
   }
 
-  /**
-   * A task beside others on its thread. The flag covers an abort before the
-   * task reaches a thread (still queued, or its thread not started): the
-   * thread reads it as the task starts and then skips the processor; after
-   * that, the message on the channel reaches the running processor.
-   */
-  private runShared(task: ThreadTask, signal: AbortSignal): Promise<unknown> {
+  /** A job beside others on a shared thread (see the class comment). */
+  private runShared(
+    task: ThreadTask,
+    signal: AbortSignal,
+    onProgress: (value: unknown) => void,
+  ): Promise<ThreadResult> {
     if (signal.aborted) return Promise.reject(signal.reason);
-    const flag = new Int32Array(new SharedArrayBuffer(4));
-    task.aborted = flag.buffer as SharedArrayBuffer;
-    const running = this.pool.run(task);
-    running.catch(() => undefined); // dropped after an abort; a forced close rejects it later
-    const abort = () => {
-      Atomics.store(flag, 0, 1);
-      // without a reason the thread's signal makes its own AbortError: a DOMException clones as a bare object
-      const reason = signal.reason instanceof DOMException ? undefined : signal.reason;
-      const m: ThreadAbort = { kind: 'abort', key: task.key, reason };
-      try {
-        this.aborts.postMessage(m);
-      } catch {
-        this.aborts.postMessage({ ...m, reason: String(signal.reason) }); // a reason that does not clone
-      }
-    };
+    if (this.closed) return Promise.reject(new Error('the thread pool is closed'));
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        abort();
-        reject(signal.reason);
+      let settled = false;
+      const run: LaneRun = {
+        task,
+        signal,
+        onProgress,
+        dropped: false,
+        settle: (r) => {
+          if (settled) return;
+          settled = true;
+          signal.removeEventListener('abort', run.onAbort);
+          if ('error' in r) reject(r.error);
+          else resolve(r);
+        },
+        onAbort: () => this.abort(run),
       };
-      signal.addEventListener('abort', onAbort, { once: true });
-      running.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+      signal.addEventListener('abort', run.onAbort, { once: true });
+      this.waiting.push(run);
+      this.dispatch();
     });
+  }
+
+  /** Hands waiting jobs to the lanes with room, fewest jobs first; sends them at the end of the turn. */
+  private dispatch(): void {
+    if (this.lanes.length === 0) this.lanes = Array.from({ length: this.maxThreads }, () => this.openLane());
+    while (this.waiting.length > 0) {
+      let lane: Lane | undefined;
+      for (const l of this.lanes)
+        if (l.runs.size < this.jobsPerThread && (!lane || l.runs.size < lane.runs.size)) lane = l;
+      if (!lane) return;
+      const run = this.waiting.shift() as LaneRun;
+      lane.runs.set(run.task.key, run);
+      lane.outgoing.push(run.task);
+    }
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(() => {
+      this.flushing = false;
+      for (const lane of this.lanes) {
+        if (lane.outgoing.length === 0) continue;
+        const m: LaneIn = { kind: 'run', tasks: lane.outgoing };
+        lane.outgoing = [];
+        lane.port.postMessage(m);
+      }
+    });
+  }
+
+  /** Stops waiting for an aborted job: one not sent yet never starts; a sent one gets the abort in its thread. */
+  private abort(run: LaneRun): void {
+    const { signal, task } = run;
+    run.dropped = true;
+    run.settle({ error: signal.reason });
+    const waiting = this.waiting.indexOf(run);
+    if (waiting >= 0) {
+      this.waiting.splice(waiting, 1);
+      return;
+    }
+    const lane = this.lanes.find((l) => l.runs.get(task.key) === run);
+    if (!lane) return;
+    const unsent = lane.outgoing.indexOf(task);
+    if (unsent >= 0) {
+      lane.outgoing.splice(unsent, 1);
+      lane.runs.delete(task.key);
+      this.dispatch();
+      return;
+    }
+    // without a reason the thread's signal makes its own AbortError: a DOMException clones as a bare object
+    const reason = signal.reason instanceof DOMException ? undefined : signal.reason;
+    const m: ThreadAbort = { kind: 'abort', key: task.key, reason };
+    try {
+      lane.port.postMessage(m);
+    } catch {
+      lane.port.postMessage({ ...m, reason: String(signal.reason) }); // a reason that does not clone
+    }
+  }
+
+  /** A lane: a task that serves a thread's shared jobs for the pool's life (again on a new thread if it dies). */
+  private openLane(): Lane {
+    const { port1, port2 } = new MessageChannel();
+    const lane: Lane = { port: port1, runs: new Map(), outgoing: [] };
+    port1.on('message', (batch: LaneOut[]) => {
+      for (const m of batch) {
+        const run = lane.runs.get(m.key);
+        if (!run) continue;
+        if (m.kind === 'progress') {
+          if (!run.dropped) run.onProgress(m.value);
+          continue;
+        }
+        lane.runs.delete(m.key);
+        run.settle(m.result);
+      }
+      this.dispatch(); // places freed
+    });
+    this.pool.run({ port: port2 }, { transferList: [port2] }).catch((err: unknown) => {
+      // the thread crashed or exited (or the pool closed): its jobs fail, a new lane takes its place
+      port1.close();
+      const at = this.lanes.indexOf(lane);
+      for (const run of lane.runs.values()) run.settle({ error: err });
+      lane.runs.clear();
+      if (at < 0 || this.closed) return;
+      this.lanes[at] = this.openLane();
+      this.dispatch();
+    });
+    return lane;
   }
 
   get threads(): number {
@@ -152,7 +276,9 @@ export class ThreadPool {
   }
 
   async close(): Promise<void> {
-    this.aborts.close();
+    this.closed = true;
+    for (const run of this.waiting) run.settle({ error: new Error('the thread pool is closed') });
+    this.waiting = [];
     await this.pool.destroy();
   }
 }

@@ -1,4 +1,5 @@
 /** Messages between a Worker and the threads that run a file processor. */
+import type { MessagePort } from 'node:worker_threads';
 import type { JobJson } from '@zkq/core';
 
 /** One job handed to a thread. */
@@ -13,23 +14,28 @@ export interface ThreadTask {
    * run may still go on in the same thread.
    */
   key: string;
-  /**
-   * Int32 flag set to 1 when the job is aborted, for a task that shares its
-   * thread (a task alone on its thread is aborted by ending the thread).
-   */
-  aborted?: SharedArrayBuffer;
-}
-
-/** What the pool hands each thread (piscina's workerData). */
-export interface ThreadData {
-  /** BroadcastChannel name on which the main thread posts ThreadAbort. */
-  channel: string;
 }
 
 /**
+ * The task that serves a thread's shared jobs: it lives as long as the pool,
+ * and jobs, aborts and results travel as batches on its port (one message
+ * per turn of either event loop, not one task per job).
+ */
+export interface ThreadLane {
+  port: MessagePort;
+}
+
+/** Main thread to a lane's thread: jobs to start, an abort. */
+export type LaneIn = { kind: 'run'; tasks: ThreadTask[] } | ThreadAbort;
+
+/** A lane's thread to the main thread: live progress and each job's result, in the order they happened. */
+export type LaneOut = ThreadProgress | { kind: 'result'; key: string; result: ThreadResult };
+
+/**
  * A thread's answer. Errors travel as data, so their name (UnrecoverableError...)
- * survives; the final progress and the log lines come with it, because the
- * live progress messages travel on another port and may arrive later.
+ * survives; the final progress and the log lines come with it, because a
+ * task alone on its thread sends its live progress on another port, which
+ * may deliver it later.
  */
 export type ThreadResult = {
   progress?: unknown;
@@ -53,15 +59,16 @@ export interface ThreadProgress {
 }
 
 /**
- * The last message of a run that posted progress, on the same port, so after
- * all of them (its result travels on another port and may arrive first).
+ * The last message of a task alone on its thread that posted progress, on
+ * the same port, so after all of them (its result travels on another port
+ * and may arrive first).
  */
 export interface ThreadEnded {
   kind: 'ended';
   key: string;
 }
 
-/** The main thread aborts a job's attempt: its processor's signal fires with `reason`. */
+/** The main thread aborts a shared job's attempt: its processor's signal fires with `reason`. */
 export interface ThreadAbort {
   kind: 'abort';
   /** The run's key (ThreadTask.key). */

@@ -3,32 +3,24 @@
  *
  * The processor module's default export (or `module.exports`) is called as
  * `(job, token, signal)`, with a job object that offers `updateProgress` and
- * `log` like the main-thread Job: live progress travels to the Worker on the
- * thread's parent port, and the final progress and the log lines come back
- * with the result. Errors come back as data so that their name
- * (UnrecoverableError) survives. The signal fires when the main thread aborts
- * a job that shares its thread (a job alone on its thread is aborted by ending
- * the thread). A thread that crashes or exits fails the jobs it runs; piscina
+ * `log` like the main-thread Job: live progress travels to the Worker as it
+ * is reported, and the final progress and the log lines come back with the
+ * result. Errors come back as data so that their name (UnrecoverableError)
+ * survives. A thread that crashes or exits fails the jobs it runs; piscina
  * replaces it.
+ *
+ * Two kinds of task arrive here. A job alone on its thread is a task of its
+ * own (aborted by ending the thread; its progress goes on the thread's
+ * parent port). Jobs that share a thread arrive through a lane: one task
+ * that lives as long as the pool, with a port on which the main thread sends
+ * jobs and aborts in batches, and this thread sends back progress and each
+ * job's result as it ends, gathered per turn of its event loop.
  */
-import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
-import type { ThreadAbort, ThreadData, ThreadEnded, ThreadProgress, ThreadResult, ThreadTask } from './protocol.js';
+import { parentPort } from 'node:worker_threads';
+import type { LaneIn, LaneOut, ThreadEnded, ThreadLane, ThreadProgress, ThreadResult, ThreadTask } from './protocol.js';
 
 type ProcessorFn = (job: unknown, token?: string, signal?: AbortSignal) => unknown;
 const processors = new Map<string, Promise<ProcessorFn>>();
-/** The signals of the jobs running here, by run key. */
-const running = new Map<string, AbortController>();
-
-// Listening from the start: an abort posted after a task's flag was read finds it here.
-const { channel } = (workerData ?? {}) as Partial<ThreadData>;
-if (channel) {
-  const aborts = new BroadcastChannel(channel);
-  aborts.unref();
-  aborts.onmessage = (e) => {
-    const m = (e as { data: ThreadAbort }).data;
-    if (m?.kind === 'abort') running.get(m.key)?.abort(m.reason);
-  };
-}
 
 async function load(url: string): Promise<ProcessorFn> {
   const mod = (await import(url)) as { default?: unknown; process?: unknown };
@@ -38,42 +30,69 @@ async function load(url: string): Promise<ProcessorFn> {
   return fn as ProcessorFn;
 }
 
-export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
-  let loading = processors.get(task.processor);
+function processorOf(url: string): Promise<ProcessorFn> {
+  let loading = processors.get(url);
   if (!loading) {
-    loading = load(task.processor);
-    processors.set(task.processor, loading);
-    loading.catch(() => processors.delete(task.processor));
+    loading = load(url);
+    processors.set(url, loading);
+    loading.catch(() => processors.delete(url));
   }
-  const { key } = task;
-  const controller = new AbortController();
-  running.set(key, controller);
-  if (task.aborted && Atomics.load(new Int32Array(task.aborted), 0) === 1) controller.abort();
+  return loading;
+}
+
+/** Runs one job; `progress` receives its live progress. */
+async function runJob(
+  task: ThreadTask,
+  signal: AbortSignal,
+  progress: (value: unknown) => void,
+): Promise<ThreadResult> {
+  const loading = processorOf(task.processor);
   const logs: string[] = [];
-  let progressed = false;
   const job = {
     ...task.job,
     token: task.token,
-    async updateProgress(progress: unknown) {
-      job.progress = progress as typeof job.progress;
-      progressed = true;
-      parentPort?.postMessage({ kind: 'progress', key, value: progress } satisfies ThreadProgress);
+    async updateProgress(value: unknown) {
+      progress(value); // throws on a value that does not clone: the final progress stays the last that did
+      job.progress = value as typeof job.progress;
     },
     async log(row: string) {
       return logs.push(String(row));
     },
   };
-  let result: ThreadResult;
   try {
     const fn = await loading;
     // aborted before it started: the Worker has stopped waiting for it, so it does not start
-    if (controller.signal.aborted) return failure(new Error(`job ${task.job.id} aborted before it started`), job, logs);
-    const value = await fn(job, task.token, controller.signal);
-    result = { ok: true, value, progress: job.progress, logs };
+    if (signal.aborted) return failure(new Error(`job ${task.job.id} aborted before it started`), job, logs);
+    const value = await fn(job, task.token, signal);
+    return { ok: true, value, progress: job.progress, logs };
   } catch (err) {
-    result = failure(err, job, logs);
-  } finally {
-    running.delete(key);
+    return failure(err, job, logs);
+  }
+}
+
+function failure(err: unknown, job: { progress?: unknown }, logs: string[]): ThreadResult {
+  const e = err instanceof Error ? err : new Error(String(err));
+  const unrecoverable = e.name === 'UnrecoverableError';
+  return { ok: false, name: e.name, message: e.message, stack: e.stack, unrecoverable, progress: job.progress, logs };
+}
+
+/**
+ * A job alone on its thread: its progress on the parent port, then
+ * ThreadEnded after the last of it. Its result is cloned here first, so that
+ * one that does not clone fails with the reason (piscina would hand back a
+ * bare object).
+ */
+async function runAlone(task: ThreadTask): Promise<ThreadResult> {
+  const { key } = task;
+  let progressed = false;
+  let result = await runJob(task, new AbortController().signal, (value) => {
+    parentPort?.postMessage({ kind: 'progress', key, value } satisfies ThreadProgress);
+    progressed = true;
+  });
+  try {
+    structuredClone(result);
+  } catch (err) {
+    result = failure(err, result, result.logs);
   }
   if (progressed) {
     result.progressed = true;
@@ -82,8 +101,58 @@ export default async function runTask(task: ThreadTask): Promise<ThreadResult> {
   return result;
 }
 
-function failure(err: unknown, job: { progress?: unknown }, logs: string[]): ThreadResult {
-  const e = err instanceof Error ? err : new Error(String(err));
-  const unrecoverable = e.name === 'UnrecoverableError';
-  return { ok: false, name: e.name, message: e.message, stack: e.stack, unrecoverable, progress: job.progress, logs };
+/**
+ * Serves a lane until the pool ends the thread. Results go in batches, one
+ * message per turn; a result that does not clone fails its own job alone.
+ * Progress goes at once, so that a value that does not clone rejects the
+ * processor's `updateProgress` call, and always before its job's result.
+ */
+function serve(port: ThreadLane['port']): Promise<never> {
+  const running = new Map<string, AbortController>();
+  let results: LaneOut[] = [];
+  const post = (batch: LaneOut[]) => {
+    try {
+      port.postMessage(batch);
+    } catch {
+      for (const m of batch) {
+        try {
+          port.postMessage([m]);
+        } catch (err) {
+          // its progress cloned when it was reported, its logs are strings: only the value fails
+          if (m.kind === 'result') port.postMessage([{ ...m, result: failure(err, m.result, m.result.logs) }]);
+        }
+      }
+    }
+  };
+  const send = (m: LaneOut) => {
+    results.push(m);
+    if (results.length === 1) {
+      setImmediate(() => {
+        const batch = results;
+        results = [];
+        post(batch);
+      });
+    }
+  };
+  port.on('message', (m: LaneIn) => {
+    if (m.kind === 'abort') {
+      running.get(m.key)?.abort(m.reason);
+      return;
+    }
+    for (const task of m.tasks) {
+      const { key } = task;
+      const controller = new AbortController();
+      running.set(key, controller);
+      const progress = (value: unknown) => port.postMessage([{ kind: 'progress', key, value }] satisfies LaneOut[]);
+      void runJob(task, controller.signal, progress).then((result) => {
+        running.delete(key);
+        send({ kind: 'result', key, result });
+      });
+    }
+  });
+  return new Promise<never>(() => undefined);
+}
+
+export default function runTask(task: ThreadTask | ThreadLane): Promise<ThreadResult> {
+  return 'port' in task ? serve(task.port) : runAlone(task);
 }
