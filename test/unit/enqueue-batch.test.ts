@@ -61,7 +61,7 @@ test('a call made while a run is in flight goes into the next run', async () => 
   assert.equal(session.sent.length, 2);
 });
 
-/** An EnqueueBatch whose executor holds each run until the test settles it; a unit's result names its job. */
+/** An EnqueueBatch whose executor sends each run at once and holds its reply until the test settles it; a unit's result names its job. */
 function heldRuns() {
   const { executor } = fakeExecutor(layout);
   const batch = new EnqueueBatch(executor);
@@ -69,6 +69,7 @@ function heldRuns() {
   const counts = { running: 0, most: 0 };
   executor.run = async (units, o = {}) => {
     const ids = await Promise.all(units.map(async (u) => idsIn((await u.build()).ops)[0] ?? ''));
+    for (const u of units) u.sending?.(); // sent at once: only the reply is held
     counts.running++;
     counts.most = Math.max(counts.most, counts.running);
     try {
@@ -191,4 +192,35 @@ test('a call resolves once its own multi committed, while a later multi of the s
   release();
   const [b] = await second;
   assert.equal(b?.ok, true);
+});
+
+test('a run started while another still has multis to send waits until they are sent', async () => {
+  const { session, executor } = fakeExecutor(layout);
+  const batch = new EnqueueBatch(executor);
+  const held: (() => void)[] = [];
+  session.respond = async (multi) => {
+    await new Promise<void>((resolve) => held.push(resolve));
+    return session.applied(multi);
+  };
+  // ten multis, at most eight awaiting replies: the last two go once replies come
+  const big = (id: string): TxUnit => ({
+    build: () => ({ ops: [{ op: 'create', path: layout.job(id), data: Buffer.alloc(600 * 1024) }] }),
+  });
+  const first = batch.run(
+    Array.from({ length: 10 }, (_, n) => big(`a${n}`)),
+    8,
+  );
+  while (session.sent.length < 8) await turn();
+  const second = batch.run([unit('b')], 8);
+  await turn();
+  await turn();
+  while (held.length > 0) {
+    for (const release of held.splice(0)) release();
+    await turn();
+  }
+  await Promise.all([first, second]);
+  assert.deepEqual(
+    session.sent.map((multi) => idsIn(multi)[0]),
+    [...Array.from({ length: 10 }, (_, n) => `a${n}`), 'b'],
+  );
 });

@@ -29,6 +29,7 @@ import {
   reportProgress,
   sameAttempt,
   type Trimmer,
+  type Turn,
   trimAfterFinish,
   validateCustomJobId,
 } from '@zkq/core';
@@ -59,8 +60,9 @@ export interface AddEntry {
 /**
  * Adds jobs; a custom id that exists answers with that id (BullMQ's
  * de-duplication by id), a live deduplication key with the job it keeps.
+ * `turn` keeps pipelined calls in call order (see CallOrder).
  */
-export async function addJobs(ctx: BackendContext, entries: AddEntry[]): Promise<string[]> {
+export async function addJobs(ctx: BackendContext, entries: AddEntry[], turn?: Turn): Promise<string[]> {
   const store = await ctx.store();
   const needIds = entries.filter((e) => !e.jobId).length;
   const ids = needIds ? await store.nextIds(needIds) : [];
@@ -68,8 +70,10 @@ export async function addJobs(ctx: BackendContext, entries: AddEntry[]): Promise
   const prepared: EnqueueEntry[] = entries.map((e) =>
     toEntry(e, e.jobId || (ids.shift() as string), (t) => store.clock.fromLocal(t)),
   );
-  if (!prepared.some((p) => p.record.parentLink)) return addEntries(ctx, prepared);
-  // a job with a parent goes on its own, counted into its parent's dependencies in its transaction
+  if (!prepared.some((p) => p.record.parentLink)) return addEntries(ctx, prepared, turn);
+  // a job with a parent goes on its own, counted into its parent's dependencies in its transaction;
+  // the jobs go one by one, the call keeping its place until the last is in (the caller passes the turn)
+  await turn?.wait();
   const out: string[] = [];
   for (const [i, p] of prepared.entries()) {
     if (!p.record.parentLink) {

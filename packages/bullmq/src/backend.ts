@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Trimmer as TrimmerType } from '@zkq/core';
-import { Trimmer } from '@zkq/core';
+import { CallOrder, Trimmer } from '@zkq/core';
 import type {
   DependenciesOpts,
   FinishedStatus,
@@ -51,6 +51,8 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   private readonly claimer: attempts.Claimer;
   private trimmerPromise: Promise<TrimmerType> | undefined;
   private readonly ready: Promise<void>;
+  /** Pipelined adds are stored in call order, as on Redis (see CallOrder). */
+  private readonly addOrder = new CallOrder();
 
   constructor(
     readonly ctx: BackendContext,
@@ -146,12 +148,17 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   // ---- adding ---------------------------------------------------------------
 
   async addJob(job: JobJson, jobId: string, parentKeyOpts?: ParentKeyOpts): Promise<string> {
-    const [id] = await attempts.addJobs(this.ctx, [{ job, jobId, ...(parentKeyOpts ? { parentKeyOpts } : {}) }]);
+    const [id] = await this.addJobs([{ job, jobId, ...(parentKeyOpts ? { parentKeyOpts } : {}) }]);
     return id as string;
   }
 
-  addJobs(entries: { job: JobJson; jobId: string; parentKeyOpts?: ParentKeyOpts }[]): Promise<string[]> {
-    return attempts.addJobs(this.ctx, entries);
+  async addJobs(entries: { job: JobJson; jobId: string; parentKeyOpts?: ParentKeyOpts }[]): Promise<string[]> {
+    const turn = this.addOrder.enter();
+    try {
+      return await attempts.addJobs(this.ctx, entries, turn);
+    } finally {
+      turn.pass();
+    }
   }
 
   async addFlow(

@@ -10,6 +10,7 @@ import {
   enqueueJobs,
   getDeduplicationJobId as keptJob,
   removeDeduplicationKey as removeKey,
+  type Turn,
   validateDeduplication,
 } from '@zkq/core';
 import type { BackendContext } from './context.js';
@@ -19,10 +20,13 @@ export function checkDeduplication(deduplication: unknown): void {
   if (deduplication !== undefined) validateDeduplication(deduplication);
 }
 
-/** Adds entries in order; resolves with the id BullMQ returns for each (a deduplicated add: the kept job's). */
-export async function addEntries(ctx: BackendContext, entries: EnqueueEntry[]): Promise<string[]> {
+/**
+ * Adds entries in order; resolves with the id BullMQ returns for each (a
+ * deduplicated add: the kept job's). With a `turn`, after earlier calls' entries.
+ */
+export async function addEntries(ctx: BackendContext, entries: EnqueueEntry[], turn?: Turn): Promise<string[]> {
   const store = await ctx.store();
-  const outcomes = await enqueueJobs(store, entries);
+  const outcomes = await enqueueJobs(store, entries, turn);
   // BullMQ logs `duplicated` for an add whose custom id exists
   const duplicated = outcomes.filter((o) => o.kind === 'existing');
   if (duplicated.length > 0) {

@@ -213,7 +213,8 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
    * Adds jobs (no span: add and addBulk make it). `turn` was taken when the
    * call was made: the jobs join the group commit after those of every
    * earlier call, whatever each waited for (ids, the clock), so pipelined
-   * adds are stored in call order.
+   * adds are stored in call order. Jobs with a parent go last, each in its
+   * own transaction, with the turn held until they are in.
    */
   private async addJobs(
     jobs: BulkJob<DataType, NameType>[],
@@ -226,14 +227,18 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     const store = await this.store();
     const entries = await buildRecords(store, prepared);
     const added = new Map<string, Job<DataType, ResultType, NameType>>();
+    const children = entries.filter((e) => e.record.parentLink);
+    // a call with children keeps its place until they are added: they go after its other jobs
+    const held: Turn = children.length > 0 ? { wait: turn.wait, pass: () => {} } : turn;
     await this.enqueue(
       store,
       entries.filter((e) => !e.record.parentLink),
       added,
-      turn,
+      held,
     );
+    if (children.length > 0) await turn.wait();
     // a child goes on its own, counted into its parent's dependencies in its transaction
-    for (const e of entries) if (e.record.parentLink) await this.addChild(store, e, added);
+    for (const e of children) await this.addChild(store, e, added);
     return entries.map((e) => added.get(e.record.id) as Job<DataType, ResultType, NameType>);
   }
 

@@ -16,7 +16,10 @@
  * one multi at a time (custom ids, dedup keys: a create may fail, and the
  * other units of its multi are sent again after its reply) has no run
  * start beside it until it ends: that run would commit later calls' jobs
- * first.
+ * first. Nor does any run start until every unit of the runs in flight was
+ * sent once: a run's multis go out one after the other (each built first,
+ * at most `inFlight` awaiting replies), and a run started beside it would
+ * send later calls' jobs between them.
  */
 import type { TxExecutor, TxUnit, UnitResult } from '../protocol/executor.js';
 
@@ -27,20 +30,37 @@ interface Call {
   reject: (err: unknown) => void;
 }
 
-/** A call's units as the shared run sends them: each tells the call when its outcome is final. */
-function tracked(call: Call): TxUnit[] {
+/**
+ * A call's units as the shared run sends them: each tells the call when its
+ * outcome is final, and `out` the first time it leaves (sent, or settled
+ * unsent: it failed to build).
+ */
+function tracked(call: Call, out: () => void): TxUnit[] {
   const results: UnitResult[] = new Array(call.units.length);
   let left = call.units.length;
   // the units are the store's plain objects: a copy keeps every hook of theirs
-  return call.units.map((unit, i) => ({
-    ...unit,
-    settled: (result: UnitResult) => {
-      unit.settled?.(result);
-      if (results[i] !== undefined) return;
-      results[i] = result;
-      if (--left === 0) call.resolve(results);
-    },
-  }));
+  return call.units.map((unit, i) => {
+    let gone = false;
+    const leaves = () => {
+      if (gone) return;
+      gone = true;
+      out();
+    };
+    return {
+      ...unit,
+      sending: () => {
+        unit.sending?.();
+        leaves();
+      },
+      settled: (result: UnitResult) => {
+        unit.settled?.(result);
+        leaves();
+        if (results[i] !== undefined) return;
+        results[i] = result;
+        if (--left === 0) call.resolve(results);
+      },
+    };
+  });
 }
 
 /** Most units one shared run takes; later calls wait for the next run. */
@@ -54,6 +74,8 @@ export class EnqueueBatch {
   private running = 0;
   /** A run of inFlight 1 is in flight: no other run starts until it ends (one started before it goes on). */
   private serial = false;
+  /** Units of the runs in flight not yet sent once: no run starts until there are none. */
+  private unsent = 0;
 
   constructor(private readonly executor: TxExecutor) {}
 
@@ -61,8 +83,8 @@ export class EnqueueBatch {
   run(units: readonly TxUnit[], inFlight: number): Promise<UnitResult[]> {
     return new Promise((resolve, reject) => {
       this.calls.push({ units, inFlight, resolve, reject });
-      // with MAX_RUNS in flight the end of one starts the next run
-      if (this.scheduled || this.running >= MAX_RUNS || this.serial) return;
+      // with MAX_RUNS in flight the end of one starts the next run; with units yet to send, the last one sent
+      if (this.scheduled || this.running >= MAX_RUNS || this.serial || this.unsent > 0) return;
       this.scheduled = true;
       setImmediate(() => {
         this.scheduled = false;
@@ -72,7 +94,9 @@ export class EnqueueBatch {
   }
 
   private startRuns(): void {
-    while (this.running < MAX_RUNS && !this.serial && this.calls.length > 0) this.startRun(this.takeCalls());
+    while (this.running < MAX_RUNS && !this.serial && this.unsent === 0 && this.calls.length > 0) {
+      this.startRun(this.takeCalls());
+    }
   }
 
   /** The first waiting calls, MAX_UNITS units at most (one call at least). */
@@ -88,10 +112,23 @@ export class EnqueueBatch {
 
   private startRun(calls: Call[]): void {
     this.running++;
-    const units = calls.flatMap(tracked);
+    let unsent = calls.reduce((n, c) => n + c.units.length, 0);
+    this.unsent += unsent;
+    const out = () => {
+      if (unsent === 0) return; // the run ended meanwhile
+      unsent--;
+      // after the multi being sent: its units' `sending` hooks run just before it goes
+      if (--this.unsent === 0) queueMicrotask(() => this.startRuns());
+    };
+    const units = calls.flatMap((c) => tracked(c, out));
     const inFlight = Math.min(...calls.map((c) => c.inFlight));
     const serial = inFlight <= 1;
     if (serial) this.serial = true;
+    const ended = () => {
+      const left = unsent;
+      unsent = 0;
+      this.runEnded(serial, left);
+    };
     this.executor.run(units, { inFlight, settleAll: calls.length > 1 }).then(
       (results) => {
         // calls resolved as their units settled; these resolve no-ops then. Units failed by an
@@ -101,18 +138,22 @@ export class EnqueueBatch {
           c.resolve(results.slice(at, at + c.units.length));
           at += c.units.length;
         }
-        this.runEnded(serial);
+        ended();
       },
       (err) => {
         for (const c of calls) c.reject(err);
-        this.runEnded(serial);
+        ended();
       },
     );
   }
 
-  /** A run ended; only the end of the serial run lets others start beside the next one. */
-  private runEnded(serial: boolean): void {
+  /**
+   * A run ended, with `unsent` of its units never sent (an error stopped
+   * it); only the end of the serial run lets others start beside the next one.
+   */
+  private runEnded(serial: boolean, unsent: number): void {
     this.running--;
+    this.unsent -= unsent;
     if (serial) this.serial = false;
     this.startRuns();
   }
