@@ -194,7 +194,7 @@ export class ThreadPool {
       let lane: Lane | undefined;
       for (const l of this.lanes)
         if (l.runs.size < this.jobsPerThread && (!lane || l.runs.size < lane.runs.size)) lane = l;
-      if (!lane) return;
+      if (!lane) break; // the rest wait; those placed go now
       const run = this.waiting.shift() as LaneRun;
       lane.runs.set(run.task.key, run);
       lane.outgoing.push(run.task);
