@@ -129,3 +129,13 @@ test('a job waiting for a place starts when an aborted run gives its place back,
   pool.run(job('last', { n: 4 }), '1', never, ignore).catch(ignore);
   assert.equal(((await next) as { doubled: number }).doubled, 6);
 });
+
+test('a job that returned before its thread crashed in the same turn keeps its result', async (t) => {
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1 });
+  t.after(() => pool.close());
+  const group = { mode: 'barrier', group: 'soon', size: 2 };
+  const ended = pool.run(job('ended', group), '1', never, ignore);
+  const crashed = pool.run(job('crashes', { ...group, exitSoon: true }), '1', never, ignore);
+  await assert.rejects(crashed, /exited with code: 3/);
+  assert.equal(((await ended) as { group: string }).group, 'soon');
+});

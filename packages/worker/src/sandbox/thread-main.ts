@@ -124,16 +124,17 @@ function serve(port: ThreadLane['port']): Promise<never> {
       }
     }
   };
+  const flush = () => {
+    const batch = results;
+    results = [];
+    if (batch.length > 0) post(batch);
+  };
   const send = (m: LaneOut) => {
     results.push(m);
-    if (results.length === 1) {
-      setImmediate(() => {
-        const batch = results;
-        results = [];
-        post(batch);
-      });
-    }
+    if (results.length === 1) setImmediate(flush);
   };
+  // a job that ended in the turn its thread crashed or exited in has its result sent still
+  process.once('exit', flush);
   port.on('message', (m: LaneIn) => {
     if (m.kind === 'abort') {
       running.get(m.key)?.abort(m.reason);
