@@ -139,3 +139,14 @@ test('a job that returned before its thread crashed in the same turn keeps its r
   await assert.rejects(crashed, /exited with code: 3/);
   assert.equal(((await ended) as { group: string }).group, 'soon');
 });
+
+for (const jobsPerThread of [1, 2]) {
+  test(`a final progress changed so that it no longer clones fails its own job alone (jobsPerThread ${jobsPerThread})`, async (t) => {
+    const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1, jobsPerThread });
+    t.after(() => pool.close());
+    const bad = pool.run(job('m', { mode: 'mutated-progress' }), '1', never, ignore);
+    const good = pool.run(job('g', { mode: 'count', ms: 50 }), '1', never, ignore);
+    await assert.rejects(bad, (e: Error) => e.name === 'DataCloneError' && /could not be cloned/.test(e.message));
+    assert.equal(((await good) as { mostLive: number }).mostLive, 1);
+  });
+}
