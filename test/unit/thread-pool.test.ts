@@ -150,3 +150,16 @@ for (const jobsPerThread of [1, 2]) {
     assert.equal(((await good) as { mostLive: number }).mostLive, 1);
   });
 }
+
+test('a job waiting for a place is not handed to a thread that is exiting', async (t) => {
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 3, threads: 1, jobsPerThread: 2 });
+  t.after(() => pool.close());
+  const group = { mode: 'barrier', group: 'exiting', size: 2 };
+  const ended = pool.run(job('ended', group), '1', never, ignore);
+  const crashed = pool.run(job('crashes', { ...group, exitSoon: true }), '1', never, ignore);
+  const waiting = pool.run(job('waiting', { n: 5 }), '1', never, ignore);
+  await assert.rejects(crashed, /exited with code: 3/);
+  assert.equal(((await ended) as { group: string }).group, 'exiting');
+  // the place the ended job gave back was on the thread going down: it runs on the next one
+  assert.equal(((await waiting) as { doubled: number }).doubled, 10);
+});

@@ -148,7 +148,10 @@ function serve(port: ThreadLane['port']): Promise<never> {
     if (results.length === 1) setImmediate(flush);
   };
   // a job that ended in the turn its thread crashed or exited in has its result sent still
-  process.once('exit', flush);
+  process.once('exit', () => {
+    results.push({ kind: 'exiting' });
+    flush();
+  });
   port.on('message', (m: LaneIn) => {
     if (m.kind === 'abort') {
       running.get(m.key)?.abort(m.reason);
