@@ -94,3 +94,72 @@ for (const jobsPerThread of [1, 2]) {
     assert.equal(r.progressError, 'DataCloneError');
   });
 }
+
+test('jobs that wait for a place on a thread all run, however many wait, never more than jobsPerThread at once', {
+  timeout: 20_000,
+}, async (t) => {
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 6, threads: 1, jobsPerThread: 2 });
+  t.after(() => pool.close());
+  // two take the places; when they end, the next two take them while two more still wait
+  const runs = Array.from({ length: 6 }, (_, i) =>
+    pool.run(job(`c${i}`, { mode: 'count', ms: 20 }), '1', never, ignore),
+  );
+  const results = (await Promise.all(runs)) as { mostLive: number }[];
+  assert.equal(Math.max(...results.map((r) => r.mostLive)), 2);
+});
+
+test('a job waiting for a place starts when an aborted run gives its place back, though another still waits', {
+  timeout: 20_000,
+}, async (t) => {
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1 });
+  t.after(() => pool.close());
+  const report = new BroadcastChannel('thread-pool-place');
+  t.after(() => report.close());
+  const seen: { id: string; event: string }[] = [];
+  report.onmessage = (e) => seen.push((e as { data: { id: string; event: string } }).data);
+  // one place taken for good, the other by a job that ends once aborted
+  pool.run(job('forever', { mode: 'ignore' }), '1', never, ignore).catch(ignore);
+  const abort = new AbortController();
+  const held = pool.run(job('held', { mode: 'hold', report: 'thread-pool-place' }), '1', abort.signal, ignore);
+  await waitFor(() => seen.some((s) => s.id === 'held' && s.event === 'started'), { what: 'held started' });
+  abort.abort(new Error('cancelled'));
+  await assert.rejects(held, /cancelled/);
+  // both wait while the aborted run still holds its place; one place frees for the two
+  const next = pool.run(job('next', { n: 3 }), '1', never, ignore);
+  pool.run(job('last', { n: 4 }), '1', never, ignore).catch(ignore);
+  assert.equal(((await next) as { doubled: number }).doubled, 6);
+});
+
+test('a job that returned before its thread crashed in the same turn keeps its result', async (t) => {
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1 });
+  t.after(() => pool.close());
+  const group = { mode: 'barrier', group: 'soon', size: 2 };
+  const ended = pool.run(job('ended', group), '1', never, ignore);
+  const crashed = pool.run(job('crashes', { ...group, exitSoon: true }), '1', never, ignore);
+  await assert.rejects(crashed, /exited with code: 3/);
+  assert.equal(((await ended) as { group: string }).group, 'soon');
+});
+
+for (const jobsPerThread of [1, 2]) {
+  test(`a final progress changed so that it no longer clones fails its own job alone (jobsPerThread ${jobsPerThread})`, async (t) => {
+    const pool = new ThreadPool(PROCESSOR, { concurrency: 2, threads: 1, jobsPerThread });
+    t.after(() => pool.close());
+    const bad = pool.run(job('m', { mode: 'mutated-progress' }), '1', never, ignore);
+    const good = pool.run(job('g', { mode: 'count', ms: 50 }), '1', never, ignore);
+    await assert.rejects(bad, (e: Error) => e.name === 'DataCloneError' && /could not be cloned/.test(e.message));
+    assert.equal(((await good) as { mostLive: number }).mostLive, 1);
+  });
+}
+
+test('a job waiting for a place is not handed to a thread that is exiting', async (t) => {
+  const pool = new ThreadPool(PROCESSOR, { concurrency: 3, threads: 1, jobsPerThread: 2 });
+  t.after(() => pool.close());
+  const group = { mode: 'barrier', group: 'exiting', size: 2 };
+  const ended = pool.run(job('ended', group), '1', never, ignore);
+  const crashed = pool.run(job('crashes', { ...group, exitSoon: true }), '1', never, ignore);
+  const waiting = pool.run(job('waiting', { n: 5 }), '1', never, ignore);
+  await assert.rejects(crashed, /exited with code: 3/);
+  assert.equal(((await ended) as { group: string }).group, 'exiting');
+  // the place the ended job gave back was on the thread going down: it runs on the next one
+  assert.equal(((await waiting) as { doubled: number }).doubled, 10);
+});

@@ -71,6 +71,8 @@ interface Lane {
   runs: Map<string, LaneRun>;
   /** Jobs of this turn, sent together at its end. */
   outgoing: ThreadTask[];
+  /** Its thread said it crashed or exited: no more jobs for it (a new lane takes its place). */
+  exiting: boolean;
 }
 
 export class ThreadPool {
@@ -193,8 +195,8 @@ export class ThreadPool {
     while (this.waiting.length > 0) {
       let lane: Lane | undefined;
       for (const l of this.lanes)
-        if (l.runs.size < this.jobsPerThread && (!lane || l.runs.size < lane.runs.size)) lane = l;
-      if (!lane) return;
+        if (!l.exiting && l.runs.size < this.jobsPerThread && (!lane || l.runs.size < lane.runs.size)) lane = l;
+      if (!lane) break; // the rest wait; those placed go now
       const run = this.waiting.shift() as LaneRun;
       lane.runs.set(run.task.key, run);
       lane.outgoing.push(run.task);
@@ -244,9 +246,13 @@ export class ThreadPool {
   /** A lane: a task that serves a thread's shared jobs for the pool's life (again on a new thread if it dies). */
   private openLane(): Lane {
     const { port1, port2 } = new MessageChannel();
-    const lane: Lane = { port: port1, runs: new Map(), outgoing: [] };
+    const lane: Lane = { port: port1, runs: new Map(), outgoing: [], exiting: false };
     port1.on('message', (batch: LaneOut[]) => {
       for (const m of batch) {
+        if (m.kind === 'exiting') {
+          lane.exiting = true;
+          continue;
+        }
         const run = lane.runs.get(m.key);
         if (!run) continue;
         if (m.kind === 'progress') {

@@ -28,8 +28,12 @@ export interface ThreadLane {
 /** Main thread to a lane's thread: jobs to start, an abort. */
 export type LaneIn = { kind: 'run'; tasks: ThreadTask[] } | ThreadAbort;
 
-/** A lane's thread to the main thread: live progress and each job's result, in the order they happened. */
-export type LaneOut = ThreadProgress | { kind: 'result'; key: string; result: ThreadResult };
+/**
+ * A lane's thread to the main thread: live progress and each job's result,
+ * in the order they happened; last, as the thread crashes or exits, that it
+ * goes (the results before are its last; no job is to be handed to it).
+ */
+export type LaneOut = ThreadProgress | { kind: 'result'; key: string; result: ThreadResult } | { kind: 'exiting' };
 
 /**
  * A thread's answer. Errors travel as data, so their name (UnrecoverableError...)

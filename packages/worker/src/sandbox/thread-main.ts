@@ -77,6 +77,21 @@ function failure(err: unknown, job: { progress?: unknown }, logs: string[]): Thr
 }
 
 /**
+ * The failure of a job whose result does not clone. Its logs are strings;
+ * its final progress cloned when it was reported, but the processor may
+ * have changed that object since: then the failure goes without it.
+ */
+function uncloneable(err: unknown, result: ThreadResult): ThreadResult {
+  const failed = failure(err, result, result.logs);
+  try {
+    structuredClone(failed.progress);
+  } catch {
+    failed.progress = undefined;
+  }
+  return failed;
+}
+
+/**
  * A job alone on its thread: its progress on the parent port, then
  * ThreadEnded after the last of it. Its result is cloned here first, so that
  * one that does not clone fails with the reason (piscina would hand back a
@@ -92,7 +107,7 @@ async function runAlone(task: ThreadTask): Promise<ThreadResult> {
   try {
     structuredClone(result);
   } catch (err) {
-    result = failure(err, result, result.logs);
+    result = uncloneable(err, result);
   }
   if (progressed) {
     result.progressed = true;
@@ -118,22 +133,25 @@ function serve(port: ThreadLane['port']): Promise<never> {
         try {
           port.postMessage([m]);
         } catch (err) {
-          // its progress cloned when it was reported, its logs are strings: only the value fails
-          if (m.kind === 'result') port.postMessage([{ ...m, result: failure(err, m.result, m.result.logs) }]);
+          if (m.kind === 'result') port.postMessage([{ ...m, result: uncloneable(err, m.result) }]);
         }
       }
     }
   };
+  const flush = () => {
+    const batch = results;
+    results = [];
+    if (batch.length > 0) post(batch);
+  };
   const send = (m: LaneOut) => {
     results.push(m);
-    if (results.length === 1) {
-      setImmediate(() => {
-        const batch = results;
-        results = [];
-        post(batch);
-      });
-    }
+    if (results.length === 1) setImmediate(flush);
   };
+  // a job that ended in the turn its thread crashed or exited in has its result sent still
+  process.once('exit', () => {
+    results.push({ kind: 'exiting' });
+    flush();
+  });
   port.on('message', (m: LaneIn) => {
     if (m.kind === 'abort') {
       running.get(m.key)?.abort(m.reason);
