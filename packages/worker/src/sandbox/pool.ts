@@ -18,7 +18,7 @@
 
 import { availableParallelism } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import type { JobJson } from '@zkq/core';
 import { Piscina } from 'piscina';
 import type {
@@ -247,7 +247,7 @@ export class ThreadPool {
   private openLane(): Lane {
     const { port1, port2 } = new MessageChannel();
     const lane: Lane = { port: port1, runs: new Map(), outgoing: [], exiting: false };
-    port1.on('message', (batch: LaneOut[]) => {
+    const take = (batch: LaneOut[]) => {
       for (const m of batch) {
         if (m.kind === 'exiting') {
           lane.exiting = true;
@@ -262,10 +262,15 @@ export class ThreadPool {
         lane.runs.delete(m.key);
         run.settle(m.result);
       }
+    };
+    port1.on('message', (batch: LaneOut[]) => {
+      take(batch);
       this.dispatch(); // places freed
     });
     this.pool.run({ port: port2 }, { transferList: [port2] }).catch((err: unknown) => {
-      // the thread crashed or exited (or the pool closed): its jobs fail, a new lane takes its place
+      // the thread crashed or exited (or the pool closed): the results it sent last count, whether or
+      // not their message was delivered yet; its other jobs fail, a new lane takes its place
+      for (let m = receiveMessageOnPort(port1); m; m = receiveMessageOnPort(port1)) take(m.message as LaneOut[]);
       port1.close();
       const at = this.lanes.indexOf(lane);
       for (const run of lane.runs.values()) run.settle({ error: err });
