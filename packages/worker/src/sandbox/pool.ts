@@ -192,6 +192,7 @@ export class ThreadPool {
   /** Hands waiting jobs to the lanes with room, fewest jobs first; sends them at the end of the turn. */
   private dispatch(): void {
     if (this.lanes.length === 0) this.lanes = Array.from({ length: this.maxThreads }, () => this.openLane());
+    let placed = false;
     while (this.waiting.length > 0) {
       let lane: Lane | undefined;
       for (const l of this.lanes)
@@ -200,8 +201,9 @@ export class ThreadPool {
       const run = this.waiting.shift() as LaneRun;
       lane.runs.set(run.task.key, run);
       lane.outgoing.push(run.task);
+      placed = true;
     }
-    if (this.flushing) return;
+    if (!placed || this.flushing) return;
     this.flushing = true;
     setImmediate(() => {
       this.flushing = false;

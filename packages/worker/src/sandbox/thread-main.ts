@@ -13,8 +13,8 @@
  * own (aborted by ending the thread; its progress goes on the thread's
  * parent port). Jobs that share a thread arrive through a lane: one task
  * that lives as long as the pool, with a port on which the main thread sends
- * jobs and aborts in batches, and this thread sends back progress and each
- * job's result as it ends, gathered per turn of its event loop.
+ * jobs and aborts in batches, and this thread sends back progress at once
+ * and the results gathered per turn of its event loop.
  */
 import { parentPort } from 'node:worker_threads';
 import type { LaneIn, LaneOut, ThreadEnded, ThreadLane, ThreadProgress, ThreadResult, ThreadTask } from './protocol.js';
