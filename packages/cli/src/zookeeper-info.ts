@@ -131,7 +131,8 @@ export async function zooKeeperInfo(connectionString: string): Promise<ZooKeeper
         mode: mntr.zk_server_state ?? srvr.Mode ?? 'unknown',
         uptimeMs: num(mntr.zk_uptime),
         connections: num(mntr.zk_num_alive_connections) ?? num(srvr.Connections) ?? 0,
-        outstandingRequests: num(mntr.zk_outstanding_requests) ?? num(srvr.Outstanding) ?? 0,
+        // the server's counter dips below zero for a moment under load (its own accounting): none then
+        outstandingRequests: Math.max(0, num(mntr.zk_outstanding_requests) ?? num(srvr.Outstanding) ?? 0),
         znodeCount: num(mntr.zk_znode_count) ?? num(srvr['Node count']) ?? 0,
         watchCount: num(mntr.zk_watch_count),
         ephemeralsCount: num(mntr.zk_ephemerals_count),
