@@ -4,18 +4,23 @@
  * jobs of earlier calls, and before those of later ones.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 
-const order = async (queue: Queue) => (await queue.getJobs(['waiting'], 0, -1)).map((j) => (j.data as { n: number }).n);
-
-test('an addBulk with a child, then a plain add, pipelined: the child is stored before the later add', async (t) => {
+/** A queue of kids, and a parent in another queue (delayed: it never runs). */
+async function kidsAndParent(t: TestContext) {
   const env = await queueEnv(t);
   const parents = new Queue('parents', env);
   const queue = new Queue('kids', env);
   t.after(() => Promise.all([parents.close(), queue.close()]));
-  const parent = await parents.add('p', {}, { delay: 600_000 });
+  return { queue, parent: await parents.add('p', {}, { delay: 600_000 }) };
+}
+
+const order = async (queue: Queue) => (await queue.getJobs(['waiting'], 0, -1)).map((j) => (j.data as { n: number }).n);
+
+test('an addBulk with a child, then a plain add, pipelined: the child is stored before the later add', async (t) => {
+  const { queue, parent } = await kidsAndParent(t);
   await queue.waitUntilReady();
   const bulk = queue.addBulk([
     { name: 'j', data: { n: 0 } },
@@ -27,11 +32,7 @@ test('an addBulk with a child, then a plain add, pipelined: the child is stored 
 });
 
 test('a plain add waiting for its id, then a child with a custom id, pipelined: the child waits its turn', async (t) => {
-  const env = await queueEnv(t);
-  const parents = new Queue('parents', env);
-  const queue = new Queue('kids', env);
-  t.after(() => Promise.all([parents.close(), queue.close()]));
-  const parent = await parents.add('p', {}, { delay: 600_000 });
+  const { queue, parent } = await kidsAndParent(t);
   await queue.add('j', { n: -1 }); // the id counter exists, its block used up
   const session = await queue.waitUntilReady();
   // The id counter's write (the plain add's ids) is answered once the child's transaction went
