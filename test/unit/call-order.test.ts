@@ -38,3 +38,17 @@ test('passing twice is harmless, and a line that emptied lets the next turn go a
   await settle();
   assert.equal(went, true);
 });
+
+test('run takes its place when called and gives it up when its work fails', async () => {
+  const order = new CallOrder();
+  const failed = order.run(async (turn) => {
+    await turn.wait();
+    throw new Error('boom');
+  });
+  const later = order.run(async (turn) => {
+    await turn.wait();
+    return 'went';
+  });
+  await assert.rejects(failed, /boom/);
+  assert.equal(await later, 'went');
+});

@@ -152,13 +152,8 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return id as string;
   }
 
-  async addJobs(entries: { job: JobJson; jobId: string; parentKeyOpts?: ParentKeyOpts }[]): Promise<string[]> {
-    const turn = this.addOrder.enter();
-    try {
-      return await attempts.addJobs(this.ctx, entries, turn);
-    } finally {
-      turn.pass();
-    }
+  addJobs(entries: { job: JobJson; jobId: string; parentKeyOpts?: ParentKeyOpts }[]): Promise<string[]> {
+    return this.addOrder.run((turn) => attempts.addJobs(this.ctx, entries, turn));
   }
 
   async addFlow(

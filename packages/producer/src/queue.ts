@@ -169,19 +169,20 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
    */
   async add(name: NameType, data: DataType, opts?: JobsOptions): Promise<Job<DataType, ResultType, NameType>> {
     validateJobName(name);
-    const turn = this.addOrder.enter();
-    return this.trace(
-      SpanKind.PRODUCER,
-      'add',
-      async (span, metadata) => {
-        // The trace context travels inside the job (BullMQ's place for it), unless the job opts out.
-        const traced = metadata && !opts?.telemetry?.omitContext ? { ...opts, telemetry: { metadata } } : opts;
-        const [job] = await this.addJobs([{ name, data, ...(traced ? { opts: traced } : {}) }], turn);
-        span?.setAttributes({ [TelemetryAttributes.JobName]: name, [TelemetryAttributes.JobId]: job?.id });
-        return job as Job<DataType, ResultType, NameType>;
-      },
-      `${this.name}.${name}`,
-    ).finally(turn.pass);
+    return this.addOrder.run((turn) =>
+      this.trace(
+        SpanKind.PRODUCER,
+        'add',
+        async (span, metadata) => {
+          // The trace context travels inside the job (BullMQ's place for it), unless the job opts out.
+          const traced = metadata && !opts?.telemetry?.omitContext ? { ...opts, telemetry: { metadata } } : opts;
+          const [job] = await this.addJobs([{ name, data, ...(traced ? { opts: traced } : {}) }], turn);
+          span?.setAttributes({ [TelemetryAttributes.JobName]: name, [TelemetryAttributes.JobId]: job?.id });
+          return job as Job<DataType, ResultType, NameType>;
+        },
+        `${this.name}.${name}`,
+      ),
+    );
   }
 
   /**
@@ -191,22 +192,23 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
    */
   async addBulk(jobs: BulkJob<DataType, NameType>[]): Promise<Job<DataType, ResultType, NameType>[]> {
     if (!Array.isArray(jobs)) throw new InvalidArgumentError('addBulk takes an array of { name, data, opts }', 'jobs');
-    const turn = this.addOrder.enter();
-    return this.trace(SpanKind.PRODUCER, 'addBulk', async (span, metadata) => {
-      span?.setAttributes({
-        [TelemetryAttributes.BulkNames]: jobs.map((j) => j?.name),
-        [TelemetryAttributes.BulkCount]: jobs.length,
-      });
-      if (!metadata) return this.addJobs(jobs, turn);
-      return this.addJobs(
-        jobs.map((j) => {
-          if (!j || typeof j !== 'object' || j.opts?.telemetry?.omitContext) return j;
-          const given = j.opts?.telemetry?.metadata;
-          return { ...j, opts: { ...j.opts, telemetry: { ...j.opts?.telemetry, metadata: given ?? metadata } } };
-        }),
-        turn,
-      );
-    }).finally(turn.pass);
+    return this.addOrder.run((turn) =>
+      this.trace(SpanKind.PRODUCER, 'addBulk', async (span, metadata) => {
+        span?.setAttributes({
+          [TelemetryAttributes.BulkNames]: jobs.map((j) => j?.name),
+          [TelemetryAttributes.BulkCount]: jobs.length,
+        });
+        if (!metadata) return this.addJobs(jobs, turn);
+        return this.addJobs(
+          jobs.map((j) => {
+            if (!j || typeof j !== 'object' || j.opts?.telemetry?.omitContext) return j;
+            const given = j.opts?.telemetry?.metadata;
+            return { ...j, opts: { ...j.opts, telemetry: { ...j.opts?.telemetry, metadata: given ?? metadata } } };
+          }),
+          turn,
+        );
+      }),
+    );
   }
 
   /**

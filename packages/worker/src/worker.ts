@@ -415,13 +415,14 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
         await this.waitForNudge(hold);
         continue;
       }
-      const free = this.freeSlots();
+      const running = this.runningJobs();
+      const free = this.freeSlots(running);
       if (free <= 0) {
         source.leaveLine();
         await this.waitForNudge();
         continue;
       }
-      const gather = this.gatherFor(free);
+      const gather = this.gatherFor(free, running);
       if (gather > 0) {
         await this.waitForNudge(gather);
         continue;
@@ -467,8 +468,8 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
    * GATHER_SHARE of the slots are free, GATHER_MS after the first one
    * freed at most; never while nothing runs (an idle worker claims at once).
    */
-  private gatherFor(free: number): number {
-    if (!this.pool || free >= Math.ceil(this.opts.concurrency * GATHER_SHARE) || this.runningJobs() === 0) {
+  private gatherFor(free: number, running: number): number {
+    if (!this.pool || free >= Math.ceil(this.opts.concurrency * GATHER_SHARE) || running === 0) {
       this.gatherSince = undefined;
       return 0;
     }
@@ -491,9 +492,9 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
    * claim overlaps the writing of finished outcomes; at most `concurrency`
    * more jobs may be waiting for their outcome to be written.
    */
-  private freeSlots(): number {
+  private freeSlots(running: number): number {
     const c = this.opts.concurrency;
-    return Math.min(c - this.runningJobs(), 2 * c - this.attempts.size);
+    return Math.min(c - running, 2 * c - this.attempts.size);
   }
 
   private onIdle(): void {

@@ -29,4 +29,14 @@ export class CallOrder {
     this.tail = Promise.all([before, passed]).then(() => undefined);
     return { wait: () => before, pass };
   }
+
+  /** Runs `fn` with a place taken now, given up when it settles (if `fn` did not pass it first). */
+  async run<T>(fn: (turn: Turn) => Promise<T>): Promise<T> {
+    const turn = this.enter();
+    try {
+      return await fn(turn);
+    } finally {
+      turn.pass();
+    }
+  }
 }
