@@ -646,6 +646,73 @@ describe('order', () => {
   });
 });
 
+describe('a unit that reads what the units before it write (seesEarlier)', () => {
+  test('it is built once the multis before it settled, and opens the next multi; later units join it', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const { pending, release } = manual(session);
+    let settledBefore = -1;
+    const reader: TestUnit = {
+      ...unit('r', () => []),
+      seesEarlier: true,
+      build: () => {
+        settledBefore = session.sent.length - pending.length; // multis replied to when it was built
+        reader.builds++;
+        return { ops: [setOp('r')] };
+      },
+    };
+    const run = executor.run([ops('a', 1), ops('b', 1), reader, ops('c', 1)], { inFlight: 2 });
+    await until(() => session.sent.length === 1);
+    await settle();
+    assert.equal(reader.builds, 0, 'not built while the multi before it is in flight');
+    assert.deepEqual(session.sent.map(unitsIn), [['a', 'b']]);
+    pending.shift()?.resolve();
+    release();
+    assert.ok((await run).every(ok));
+    assert.equal(settledBefore, 1, 'built once the first multi settled');
+    assert.deepEqual(session.sent.map(unitsIn), [
+      ['a', 'b'],
+      ['r', 'c'],
+    ]);
+  });
+
+  test('one offered by onConflict after an earlier unit of the same multi: that unit goes first, alone', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const key = layout.dedupKey('k');
+    session.respond = (multi, n) => {
+      if (n === 0) throw atOp(new NodeExistsError(key), 2); // a0, b0, [b's key create]
+      return session.applied(multi);
+    };
+    const taker = unit('b', () => [setOp('b'), { op: 'create', path: key }]);
+    let sentBefore = -1;
+    const instead: TestUnit = {
+      ...unit('b', () => []),
+      seesEarlier: true,
+      build: () => {
+        sentBefore = session.sent.length;
+        instead.builds++;
+        return { ops: [setOp('b'), { op: 'setData', path: key, data: Buffer.alloc(1), version: 0 }] };
+      },
+    };
+    const results = await executor.run([ops('a', 1), taker, ops('c', 1)], {
+      onConflict: (u, e) => (u === taker && e instanceof NodeExistsError ? instead : undefined),
+    });
+    assert.ok(results.every(ok));
+    assert.deepEqual(session.sent.map(unitsIn), [['a', 'b', 'c'], ['a'], ['b', 'c']]);
+    assert.equal(sentBefore, 2, 'built once the multi holding a was applied');
+  });
+
+  test('a multi that would write nothing (no ops, no events) is not sent; its units are settled', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const results = await executor.run([unit('a', () => []), unit('b', () => [])]);
+    assert.ok(results.every(ok));
+    assert.equal(session.sent.length, 0);
+    const logged = fakeExecutor(layout, { events: true });
+    const event: QueueEventRecord = { event: 'deduplicated', jobId: '1', ts: 0 };
+    assert.ok((await logged.executor.run([unit('a', () => [], [event])])).every(ok));
+    assert.equal(logged.session.sent.length, 1, 'its events are written');
+  });
+});
+
 describe('re-reads', () => {
   test('siblings writing one node at the version they read, in one multi: each goes through, rebuilt from a fresh read', async () => {
     const { session, executor } = fakeExecutor(layout);

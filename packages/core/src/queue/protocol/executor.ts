@@ -12,7 +12,8 @@
  *   that has been removed (role `into`) forgets the cached container and
  *   builds the unit again; anything else goes to the caller's `onConflict`,
  *   which may offer a unit to try instead (a finish without its vanished
- *   claim), or lets the unit fail with the error.
+ *   claim, an add settled against the deduplication key it met), or lets
+ *   the unit fail with the error.
  * - **Re-reads.** An op of role `reread` was written at a version read while
  *   building its unit (a flow parent's dependencies); when it fails, another
  *   writer went first, and the unit is built again from a fresh read, with
@@ -37,7 +38,10 @@
  * - **Order.** `multi`s are sent in unit order; with `inFlight` > 1 several
  *   are in flight at once (ZooKeeper applies one session's requests in
  *   order). After a failure nothing new is sent until the in-flight ones
- *   have settled, and units to send again go first.
+ *   have settled, and units to send again go first. A unit that reads what
+ *   the units before it write (`seesEarlier`) is built once they have all
+ *   settled, and opens a multi. A multi that would write nothing (its units
+ *   have no ops and no events, there is no fence) is not sent.
  */
 import { randomBytes } from 'node:crypto';
 import { ZkqError } from '../../errors.js';
@@ -99,6 +103,13 @@ export interface TxUnit {
   sending?(): void;
   /** The multi it was sent in was certainly not applied (it failed on an op). */
   unsent?(): void;
+  /**
+   * Its build reads what the units before it write (a deduplication key met
+   * by an add, read to be taken over at its version): it is built only once
+   * every unit before it has settled, and opens a multi (later units may
+   * join it).
+   */
+  seesEarlier?: boolean;
 }
 
 /** What became of a unit: applied (`results` unless settled by a receipt), or failed with `error`. */
@@ -229,13 +240,20 @@ export class TxExecutor {
       halted = true;
     };
     while ((queue.length > 0 || running.size > 0) && fatal === undefined) {
-      if (queue.length > 0 && running.size < inFlight && !halted) {
+      const next = queue[0];
+      const waits = next !== undefined && next.unit.seesEarlier === true && !next.built && running.size > 0;
+      if (queue.length > 0 && running.size < inFlight && !halted && !waits) {
         const batch = await this.nextBatch(queue, results, o);
         queue = queue.slice(batch.taken);
         if (!batch.batch) continue;
         if (halted || fatal !== undefined) {
           // a multi failed while this one was built: what is sent again goes first
           queue = [...batch.batch.entries, ...queue];
+          continue;
+        }
+        if (batch.batch.ops.length === (batch.batch.receiptIndex >= 0 ? 1 : 0)) {
+          // no op, no event, no fence: nothing to write, nothing to send
+          for (const e of batch.batch.entries) this.decide(results, e, { ok: true, results: [] });
           continue;
         }
         const sent = this.send(batch.batch, o, results, halt).then(
@@ -282,6 +300,8 @@ export class TxExecutor {
     let taken = 0;
     for (const entry of queue) {
       if (entry.solo && entries.length > 0) break;
+      // built after the multis before it settle (run): the next multi starts with it
+      if (entry.unit.seesEarlier && !entry.built && entries.length > 0) break;
       if (!entry.built) {
         try {
           entry.built = await entry.unit.build();
