@@ -2,13 +2,21 @@
  * Group commit of enqueues: calls of one turn of the event loop share one
  * executor run (fewer multis), in the order of the calls, and each call
  * gets its own units' results back, even when another call's multi failed.
- * At most two runs are in flight; calls made meanwhile share the next.
+ * At most two runs are in flight; calls made meanwhile share the next. A
+ * unit a failed create offers in its place keeps that place in the run.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BadArgumentsError, type ProtocolOp, QueueLayout, type TxUnit, type UnitResult } from '@zkq/core';
-import { EnqueueBatch } from '../../packages/core/src/queue/runtime/enqueue-batch.ts';
-import { fakeExecutor } from '../helpers/fake-session.ts';
+import {
+  BadArgumentsError,
+  NodeExistsError,
+  type ProtocolOp,
+  QueueLayout,
+  type TxUnit,
+  type UnitResult,
+} from '@zkq/core';
+import { EnqueueBatch, type EnqueueUnit } from '../../packages/core/src/queue/runtime/enqueue-batch.ts';
+import { atOp, fakeExecutor } from '../helpers/fake-session.ts';
 
 const layout = new QueueLayout('q');
 
@@ -222,5 +230,42 @@ test('a run started while another still has multis to send waits until they are 
   assert.deepEqual(
     session.sent.map((multi) => idsIn(multi)[0]),
     [...Array.from({ length: 10 }, (_, n) => `a${n}`), 'b'],
+  );
+});
+
+test("a unit a call's failed create offers in its place keeps that place: later calls' jobs commit after it", async () => {
+  const { session, executor } = fakeExecutor(layout);
+  const batch = new EnqueueBatch(executor);
+  const key = layout.dedupKey('k');
+  session.respond = (multi, n) => {
+    if (n === 0) throw atOp(new NodeExistsError(key), 1); // a's job, a's key create
+    return session.applied(multi);
+  };
+  const settled: boolean[] = [];
+  const instead: EnqueueUnit = {
+    seesEarlier: true,
+    build: () => ({ ops: [{ op: 'create', path: layout.job('a'), data: Buffer.from('a') }] }),
+    settled: (r) => settled.push(r.ok),
+  };
+  const taker: EnqueueUnit = {
+    build: () => ({
+      ops: [
+        { op: 'create', path: layout.job('a'), data: Buffer.from('a') },
+        { op: 'create', path: key },
+      ],
+    }),
+    onConflict: (error, op) => (error instanceof NodeExistsError && op.path === key ? instead : undefined),
+  };
+  const calls = [batch.run([taker], 1), batch.run([unit('b')], 8), batch.run([unit('c')], 8)];
+  const results = await Promise.all(calls);
+  assert.ok(results.flat().every((r) => r.ok));
+  assert.deepEqual(settled, [true], 'the unit offered was told, and the call got its result');
+  // each multi ends with its receipt
+  assert.deepEqual(
+    session.sent.map((m) => idsIn(m.slice(0, -1))),
+    [
+      ['a', 'd-k', 'b', 'c'],
+      ['a', 'b', 'c'],
+    ],
   );
 });

@@ -16,15 +16,29 @@
  * one multi at a time (custom ids, dedup keys: a create may fail, and the
  * other units of its multi are sent again after its reply) has no run
  * start beside it until it ends: that run would commit later calls' jobs
- * first. Nor does any run start until every unit of the runs in flight was
- * sent once: a run's multis go out one after the other (each built first,
- * at most `inFlight` awaiting replies), and a run started beside it would
- * send later calls' jobs between them.
+ * first. A unit whose create failed may offer one to try in its place
+ * (`onConflict`: an add that met a deduplication key reads it and takes it
+ * over); that unit keeps its place in the run, so later calls' units still
+ * commit after it. Nor does any run start until every unit of the runs in
+ * flight was sent once: a run's multis go out one after the other (each
+ * built first, at most `inFlight` awaiting replies), and a run started
+ * beside it would send later calls' jobs between them.
  */
-import type { TxExecutor, TxUnit, UnitResult } from '../protocol/executor.js';
+import type { ZooKeeperError } from '../../zk/errors.js';
+import type { ProtocolOp, TxExecutor, TxUnit, UnitResult } from '../protocol/executor.js';
+
+/**
+ * A call's unit. `onConflict`: one of its ops failed (another writer went
+ * first): a unit to try in its place, in the same run (an add that met a
+ * deduplication key settles against it there, before later calls' units
+ * commit), or undefined to fail with the error.
+ */
+export interface EnqueueUnit extends TxUnit {
+  onConflict?(error: ZooKeeperError, op: ProtocolOp): EnqueueUnit | undefined;
+}
 
 interface Call {
-  units: readonly TxUnit[];
+  units: readonly EnqueueUnit[];
   inFlight: number;
   resolve: (results: UnitResult[]) => void;
   reject: (err: unknown) => void;
@@ -33,20 +47,21 @@ interface Call {
 /**
  * A call's units as the shared run sends them: each tells the call when its
  * outcome is final, and `out` the first time it leaves (sent, or settled
- * unsent: it failed to build).
+ * unsent: it failed to build). A unit offered in one's place is tracked as
+ * the one it replaces.
  */
-function tracked(call: Call, out: () => void): TxUnit[] {
+function tracked(call: Call, out: () => void): EnqueueUnit[] {
   const results: UnitResult[] = new Array(call.units.length);
   let left = call.units.length;
-  // the units are the store's plain objects: a copy keeps every hook of theirs
-  return call.units.map((unit, i) => {
+  return call.units.map((first, i) => {
     let gone = false;
     const leaves = () => {
       if (gone) return;
       gone = true;
       out();
     };
-    return {
+    // the units are plain objects: a copy keeps every hook of theirs
+    const track = (unit: EnqueueUnit): EnqueueUnit => ({
       ...unit,
       sending: () => {
         unit.sending?.();
@@ -59,7 +74,12 @@ function tracked(call: Call, out: () => void): TxUnit[] {
         results[i] = result;
         if (--left === 0) call.resolve(results);
       },
-    };
+      onConflict: (error, op) => {
+        const instead = unit.onConflict?.(error, op);
+        return instead && track(instead);
+      },
+    });
+    return track(first);
   });
 }
 
@@ -80,7 +100,7 @@ export class EnqueueBatch {
   constructor(private readonly executor: TxExecutor) {}
 
   /** Runs `units` with the other waiting calls; `inFlight` of the shared run is the least asked. */
-  run(units: readonly TxUnit[], inFlight: number): Promise<UnitResult[]> {
+  run(units: readonly EnqueueUnit[], inFlight: number): Promise<UnitResult[]> {
     return new Promise((resolve, reject) => {
       this.calls.push({ units, inFlight, resolve, reject });
       // with MAX_RUNS in flight the end of one starts the next run; with units yet to send, the last one sent
@@ -129,7 +149,8 @@ export class EnqueueBatch {
       unsent = 0;
       this.runEnded(serial, left);
     };
-    this.executor.run(units, { inFlight, settleAll: calls.length > 1 }).then(
+    const onConflict = (unit: EnqueueUnit, error: ZooKeeperError, op: ProtocolOp) => unit.onConflict?.(error, op);
+    this.executor.run(units, { inFlight, settleAll: calls.length > 1, onConflict }).then(
       (results) => {
         // calls resolved as their units settled; these resolve no-ops then. Units failed by an
         // error that stopped the run (settleAll) were never settled one by one: the run's results tell.
