@@ -5,7 +5,8 @@
  * - layout paths: a job's claim node, the housekeeping election's nodes;
  * - faults injected at a session's request boundary, at points a TCP proxy
  *   cannot hit on purpose: between two pipelined requests, between a commit
- *   and the next request, or between a failed create and the read after it.
+ *   and the next request, between a failed create and the read after it, or
+ *   between two reads.
  *   They wrap the methods of one `Session` object; the server sees ordinary
  *   requests (or none, for a request "lost" before it was sent).
  */
@@ -123,6 +124,24 @@ export function beforeNodeExistsReply(session: Session, action: () => Promise<un
       }
       throw err;
     }
+  };
+}
+
+/**
+ * The next time `session` reads ZooKeeper's clock (a write to the queue's
+ * `clock` node: a ttl key is being judged, after the key itself was read),
+ * `action` runs before that request is sent.
+ */
+export function beforeNextClockRead(session: Session, queue: string, action: () => Promise<unknown>): void {
+  const original = session.setData.bind(session);
+  const clock = new QueueLayout(queue).clock;
+  let done = false;
+  session.setData = async (...args: Parameters<Session['setData']>) => {
+    if (!done && args[0] === clock) {
+      done = true;
+      await action();
+    }
+    return original(...args);
   };
 }
 

@@ -5,21 +5,13 @@
  * Only an add that meets a key reads: the key, its job (and whether that
  * job runs, for keepLastIfActive) and, for a ttl key, ZooKeeper's clock.
  * `decide` (pure) picks what to do, and the write is made at the versions
- * read; one that lost a race is planned again.
+ * read; one that lost a race is planned again. All of it happens in the
+ * run the add's enqueue was sent in, at its place: pipelined adds called
+ * after it are stored after it.
  */
 import { NodeExistsError } from '../zk/errors.js';
 import { findPointer } from './control.js';
-import {
-  DEDUP_ROUNDS,
-  dedupEvent,
-  dedupOf,
-  encodeKey,
-  isConflict,
-  keyOnAdd,
-  keyTtl,
-  look,
-  type Seen,
-} from './dedup.js';
+import { DEDUP_ROUNDS, dedupEvent, dedupOf, encodeKey, keyOnAdd, keyTtl, look, type Seen } from './dedup.js';
 import type { QueueEventRecord } from './events.js';
 import { MAX_DELAY_MS } from './options.js';
 import type { Place } from './protocol/attempts.js';
@@ -27,6 +19,7 @@ import { dedupKeyOp, enqueueOps, moveOps, parkOps, removeOps } from './protocol/
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
+import type { EnqueueUnit } from './runtime/enqueue-batch.js';
 import { type EnqueueEntry, enqueueEvents, type QueueStore } from './store.js';
 import type { DeduplicationOptions } from './types.js';
 
@@ -77,62 +70,67 @@ function replaceTtl(o: DeduplicationOptions, seen: Seen): number | undefined {
 
 /**
  * Enqueues entries in order, as `store.enqueue` does, each with its
- * deduplication key when its record has options for one; entries that met
- * a key are then settled one by one. Resolves with one outcome per entry.
- * `turn` keeps pipelined calls in call order (see CallOrder).
+ * deduplication key when its record has options for one; an entry that
+ * meets a key is settled against it in the same run, at its place
+ * (`againstKey`). Resolves with one outcome per entry. `turn` keeps
+ * pipelined calls in call order (see CallOrder).
  */
 export async function enqueueJobs(
   store: QueueStore,
   entries: readonly EnqueueEntry[],
   turn?: Turn,
 ): Promise<AddOutcome[]> {
+  const settled = new Map<EnqueueEntry, AddOutcome>();
   const keyed = entries.map((e): EnqueueEntry => {
-    const dedup = keyOnAdd(e.record);
-    return dedup ? { ...e, dedup } : e;
+    const key = keyOnAdd(e.record);
+    return key ? { ...e, dedup: { ...key, met: () => againstKey(store, e, (o) => settled.set(e, o)) } } : e;
   });
-  const { existing, collided } = await store.enqueue(keyed, turn);
+  const { existing } = await store.enqueue(keyed, turn);
   const existingIds = new Set(existing);
-  const met = new Set(collided);
-  const out: AddOutcome[] = [];
-  for (const e of keyed) {
+  return entries.map((e) => {
     const id = e.record.id;
-    if (met.has(e)) out.push(await addAgainstKey(store, e));
-    else out.push({ id, kind: existingIds.has(id) ? 'existing' : 'added' });
-  }
-  return out;
+    return existingIds.has(id) ? { id, kind: 'existing' } : (settled.get(e) ?? { id, kind: 'added' });
+  });
 }
 
-/** Adds one entry whose key existed: reads, decides, writes at the versions read; again when a race was lost. */
-async function addAgainstKey(store: QueueStore, entry: EnqueueEntry): Promise<AddOutcome> {
+/**
+ * The unit an entry whose key exists is sent as instead of its enqueue: it
+ * reads the key once every unit before it in the run is settled
+ * (`seesEarlier`: an earlier add may have just taken the same key), decides,
+ * and writes at the versions read; `done` hears the outcome once that write
+ * went through. A write that lost a race offers the unit of the next round.
+ * A custom id that exists fails it (the entry reads as existing, as in BullMQ).
+ */
+function againstKey(
+  store: QueueStore,
+  entry: EnqueueEntry,
+  done: (outcome: AddOutcome) => void,
+  round = 1,
+): EnqueueUnit {
   const o = dedupOf(entry.record) as DeduplicationOptions;
   const record: JobRecord = { ...entry.record, lane: entry.lane };
-  for (let round = 1; ; round++) {
-    const seen = await look(store, o.id, o.keepLastIfActive === true);
-    const action = decide(o, seen);
-    const kept = seen.read?.key.job ?? '';
-    const planned = await plan(store, o, record, seen, action);
-    const outcome: AddOutcome =
-      action.kind === 'take' || action.kind === 'replace'
-        ? { id: record.id, kind: 'added' }
-        : { id: kept, kind: 'deduplicated' };
-    if (planned.ops.length === 0) {
-      if (planned.events?.length) await store.publish(planned.events);
-      return outcome;
-    }
-    // built again (a fresh bucket) when the executor finds a pointer's bucket removed meanwhile
-    let first: Built | undefined = planned;
-    const build = async () => {
-      const built = first ?? (await plan(store, o, record, seen, action));
-      first = undefined;
-      return built;
-    };
-    const [result] = await store.executor.run([{ build }]);
-    if (result?.ok) return outcome;
-    if (result?.error instanceof NodeExistsError && result.op?.path === store.layout.job(record.id)) {
-      return { id: record.id, kind: 'existing' }; // a custom id that exists answers first, as in BullMQ
-    }
-    if (round >= DEDUP_ROUNDS || !isConflict(result?.error)) throw result?.error;
-  }
+  let looked: { seen: Seen; action: DedupAction } | undefined;
+  return {
+    seesEarlier: true,
+    // built again (a fresh bucket) when the executor finds a pointer's bucket removed meanwhile: same reads
+    build: async () => {
+      if (!looked) {
+        const seen = await look(store, o.id, o.keepLastIfActive === true);
+        looked = { seen, action: decide(o, seen) };
+      }
+      return plan(store, o, record, looked.seen, looked.action);
+    },
+    settled: (result) => {
+      if (!result.ok || !looked) return;
+      const { seen, action } = looked;
+      const kind = action.kind === 'take' || action.kind === 'replace' ? 'added' : 'deduplicated';
+      done(kind === 'added' ? { id: record.id, kind } : { id: seen.read?.key.job ?? '', kind });
+    },
+    onConflict: (error, op) => {
+      if (error instanceof NodeExistsError && op.path === store.layout.job(record.id)) return undefined;
+      return round < DEDUP_ROUNDS ? againstKey(store, entry, done, round + 1) : undefined;
+    },
+  };
 }
 
 /** The ops and events of `action` (their reads made now; the write comes next). */

@@ -15,10 +15,10 @@ import { ID_BLOCK_SIZE, LAYOUT_VERSION, QueueLayout } from './layout.js';
 import type { ClaimInfo, Place } from './protocol/attempts.js';
 import { type Destination, dedupKeyOp, enqueueOps } from './protocol/builders.js';
 import { Containers } from './protocol/containers.js';
-import { TxExecutor, type TxUnit } from './protocol/executor.js';
+import { TxExecutor } from './protocol/executor.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
-import { EnqueueBatch } from './runtime/enqueue-batch.js';
+import { EnqueueBatch, type EnqueueUnit } from './runtime/enqueue-batch.js';
 import { ServerClock } from './runtime/server-clock.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -35,8 +35,12 @@ export interface EnqueueEntry {
   lane: string;
   /** A custom job id (the create may fail: de-duplication). */
   custom?: boolean;
-  /** A deduplication key to create with the job (see dedup.ts): its create fails while one exists. */
-  dedup?: { id: string; data: Buffer };
+  /**
+   * A deduplication key to create with the job (see dedup.ts): its create
+   * fails while one exists, and `met` then gives the unit that settles the
+   * entry against the key, sent in its place (dedup-add.ts).
+   */
+  dedup?: { id: string; data: Buffer; met(): EnqueueUnit };
 }
 
 export interface StoredJob {
@@ -250,18 +254,15 @@ export class QueueStore {
   /**
    * Enqueues entries, as few transactions as fit, in order (FIFO). Entries
    * whose custom id exists already are skipped and reported in `existing`
-   * (de-duplication is the record create failing atomically); entries whose
-   * deduplication key exists are skipped and returned in `collided` (dedup.ts
-   * settles them). An entry too large for any transaction fails the call
-   * before anything is written. With a `turn`, the entries join the group
-   * commit only once every earlier turn has (see CallOrder).
+   * (de-duplication is the record create failing atomically); an entry
+   * whose deduplication key exists is settled against it by the unit its
+   * `met` gives, at its place. An entry too large for any transaction fails
+   * the call before anything is written. With a `turn`, the entries join the
+   * group commit only once every earlier turn has (see CallOrder).
    */
-  async enqueue(
-    entries: readonly EnqueueEntry[],
-    turn?: Turn,
-  ): Promise<{ added: string[]; existing: string[]; collided: EnqueueEntry[] }> {
+  async enqueue(entries: readonly EnqueueEntry[], turn?: Turn): Promise<{ added: string[]; existing: string[] }> {
     await this.init();
-    const units: TxUnit[] = entries.map((e) => {
+    const units: EnqueueUnit[] = entries.map((e) => {
       const data = encodeRecord({ ...e.record, lane: e.lane });
       const { record } = e;
       const place: Place =
@@ -279,6 +280,10 @@ export class QueueStore {
             wakes: record.state !== 'delayed',
           };
         },
+        onConflict: (error, op) =>
+          dedup && error instanceof NodeExistsError && op.path === this.layout.dedupKey(dedup.id)
+            ? dedup.met()
+            : undefined,
       };
     });
     // Custom ids and keys may fail their create; a failed transaction sent again would then land
@@ -290,17 +295,13 @@ export class QueueStore {
     const results = await sent;
     const added: string[] = [];
     const existing: string[] = [];
-    const collided: EnqueueEntry[] = [];
-    results.forEach((r, i) => {
-      const entry = entries[i] as EnqueueEntry;
-      const id = entry.record.id;
+    for (const [i, r] of results.entries()) {
+      const id = (entries[i] as EnqueueEntry).record.id;
       if (r.ok) added.push(id);
       else if (r.error instanceof NodeExistsError && r.op?.path === this.layout.job(id)) existing.push(id);
-      else if (entry.dedup && r.op?.path === this.layout.dedupKey(entry.dedup.id)) collided.push(entry);
-    });
-    const failed = results.find((r) => !r.ok && !(r.error instanceof NodeExistsError));
-    if (failed && !failed.ok) throw failed.error;
-    return { added, existing, collided };
+      else throw r.error;
+    }
+    return { added, existing };
   }
 
   // ---- reads ----------------------------------------------------------------
