@@ -675,6 +675,26 @@ describe('a unit that reads what the units before it write (seesEarlier)', () =>
     ]);
   });
 
+  test('a unit before it that fails before it is sent (too large) does not let it be built while a multi is in flight', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const { pending, release } = manual(session);
+    const reader: TestUnit = { ...ops('r', 1), seesEarlier: true };
+    reader.build = () => {
+      reader.builds++;
+      return { ops: opsOf('r', 1) };
+    };
+    const run = executor.run([sized('a', 100), sized('huge', TX_BYTE_BUDGET), reader], { inFlight: 2 });
+    await until(() => session.sent.length >= 1);
+    await settle();
+    assert.equal(reader.builds, 0, 'not built while the multi before it is in flight');
+    pending.shift()?.resolve();
+    release();
+    const results = await run;
+    assert.ok(ok(results[0]) && ok(results[2]));
+    assert.ok(results[1]?.ok === false && results[1].error instanceof PayloadTooLargeError);
+    assert.deepEqual(session.sent.map(unitsIn), [['a'], ['r']]);
+  });
+
   test('one offered by onConflict after an earlier unit of the same multi: that unit goes first, alone', async () => {
     const { session, executor } = fakeExecutor(layout);
     const key = layout.dedupKey('k');
