@@ -243,7 +243,7 @@ export class TxExecutor {
       const next = queue[0];
       const waits = next !== undefined && next.unit.seesEarlier === true && !next.built && running.size > 0;
       if (queue.length > 0 && running.size < inFlight && !halted && !waits) {
-        const batch = await this.nextBatch(queue, results, o);
+        const batch = await this.nextBatch(queue, results, o, running.size > 0);
         queue = queue.slice(batch.taken);
         if (!batch.batch) continue;
         if (halted || fatal !== undefined) {
@@ -283,11 +283,16 @@ export class TxExecutor {
     return results;
   }
 
-  /** Builds and packs the next units into one multi; units too large for any fail at once. */
+  /**
+   * Builds and packs the next units into one multi; units too large for any
+   * fail at once. `busy`: multis are in flight, so a `seesEarlier` unit is
+   * not built even when the units before it here all failed unsent.
+   */
   private async nextBatch<U extends TxUnit>(
     queue: Entry<U>[],
     results: UnitResult[],
     o: RunOptions<U>,
+    busy: boolean,
   ): Promise<{ batch?: Batch<U>; taken: number }> {
     const fence = o.fence?.() ?? [];
     const receipt = o.receipt === false ? undefined : this.layout.receipt(`r-${randomBytes(8).toString('hex')}`);
@@ -301,7 +306,7 @@ export class TxExecutor {
     for (const entry of queue) {
       if (entry.solo && entries.length > 0) break;
       // built after the multis before it settle (run): the next multi starts with it
-      if (entry.unit.seesEarlier && !entry.built && entries.length > 0) break;
+      if (entry.unit.seesEarlier && !entry.built && (entries.length > 0 || busy)) break;
       if (!entry.built) {
         try {
           entry.built = await entry.unit.build();
