@@ -1,28 +1,26 @@
 /**
  * The pointers of a finished set one store picks its trims from (see
- * trim-view.ts): the oldest, from one listing of one bucket at a time; those
- * this store's own finishes created; and which a plan in flight deletes.
+ * trim-view.ts): the oldest, from one listing of one bucket at a time, and
+ * which a plan in flight deletes. A trim always takes the oldest pointers,
+ * also while other stores trim side by side: stores that pick the same one
+ * collide, and the one that fails is planned again from a view read anew.
+ * Taking a store's own pointers first would spare those collisions, but an
+ * own pointer may be newer than another store's, and the count bound keeps
+ * the newest jobs of the queue.
  */
-import { performance } from 'node:perf_hooks';
 import { NoNodeError } from '../../zk/errors.js';
 import { sequenceOf } from '../../zk/sequence.js';
-import { idOfPointer, numberOf } from '../layout.js';
+import { idOfPointer } from '../layout.js';
 import { decodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
 import { mayBePendingChild } from './flows.js';
 
 export type SetKind = 'completed' | 'failed';
 
-/**
- * How long after a second collision with another store's trims this one
- * trims its own pointers first, ms; and how close two collisions must come
- * to count as contention.
- */
-const CONTENDED_MS = 1000;
 /** Failed records read at once to learn which victims are pending children. */
 const RECORD_READ = 50;
-/** Own pointers remembered at most (the oldest are forgotten first). */
-const MINE_LIMIT = 100_000;
+/** Own pointers of pending children remembered at most (the oldest are forgotten first). */
+const CHILDREN_LIMIT = 100_000;
 /** A finished pointer's name: `c-` or `f-`, the job id, a 10-digit sequence number. */
 const SEQUENTIAL = /^[cf]-.+-\d{10}$/;
 
@@ -52,15 +50,8 @@ export class SetPointers {
   private listed = -1;
   private entries: Entry[] = [];
   private head = 0;
-  /** Pointers this store's finishes created, not trimmed yet (parsed only when contended). */
-  private readonly mine = new Map<string, Entry | undefined>();
-  private contendedUntil = 0;
-  /**
-   * The last collision: when, the generation of the view the colliding plan
-   * was made from, and whether a plan that trimmed was applied since (the
-   * view read after it served).
-   */
-  private lastCollision = { at: Number.NEGATIVE_INFINITY, gen: -1, served: false };
+  /** Pointers this store's finishes created for jobs pending for a parent, not trimmed yet: their records. */
+  private readonly children = new Map<string, JobRecord>();
   /** Pointers trimmed while a read was under way (its listing may still show them). */
   private trimmedSince: Set<string> | undefined;
 
@@ -91,22 +82,9 @@ export class SetPointers {
     this.trimmedSince = undefined;
   }
 
-  /**
-   * Another store trimmed a pointer this one planned to, in a plan made from
-   * view generation `gen`. A view read before that trim was only stale: it
-   * is read again, and the oldest are still taken. A collision again, by a
-   * plan made from a view read after the last one, before any plan from it
-   * trimmed, is contention (stores trimming side by side from the same
-   * listing): own pointers go first for a while, so that the stores stop
-   * picking the same ones. A view that served first was only stale again
-   * (stores finishing in turns): own pointers may be newer than the others'.
-   */
-  collided(pointer: string, gen: number): void {
-    const now = performance.now();
-    const last = this.lastCollision;
-    if (gen > last.gen && now - last.at < CONTENDED_MS && !last.served) this.contendedUntil = now + CONTENDED_MS;
-    this.lastCollision = { at: now, gen, served: false };
-    this.mine.delete(pointer);
+  /** Another store trimmed a pointer this one planned to: it is left out of the listing. */
+  collided(pointer: string): void {
+    this.children.delete(pointer);
     const e = this.entries.find((x) => x.pointer === pointer);
     if (e) e.read = 'gone';
   }
@@ -116,16 +94,15 @@ export class SetPointers {
    * known) is this store's, and `read` says what its job is (no read of it later).
    */
   applied(victims: Entry[], created: string | undefined, read?: JobRecord | 'plain'): void {
-    if (victims.length > 0) this.lastCollision.served = true;
     for (const v of victims) {
-      this.mine.delete(v.pointer);
+      this.children.delete(v.pointer);
       this.trimmedSince?.add(v.pointer);
     }
-    if (!created) return;
     // a job known to be a pending child is remembered as one; one known as plain is not: a flow may
     // adopt it later (a duplicated id), so readRecords asks again in a queue that has children
-    this.mine.set(created, typeof read === 'object' ? { ...entryOf(created), read } : undefined);
-    if (this.mine.size > MINE_LIMIT) this.mine.delete(this.mine.keys().next().value as string);
+    if (!created || typeof read !== 'object') return;
+    this.children.set(created, read);
+    if (this.children.size > CHILDREN_LIMIT) this.children.delete(this.children.keys().next().value as string);
   }
 
   private fill(bucket: number, names: string[]): void {
@@ -154,30 +131,9 @@ export class SetPointers {
     return true;
   }
 
-  /**
-   * Up to `n` of the oldest pointers no other plan deletes, reserved for
-   * `batch`. While contended, this store's own pointers go first: stores
-   * that trim side by side then never pick the same ones.
-   */
+  /** Up to `n` of the oldest pointers no other plan deletes, reserved for `batch`. */
   async take(n: number, batch: TrimBatch): Promise<Entry[]> {
     const out: Entry[] = [];
-    if (performance.now() < this.contendedUntil) {
-      // own pointers in the order they were created (settled)
-      const own: Entry[] = [];
-      for (const [pointer, known] of this.mine) {
-        if (own.length >= n) break;
-        if (this.reserved.has(pointer)) continue;
-        const e = known ?? entryOf(pointer);
-        this.mine.set(pointer, e);
-        if (e.read !== 'gone') own.push(e);
-      }
-      await this.readRecords(own);
-      for (const e of own) {
-        if (e.read === 'gone' || this.reserved.has(e.pointer)) continue;
-        this.reserved.set(e.pointer, batch);
-        out.push(e);
-      }
-    }
     while (out.length < n) {
       const e = this.entries[this.head];
       if (!e) {
@@ -239,7 +195,7 @@ export class SetPointers {
    */
   private async readRecords(entries: Entry[]): Promise<void> {
     if (this.kind !== 'failed') return;
-    for (const e of entries) if (e.read === undefined) e.read = this.mine.get(e.pointer)?.read; // a pending child
+    for (const e of entries) if (e.read === undefined) e.read = this.children.get(e.pointer); // a pending child
     const batch = entries.filter((e) => e.read === undefined);
     if (batch.length === 0) return;
     const { layout, session } = this.store;
@@ -263,19 +219,6 @@ export class SetPointers {
       }
     });
   }
-}
-
-/** The entry of a pointer path `<set>/b-<n>/<name>`. */
-function entryOf(pointer: string): Entry {
-  const slash = pointer.lastIndexOf('/');
-  const name = pointer.slice(slash + 1);
-  const dir = pointer.slice(0, slash);
-  return {
-    id: idOfPointer(name),
-    pointer,
-    bucket: numberOf(dir.slice(dir.lastIndexOf('/') + 1)),
-    seq: sequenceOf(name),
-  };
 }
 
 function byAge(a: Entry, b: Entry): number {

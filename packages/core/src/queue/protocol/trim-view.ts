@@ -3,10 +3,9 @@
  * trims planned inside finishes (see trims.ts): its count and the data
  * version of its node, from one read of the bucket stats; its oldest
  * pointers, from one listing of the oldest bucket (the next bucket is listed
- * only once those are used up), and the pointers this store's own finishes
- * created (trim-pointers.ts). The count includes every plan not settled yet, and the version
- * every grow sent and not settled yet, so a read never forgets a change
- * still in flight.
+ * only once those are used up; trim-pointers.ts). The count includes every
+ * plan not settled yet, and the version every grow sent and not settled yet,
+ * so a read never forgets a change still in flight.
  */
 import { performance } from 'node:perf_hooks';
 import { NoNodeError } from '../../zk/errors.js';

@@ -202,7 +202,7 @@ export function dropTrim(state: TrimState, failed: ProtocolOp): void {
   unplan(p);
   if (failed.role === 'trim') {
     // another store trimmed (or removed) a pointer this one planned to trim
-    if (failed.op === 'delete' && failed.path.startsWith(`${view.dir}/`)) view.pointers.collided(failed.path, p.gen);
+    if (failed.op === 'delete' && failed.path.startsWith(`${view.dir}/`)) view.pointers.collided(failed.path);
     if (p.gen === view.gen) view.stale = true;
   }
   const { layout } = view.store;
