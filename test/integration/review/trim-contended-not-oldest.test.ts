@@ -1,8 +1,8 @@
 /**
  * A store whose trim collides with another store's (the pointer it picked
- * was trimmed meanwhile) trims its own pointers first for a while. Its own
- * pointers need not be the oldest: it then deletes a job that is newer than
- * one it keeps, where removeOnComplete's count keeps the newest jobs.
+ * was trimmed meanwhile) must still trim the oldest job, not one of its own:
+ * its own pointers need not be the oldest, and removeOnComplete's count
+ * keeps the newest jobs.
  *
  * Two workers take turns (one paused while the other runs): A completes j3,
  * B completes j4 and trims j1, A completes j5 and picks j1 from its view,

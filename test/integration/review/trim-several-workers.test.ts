@@ -3,6 +3,8 @@
  * finish side by side: the completed set never holds more than the count,
  * and the jobs kept once all is done are the last ones to complete (a trim
  * takes the oldest pointers, never a newer one while older ones stay).
+ * Workers trimming side by side pick the same oldest pointers and collide,
+ * again and again: none may then trim its own newer jobs instead.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -2,9 +2,9 @@
  * Retention by count with two stores (two workers' sessions) that finish in
  * turns, one after the other. Each turn's view lists pointers that the other
  * store trimmed since, so a plan meets them gone: a collision, then another
- * from a newer view. A store takes that for contention and trims its own
- * pointers first, oldest of its own first, which may be newer than jobs of
- * the other store: a newer job is trimmed while an older one stays.
+ * from a newer view. A store must still trim the oldest jobs then, not its
+ * own ones first: those may be newer than jobs of the other store, and a
+ * newer job would be trimmed while an older one stays.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
