@@ -41,7 +41,11 @@ export function percentile(values: readonly number[], p: number): number {
 /** The server's counters: ZooKeeper's packets and last zxid, or Redis's commands processed. */
 export type ServerCounters = Record<string, number>;
 
-/** ZooKeeper: `zxid` (one per write transaction), `packetsReceived`, `packetsSent` (from `mntr`). */
+/**
+ * ZooKeeper: `zxid` (one per write transaction), `packetsReceived`, `packetsSent`, and the
+ * server's own request latencies, as running sums and counts of ms (`mntr`), so that the delta
+ * of two samples gives the mean over what happened between them.
+ */
 export async function zkCounters(port: number): Promise<ServerCounters> {
   const mntr = await fourLetterWord(port, 'mntr');
   const srvr = await fourLetterWord(port, 'srvr');
@@ -52,6 +56,10 @@ export async function zkCounters(port: number): Promise<ServerCounters> {
     zxid: zxid ? Number(BigInt(`0x${zxid}`) & 0xffffffffn) : Number.NaN,
     packetsReceived: counter('zk_packets_received'),
     packetsSent: counter('zk_packets_sent'),
+    writeMsSum: counter('zk_sum_updatelatency'),
+    writes: counter('zk_cnt_updatelatency'),
+    readMsSum: counter('zk_sum_readlatency'),
+    reads: counter('zk_cnt_readlatency'),
   };
 }
 

@@ -404,6 +404,12 @@ export function render(
       rows.push([kind, fmt(e.calls), perJob, fmt(e.ops / e.calls, 1), fmt(e.meanMs, 2), fmt(e.maxPending)]);
     }
     out.push('', table(rows));
+    const [write, read] = [med[`${name}.serverWriteMs`], med[`${name}.serverReadMs`]];
+    if (write !== undefined && read !== undefined) {
+      out.push(
+        `ZooKeeper's own mean time per request in this scenario (mntr): writes ${fmt(write, 2)} ms, reads ${fmt(read, 2)} ms`,
+      );
+    }
   }
   return { text: out.join('\n'), median: med };
 }

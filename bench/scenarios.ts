@@ -221,6 +221,9 @@ function record(
   if (d.zxid !== undefined) put(ctx, `${key}.txPerJob`, round2(d.zxid / n));
   if (d.packetsReceived !== undefined) put(ctx, `${key}.reqPerJob`, round2(d.packetsReceived / n));
   if (d.commands !== undefined) put(ctx, `${key}.cmdPerJob`, round2(d.commands / n));
+  // ZooKeeper's own mean time per request (receipt to reply), against what the worker saw (--trace)
+  if (d.writes) put(ctx, `${key}.serverWriteMs`, round2((d.writeMsSum ?? Number.NaN) / d.writes));
+  if (d.reads) put(ctx, `${key}.serverReadMs`, round2((d.readMsSum ?? Number.NaN) / d.reads));
   const failed = reports.reduce((a, r) => a + r.finalFailures, 0);
   if (failed) put(ctx, `${key}.failed`, failed);
   const trace = reports[0]?.trace;
