@@ -230,16 +230,16 @@ try {
     }
     if (only.has('threads')) {
       await each(
-        (ctx) => benchDrain(ctx, { key: 'threads', processes: 1, processor: 'threaded', ...threads }),
+        (ctx) => benchDrain(ctx, { key: 'threads', processes: 1, processor: 'threaded', ...trace, ...threads }),
         ['zkq'],
       );
     }
     if (only.has('e2e')) await each((ctx) => benchEndToEnd(ctx));
     if (only.has('retention'))
-      await each((ctx) => benchDrain(ctx, { key: 'retention', processes: 1, retention: 'keep-1000' }));
+      await each((ctx) => benchDrain(ctx, { key: 'retention', processes: 1, retention: 'keep-1000', ...trace }));
     if (only.has('procs')) {
-      await each((ctx) => benchDrain(ctx, { key: 'procs2', processes: 2 }));
-      await each((ctx) => benchDrain(ctx, { key: 'procs4', processes: 4 }));
+      await each((ctx) => benchDrain(ctx, { key: 'procs2', processes: 2, ...trace }));
+      await each((ctx) => benchDrain(ctx, { key: 'procs4', processes: 4, ...trace }));
     }
     if (only.has('latency')) await each((ctx) => benchLatency(ctx, num('samples'), num('spacing')));
     if (only.has('herd')) {
