@@ -65,9 +65,10 @@ const FLOW_QUEUE = 'chaos2';
 const FLOW_QUEUE_CONCURRENCY = 10;
 const FIFO_QUEUE = 'fifo';
 const WORKER_SESSION_MS = 8000;
+// Two slots run their jobs on threads: one job per thread (an abort ends its thread), and 13 sharing each of two threads
 const SLOTS = [
-  { concurrency: 5, lockDuration: 2000 },
-  { concurrency: 25, lockDuration: 2500 },
+  { concurrency: 5, lockDuration: 2000, threads: 5, jobsPerThread: 1 },
+  { concurrency: 25, lockDuration: 2500, threads: 2 },
   { concurrency: 70, lockDuration: 3000 },
   { concurrency: 100, lockDuration: 3000 },
 ];
@@ -108,7 +109,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     const spawnWorker = (
       name: string,
       connectionString: string,
-      slot: { concurrency: number; lockDuration: number },
+      slot: { concurrency: number; lockDuration: number; threads?: number; jobsPerThread?: number },
     ) => {
       const w = WorkerProcess.spawn(dir, {
         name,

@@ -15,10 +15,10 @@
  * parent goes away, so that it can never outlive the soak.
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ELECTION_CHANNEL, type ElectionTrace, getDependencies, type Job, QueueStore, type Session } from '@zkq/core';
 import { Worker } from '@zkq/worker';
-import { dataHash, isFlowData, NdjsonLog, type SeenDeps, type SoakResult } from './history.js';
+import { runAttempt, THREAD_PLAN_ENV } from './attempt.js';
+import { NdjsonLog, type SeenDeps } from './history.js';
 
 export interface WorkerChildConfig {
   name: string;
@@ -36,11 +36,16 @@ export interface WorkerChildConfig {
   failRate: number;
   /** Share of attempts that take 0.5-3 s (the rest take up to 0.3 s). */
   slowRate: number;
+  /** Run the jobs of `queue` on this many threads (thread-processor.mjs), `jobsPerThread` at once on each. */
+  threads?: number;
+  jobsPerThread?: number;
 }
 
 const c = JSON.parse(process.argv[2] ?? '{}') as WorkerChildConfig;
 const log = new NdjsonLog(c.log);
 const write = (event: object) => log.append({ ...event, w: c.name, ts: Date.now() });
+const plan = { name: c.name, failRate: c.failRate, slowRate: c.slowRate };
+const THREAD_PROCESSOR = new URL('./thread-processor.mjs', import.meta.url);
 
 process.on('disconnect', () => process.exit(1));
 // Every step of the housekeeping elections (both queues), to explain who led when.
@@ -48,12 +53,6 @@ subscribe(ELECTION_CHANNEL, (m) => {
   const { path, id: _id, ...step } = m as ElectionTrace;
   write({ k: 'election', q: path.split('/')[1], ...step });
 });
-
-function runTime(): number {
-  const r = Math.random();
-  if (r < c.slowRate) return 500 + Math.random() * 2500;
-  return r < 0.5 ? 0 : Math.random() * 300;
-}
 
 /** A parent's dependencies as its processor sees them, children named `<queue>:<id>`. */
 async function seenDeps(session: Session, q: string, id: string): Promise<SeenDeps> {
@@ -68,22 +67,12 @@ async function seenDeps(session: Session, q: string, id: string): Promise<SeenDe
 }
 
 function startWorker(q: string, concurrency: number): Worker {
-  const processor = async (job: Job) => {
-    const t = String(job.token);
-    write({ k: 'start', q, j: job.id, t, n: job.attemptsStarted });
-    const flow = isFlowData(job.data) ? job.data : undefined;
-    const deps = flow?.parent ? { deps: await seenDeps(await worker.client, q, job.id) } : {};
-    const ms = runTime();
-    if (ms > 0) await sleep(ms);
-    if (flow?.doomed || Math.random() < c.failRate) {
-      const err = `planned failure of ${job.id} in attempt ${t}`;
-      write({ k: 'end', q, j: job.id, t, ok: false, err, ...deps });
-      throw new Error(err);
-    }
-    const v: SoakResult = { w: c.name, t, n: job.attemptsStarted, h: dataHash(job.data) };
-    write({ k: 'end', q, j: job.id, t, ok: true, v, ...deps });
-    return v;
-  };
+  const threaded = c.threads !== undefined && q === c.queue;
+  if (threaded) process.env[THREAD_PLAN_ENV] = JSON.stringify({ ...plan, log: c.log, queue: q });
+  const processor = threaded
+    ? THREAD_PROCESSOR
+    : (job: Job) =>
+        runAttempt(plan, write, q, job, String(job.token), async () => seenDeps(await worker.client, q, job.id));
   const worker: Worker = new Worker(q, processor, {
     connection: { connectionString: c.connectionString, sessionTimeout: c.sessionTimeout },
     prefix: c.prefix,
@@ -91,6 +80,7 @@ function startWorker(q: string, concurrency: number): Worker {
     concurrency,
     lockDuration: c.lockDuration,
     stalledInterval: c.stalledInterval,
+    ...(threaded ? { threads: c.threads, ...(c.jobsPerThread ? { jobsPerThread: c.jobsPerThread } : {}) } : {}),
   });
   worker.on('completed', (job) => write({ k: 'completed', q, j: job.id, t: String(job.token) }));
   worker.on('failed', (job, err) => {
