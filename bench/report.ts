@@ -397,7 +397,16 @@ export function render(
   ];
   if (runs.length > 1) out.push('', spread(perRun, med));
   for (const [name, t] of Object.entries(traces)) {
-    const rows = [[`${name}: requests of the first worker process (last run)`, 'calls', 'per job', 'ops/call', 'mean ms', 'max pending']];
+    const rows = [
+      [
+        `${name}: requests of the first worker process (last run)`,
+        'calls',
+        'per job',
+        'ops/call',
+        'mean ms',
+        'max pending',
+      ],
+    ];
     for (const [kind, e] of Object.entries(t)) {
       if (e.calls === 0) continue;
       const perJob = fmt(e.calls / o.jobs, 3);
