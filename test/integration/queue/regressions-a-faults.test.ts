@@ -11,22 +11,10 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from '@zkq/producer';
 import { Worker, type WorkerOptions } from '@zkq/worker';
+import { cleanups, type Defer } from '../../helpers/cleanups.js';
 import { FaultProxy, READ_OPS, request, WRITE_OPS } from '../../helpers/fault-proxy.js';
 import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
-
-type Defer = (fn: () => unknown) => void;
-
-/** Cleanups run last-registered first, so clients close before the proxy they talk through. */
-function cleanups(t: { after(fn: () => unknown): void }): Defer {
-  const fns: (() => unknown)[] = [];
-  t.after(async () => {
-    for (const fn of fns.reverse()) await fn();
-  });
-  return (fn) => {
-    fns.push(fn);
-  };
-}
 
 async function proxied(defer: Defer, env: QueueTestEnv) {
   const proxy = await FaultProxy.start(env.connection.connectionString);

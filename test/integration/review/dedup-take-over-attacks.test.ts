@@ -9,23 +9,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Queue, QueueEvents } from '@zkq/producer';
+import { cleanups } from '../../helpers/cleanups.js';
 import { FaultProxy, OP, request, type WireRequest } from '../../helpers/fault-proxy.js';
 import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
 import { beforeNodeExistsReply } from '../../helpers/queue-internals-b.js';
 import { expire, waitFor } from '../../helpers/zk.js';
 
 type Data = { n: number };
-type Defer = (fn: () => unknown) => void;
-
-function cleanups(t: { after(fn: () => unknown): void }): Defer {
-  const fns: (() => unknown)[] = [];
-  t.after(async () => {
-    for (const fn of fns.reverse()) await fn();
-  });
-  return (fn) => {
-    fns.push(fn);
-  };
-}
 
 /** Adds one job with throttle key `id` (ttl 1 ms) per id, and waits until every key ran out. */
 async function staleKeys(queue: Queue<Data>, ids: string[], first = 0): Promise<void> {
