@@ -46,7 +46,8 @@ export type ServerCounters = Record<string, number>;
  * server's own request latencies, as running sums and counts of ms (`mntr`), so that the delta
  * of two samples gives the mean over what happened between them.
  */
-export async function zkCounters(port: number): Promise<ServerCounters> {
+export async function zkCounters(connectionString: string): Promise<ServerCounters> {
+  const port = Number(connectionString.split(',')[0]?.split(':')[1]); // the first server's
   const mntr = await fourLetterWord(port, 'mntr');
   const srvr = await fourLetterWord(port, 'srvr');
   const zxid = /Zxid:\s*0x([0-9a-f]+)/i.exec(srvr)?.[1];

@@ -64,7 +64,7 @@ export function zkqSystem(connectionString: string, serverPid: number | undefine
     queue: (name) => new ZkqQueue(name, { connection, prefix }) as unknown as BenchQueue,
     events: (name) => new ZkqQueueEvents(name, { connection, prefix }) as unknown as BenchEvents,
     // read when asked: the backlog alone runs on servers of its own, and this system has no shared one then
-    counters: () => zkCounters(Number(connectionString.split(',')[0]?.split(':')[1])),
+    counters: () => zkCounters(connectionString),
     // zkq keeps the newest 1,000 completed jobs unless told otherwise.
     retention: (r) => (r === 'remove' ? { removeOnComplete: true } : {}),
   };
@@ -101,7 +101,7 @@ export function bullmqZkSystem(connectionString: string, serverPid: number | und
     queue: (name) => new Queue(name, { connection }) as unknown as BenchQueue,
     events: (name) => new QueueEvents(name, { connection }) as unknown as BenchEvents,
     // read when asked: the backlog alone runs on servers of its own, and this system has no shared one then
-    counters: () => zkCounters(Number(connectionString.split(',')[0]?.split(':')[1])),
+    counters: () => zkCounters(connectionString),
     retention: (r) => (r === 'remove' ? { removeOnComplete: true } : {}),
   };
 }
