@@ -14,13 +14,12 @@ import { findPointer } from './control.js';
 import { DEDUP_ROUNDS, dedupEvent, dedupOf, encodeKey, keyOnAdd, keyTtl, look, type Seen } from './dedup.js';
 import type { QueueEventRecord } from './events.js';
 import { MAX_DELAY_MS } from './options.js';
-import type { Place } from './protocol/attempts.js';
-import { dedupKeyOp, enqueueOps, moveOps, parkOps, removeOps } from './protocol/builders.js';
+import { dedupKeyOp, moveOps, parkOps, removeOps } from './protocol/builders.js';
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
 import type { EnqueueUnit } from './runtime/enqueue-batch.js';
-import { type EnqueueEntry, enqueueEvents, type QueueStore } from './store.js';
+import type { EnqueueEntry, QueueStore } from './store.js';
 import type { DeduplicationOptions } from './types.js';
 
 /** What became of one entry: added, an existing custom id, or deduplicated to a kept job. */
@@ -144,11 +143,10 @@ async function plan(
   const { layout } = store;
   const read = seen.read;
   const kept = seen.kept;
-  const add = async (key: ProtocolOp, events: QueueEventRecord[]): Promise<Built> => ({
-    ops: enqueueOps(layout, record.id, encodeRecord(record), await store.destination(placeOf(record)), key),
-    events: [...events, ...enqueueEvents(record)],
-    wakes: record.state !== 'delayed',
-  });
+  const add = async (key: ProtocolOp, events: QueueEventRecord[]): Promise<Built> => {
+    const built = await store.enqueueBuilt(record, encodeRecord(record), key);
+    return { ...built, events: [...events, ...(built.events ?? [])] };
+  };
   switch (action.kind) {
     case 'take': {
       const data = encodeKey(action.ttl === undefined ? { job: record.id } : { job: record.id, ttl: action.ttl });
@@ -195,10 +193,4 @@ async function plan(
       return { ops, events };
     }
   }
-}
-
-function placeOf(record: JobRecord): Place {
-  return record.state === 'delayed'
-    ? { kind: 'delayed', due: record.due ?? Date.now() }
-    : { kind: 'ready', lane: record.lane as string };
 }

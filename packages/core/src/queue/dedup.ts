@@ -37,11 +37,10 @@ import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../zk/errors.
 import type { QueueEventRecord } from './events.js';
 import { laneOf, type QueueLayout } from './layout.js';
 import { MAX_DELAY_MS } from './options.js';
-import type { Place } from './protocol/attempts.js';
-import { dedupDeleteOp, dedupKeyOp, enqueueOps } from './protocol/builders.js';
+import { dedupDeleteOp, dedupKeyOp } from './protocol/builders.js';
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord, type RecordState } from './record.js';
-import { enqueueEvents, type QueueStore, type StoredJob } from './store.js';
+import type { QueueStore, StoredJob } from './store.js';
 import type { DeduplicationOptions } from './types.js';
 
 /** What a key node holds. */
@@ -219,16 +218,12 @@ export async function withHandoff(
   const { next } = read.key;
   if (mode === 'next' && next) {
     const added = handoffRecord(next, Date.now(), (t) => store.clock.fromLocal(t));
-    const place: Place =
-      added.state === 'delayed'
-        ? { kind: 'delayed', due: added.due as number }
-        : { kind: 'ready', lane: added.lane as string };
     const key = dedupKeyOp(layout, { id: o.id, data: encodeKey({ job: added.id }), version: read.version });
-    const ops = enqueueOps(layout, added.id, encodeRecord(added), await store.destination(place), key);
+    const adding = await store.enqueueBuilt(added, encodeRecord(added), key);
     return {
-      ops: [...built.ops, ...ops],
-      events: [...(built.events ?? []), ...enqueueEvents(added)],
-      wakes: built.wakes || added.state !== 'delayed',
+      ops: [...built.ops, ...adding.ops],
+      events: [...(built.events ?? []), ...(adding.events ?? [])],
+      wakes: built.wakes || adding.wakes,
     };
   }
   if (read.key.ttl !== undefined && !next) return built; // a throttle key set by another add: it runs out by itself

@@ -15,7 +15,7 @@ import { ID_BLOCK_SIZE, LAYOUT_VERSION, QueueLayout } from './layout.js';
 import type { ClaimInfo, Place } from './protocol/attempts.js';
 import { type Destination, dedupKeyOp, enqueueOps } from './protocol/builders.js';
 import { Containers } from './protocol/containers.js';
-import { TxExecutor } from './protocol/executor.js';
+import { type Built, type ProtocolOp, TxExecutor } from './protocol/executor.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
 import { EnqueueBatch, type EnqueueUnit } from './runtime/enqueue-batch.js';
@@ -260,25 +260,16 @@ export class QueueStore {
    * the call before anything is written. With a `turn`, the entries join the
    * group commit only once every earlier turn has (see CallOrder).
    */
-  async enqueue(entries: readonly EnqueueEntry[], turn?: Turn): Promise<{ added: string[]; existing: string[] }> {
+  async enqueue(entries: readonly EnqueueEntry[], turn?: Turn): Promise<{ existing: string[] }> {
     await this.init();
     const units: EnqueueUnit[] = entries.map((e) => {
-      const data = encodeRecord({ ...e.record, lane: e.lane });
-      const { record } = e;
-      const place: Place =
-        record.state === 'delayed'
-          ? { kind: 'delayed', due: record.due ?? Date.now() }
-          : { kind: 'ready', lane: e.lane };
+      const record: JobRecord = { ...e.record, lane: e.lane };
+      const data = encodeRecord(record);
       const { dedup } = e;
       return {
         build: async () => {
           if (dedup) await this.ensureDir(this.layout.dedupShard(dedup.id));
-          const key = dedup && dedupKeyOp(this.layout, dedup);
-          return {
-            ops: enqueueOps(this.layout, record.id, data, await this.destination(place), key),
-            events: enqueueEvents(record),
-            wakes: record.state !== 'delayed',
-          };
+          return this.enqueueBuilt(record, data, dedup && dedupKeyOp(this.layout, dedup));
         },
         onConflict: (error, op) =>
           dedup && error instanceof NodeExistsError && op.path === this.layout.dedupKey(dedup.id)
@@ -293,15 +284,31 @@ export class QueueStore {
     const sent = this.enqueueBatch.run(units, inFlight);
     turn?.pass();
     const results = await sent;
-    const added: string[] = [];
     const existing: string[] = [];
     for (const [i, r] of results.entries()) {
       const id = (entries[i] as EnqueueEntry).record.id;
-      if (r.ok) added.push(id);
-      else if (r.error instanceof NodeExistsError && r.op?.path === this.layout.job(id)) existing.push(id);
+      if (r.ok) continue;
+      if (r.error instanceof NodeExistsError && r.op?.path === this.layout.job(id)) existing.push(id);
       else throw r.error;
     }
-    return { added, existing };
+    return { existing };
+  }
+
+  /**
+   * What adds `record` (its lane set; `data`, its encoding): the record and
+   * its pointer, where its state puts it (ready in its lane, or delayed until
+   * its due time), with `key` (a deduplication key's op) in the same multi.
+   */
+  async enqueueBuilt(record: JobRecord, data: Buffer, key?: ProtocolOp): Promise<Built> {
+    const place: Place =
+      record.state === 'delayed'
+        ? { kind: 'delayed', due: record.due ?? Date.now() }
+        : { kind: 'ready', lane: record.lane as string };
+    return {
+      ops: enqueueOps(this.layout, record.id, data, await this.destination(place), key),
+      events: enqueueEvents(record),
+      wakes: record.state !== 'delayed',
+    };
   }
 
   // ---- reads ----------------------------------------------------------------
