@@ -187,7 +187,7 @@ export async function releaseOps(store: QueueStore, record: JobRecord): Promise<
 }
 
 /** A write lost a race (a node changed, appeared or vanished since it was read): plan again. */
-export function isConflict(err: unknown): boolean {
+function isConflict(err: unknown): boolean {
   return (err as ZooKeeperError | undefined)?.opIndex !== undefined;
 }
 
