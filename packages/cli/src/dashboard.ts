@@ -5,8 +5,9 @@
  * ZooKeeper's figures (`mntr`/`srvr`), the queue's leader and its live
  * workers; `<base>/zookeeper.json` gives all of them, linked from the board,
  * and bull-board's messages name ZooKeeper (dashboard-wording.ts). Looking
- * creates nothing: no namespace node, no queue, no meta write.
- * Used by `zkq dashboard` and mountable in any Express app.
+ * creates nothing: no namespace node, no queue, no meta write. Every request
+ * passes dashboard-guard.ts first (host names, credentials, same-origin JSON
+ * writes). Used by `zkq dashboard` and mountable in any Express app.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -16,6 +17,7 @@ import { DEFAULT_PREFIX, type Session } from '@zkq/core';
 import { type Queue, withBackend } from 'bullmq';
 import express, { type Router } from 'express';
 import { currentLeader, liveWorkers, type WorkerInfo } from './commands/inspect.js';
+import { type DashboardAuth, dashboardGuard } from './dashboard-guard.js';
 import { NamespaceReader } from './dashboard-namespace.js';
 import { bullBoardUiPath, wordingRouter } from './dashboard-wording.js';
 import { type ZooKeeperServerInfo, zooKeeperInfo } from './zookeeper-info.js';
@@ -36,8 +38,17 @@ export interface ZooKeeperDashboardOptions {
   queues?: string[];
   /** The path the router is mounted at (bull-board's pages link from there). Default `/`. */
   basePath?: string;
-  /** No retry, remove, pause...: a board to look at only. */
+  /** No retry, remove, pause...: a board to look at only (every write is refused, not just hidden). */
   readOnly?: boolean;
+  /**
+   * Host names (no port) the board answers to besides `localhost`, `127.0.0.1` and `[::1]`:
+   * the names it is reached by through a proxy or on another interface. `*` accepts any
+   * (only behind a proxy that checks `Host` itself). Anything else is refused, which stops
+   * DNS-rebinding pages.
+   */
+  allowedHosts?: string[];
+  /** Credentials every request must carry: HTTP Basic or a bearer token. Default: none. */
+  auth?: DashboardAuth;
   /** How often to look for new and deleted queues, ms. */
   discoveryMs?: number;
 }
@@ -234,6 +245,8 @@ export async function createZooKeeperDashboard(opts: ZooKeeperDashboardOptions):
   timer.unref();
 
   const router = express.Router();
+  // first: no page of another site, and no rebound host name, reaches anything below
+  router.use(dashboardGuard({ allowedHosts: opts.allowedHosts, auth: opts.auth, readOnly: opts.readOnly }));
   router.get('/zookeeper.json', async (_req, res, next) => {
     try {
       const server = await (facts ? facts.server() : zooKeeperInfo(connection.connectionString));

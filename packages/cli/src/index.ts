@@ -7,6 +7,15 @@ export {
   ZooKeeperFacts,
 } from './dashboard.js';
 export {
+  checkRequest,
+  type DashboardAuth,
+  type DashboardGuardOptions,
+  dashboardGuard,
+  hostName,
+  LOOPBACK_HOSTS,
+  parseDashboardAuth,
+} from './dashboard-guard.js';
+export {
   CliError,
   describeError,
   EXIT,
