@@ -13,8 +13,9 @@
  *   containers. A failed promotion is retried after a pause, for as long as
  *   it leads;
  * - removes receipts left by clients that died before deleting them, the
- *   dependency nodes of parents that retention trimmed, and cancel requests
- *   whose attempt ended before its worker saw them.
+ *   dependency nodes of parents that retention trimmed, cancel requests
+ *   whose attempt ended before its worker saw them, and deduplication keys
+ *   whose ttl ran out or whose job is gone (with their empty shards).
  * Every write carries the election's fence: a deposed leader's writes fail
  * instead of racing the new one's, so two leaders never act at once.
  */
@@ -28,6 +29,7 @@ import {
   promoteDue,
   revokeClaims,
   sweepCancels,
+  sweepDedupKeys,
   sweepOrphanDeps,
   sweepReceipts,
 } from '../protocol/index.js';
@@ -157,6 +159,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
     await sweepCancels(this.store, this.fence);
+    await sweepDedupKeys(this.store, this.fence);
   }
 
   private async promoteLoop(term: number): Promise<void> {

@@ -1,0 +1,175 @@
+/**
+ * Every deduplication key has an owner that deletes it: the finish of its
+ * job (a key without ttl), the removal of its job (remove, drain, clean), or
+ * the leader's sweep once its ttl ran out; a key taken over by a newer job
+ * is left to that job. Keys are counted on the server, under `dedup/`.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createZooKeeperBackend } from '@zkq/bullmq';
+import { openSession, QueueStore, sweepDedupKeys } from '@zkq/core';
+import { Queue } from '@zkq/producer';
+import { Worker } from '@zkq/worker';
+import { withBackend } from 'bullmq';
+import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
+import { waitFor } from '../../helpers/zk.js';
+import { countNodes } from '../../helpers/znodes.js';
+
+const Bull = withBackend(createZooKeeperBackend);
+
+async function rawStore(t: { after: (fn: () => unknown) => void }, env: QueueTestEnv, queue: string) {
+  const session = await openSession(env.connection, env.prefix);
+  t.after(() => session.close());
+  return new QueueStore(session, queue);
+}
+
+/** Keys under `dedup/` (its shard directories and itself not counted). */
+async function keyCount(store: QueueStore): Promise<number> {
+  const shards = await store.children(store.layout.dedupDir);
+  const counts = await Promise.all(
+    shards.map(async (s) => (await store.children(`${store.layout.dedupDir}/${s}`)).length),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+/** Waits until ZooKeeper's clock is `ms` past now (the ttl of a key written now has run out then). */
+async function serverTimePasses(store: QueueStore, ms: number): Promise<void> {
+  const start = await store.serverNow();
+  await waitFor(async () => (await store.serverNow()) - start >= ms, { what: `${ms} ms on ZooKeeper's clock` });
+}
+
+const JOBS = 200;
+const TTL = 1500;
+
+test(`${JOBS} jobs with distinct deduplication ids, run by zkq's Worker and removed, leave no key once their ttls ran out`, async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'leak');
+  const queue = new Queue('leak', env);
+  t.after(() => queue.close());
+  const jobs = Array.from({ length: JOBS }, (_, i) => ({
+    name: 'order',
+    data: { i },
+    opts: {
+      deduplication: i % 2 === 0 ? { id: `order-${i}` } : { id: `order-${i}`, ttl: TTL },
+      removeOnComplete: true,
+      removeOnFail: true,
+      attempts: 1,
+    },
+  }));
+  const added = await queue.addBulk(jobs);
+  assert.equal(new Set(added.map((j) => j.id)).size, JOBS);
+  assert.equal(await keyCount(store), JOBS);
+  // a quarter fails: a failure is a finish too
+  const worker = new Worker(
+    'leak',
+    async (job) => {
+      if (job.data.i % 4 < 2 && job.data.i % 8 >= 4) throw new Error('no');
+      return 'ok';
+    },
+    { ...env, concurrency: 20 },
+  );
+  t.after(() => worker.close());
+  await waitFor(async () => (await queue.count()) === 0 && (await queue.getActiveCount()) === 0, {
+    timeoutMs: 60_000,
+    what: 'every job run',
+  });
+  await waitFor(async () => (await keyCount(store)) === JOBS / 2, { what: 'the keys without ttl deleted' });
+  for (let i = 1; i < JOBS; i += 2) {
+    assert.equal(await queue.getDeduplicationJobId(`order-${i}`), added[i]?.id, 'a ttl key outlives its job');
+  }
+  assert.equal((await queue.add('order', {}, jobs[1]?.opts)).id, added[1]?.id, 'a ttl key still throttles');
+
+  assert.equal((await sweepDedupKeys(store, () => [])).deleted, 0, 'no ttl ran out yet');
+  await serverTimePasses(store, TTL);
+  assert.equal((await sweepDedupKeys(store, () => [])).deleted, JOBS / 2);
+  assert.equal(await keyCount(store), 0);
+  assert.equal(await store.session.exists(store.layout.dedupDir), null, 'the empty shards and dedup/ went too');
+  const again = await queue.add('order', {}, jobs[1]?.opts);
+  assert.notEqual(again.id, added[1]?.id, 'the id adds a job again');
+});
+
+test("BullMQ's Worker on the ZooKeeper backend deletes the keys of the jobs it completes or fails", async (t) => {
+  const env = await queueEnv(t);
+  const connection = { ...env.connection, namespace: env.prefix };
+  const store = await rawStore(t, env, 'bull-leak');
+  const queue = new Bull.Queue('bull-leak', { connection });
+  t.after(() => queue.close());
+  const n = 40;
+  await queue.addBulk(
+    Array.from({ length: n }, (_, i) => ({
+      name: 'order',
+      data: { i },
+      opts: { deduplication: { id: `o-${i}` }, removeOnComplete: i % 3 === 0, removeOnFail: i % 3 === 0 },
+    })),
+  );
+  assert.equal(await keyCount(store), n);
+  const worker = new Bull.Worker(
+    'bull-leak',
+    async (job) => {
+      if (job.data.i % 2 === 1) throw new Error('odd');
+      return 'even';
+    },
+    { connection, concurrency: 8 },
+  );
+  t.after(() => worker.close());
+  await waitFor(async () => (await keyCount(store)) === 0, { timeoutMs: 60_000, what: 'every key deleted' });
+  const counts = await queue.getJobCounts('completed', 'failed', 'wait');
+  assert.equal(counts.wait, 0);
+  assert.ok((counts.completed ?? 0) + (counts.failed ?? 0) > 0, 'the jobs kept by retention are still there');
+  assert.equal(await queue.getDeduplicationJobId('o-2'), null);
+});
+
+test('a finish leaves the key alone once a newer job took it over', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('taken', env);
+  t.after(() => queue.close());
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const started: string[] = [];
+  const worker = new Worker(
+    'taken',
+    async (job) => {
+      started.push(job.id as string);
+      await held;
+      return 'done';
+    },
+    env,
+  );
+  t.after(() => worker.close());
+  const first = await queue.add('t', {}, { deduplication: { id: 'k' } });
+  await waitFor(() => started.includes(first.id as string), { what: 'the first job to run' });
+  // the key is freed while the first job runs, and a newer job takes it
+  assert.equal(await queue.removeDeduplicationKey('k'), 1);
+  const newer = await queue.add('t', {}, { deduplication: { id: 'k' }, delay: 600_000 });
+  assert.notEqual(newer.id, first.id);
+  release();
+  await waitFor(async () => (await queue.getJobState(first.id as string)) === 'completed', {
+    what: 'the first job done',
+  });
+  assert.equal(await queue.getDeduplicationJobId('k'), newer.id, "the newer job's key stays");
+  assert.equal((await queue.add('t', {}, { deduplication: { id: 'k' } })).id, newer.id, 'and deduplicates');
+});
+
+test('drain, clean and remove delete the keys of the jobs they remove, ttl or not', async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'removals');
+  const queue = new Queue('removals', env);
+  t.after(() => queue.close());
+  const long = 600_000;
+  await queue.add('w', {}, { deduplication: { id: 'waiting' } });
+  await queue.add('w', {}, { deduplication: { id: 'waiting-ttl', ttl: long } });
+  await queue.add('d', {}, { deduplication: { id: 'delayed' }, delay: long });
+  await queue.drain(true);
+  assert.equal(await queue.count(), 0);
+  assert.equal(await keyCount(store), 0, 'drain took the keys of the jobs it removed');
+
+  await queue.add('w', {}, { deduplication: { id: 'old', ttl: long }, delay: long });
+  assert.deepEqual((await queue.clean(0, 0, 'delayed')).length, 1);
+  assert.equal(await keyCount(store), 0, 'clean took the key of the job it removed');
+
+  const job = await queue.add('w', {}, { deduplication: { id: 'one', ttl: long } });
+  assert.equal(await queue.remove(job.id as string), 1);
+  assert.equal(await keyCount(store), 0, 'remove took its key');
+});
