@@ -13,7 +13,6 @@ import { Worker } from '@zkq/worker';
 import { withBackend } from 'bullmq';
 import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
-import { countNodes } from '../../helpers/znodes.js';
 
 const Bull = withBackend(createZooKeeperBackend);
 
