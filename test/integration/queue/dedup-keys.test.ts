@@ -7,12 +7,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { openSession, QueueStore, sweepDedupKeys } from '@zkq/core';
+import { Housekeeper, openSession, QueueStore, sweepDedupKeys } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { withBackend } from 'bullmq';
 import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
-import { waitFor } from '../../helpers/zk.js';
+import { nextEvent, waitFor } from '../../helpers/zk.js';
 
 const Bull = withBackend(createZooKeeperBackend);
 
@@ -171,4 +171,42 @@ test('drain, clean and remove delete the keys of the jobs they remove, ttl or no
   const job = await queue.add('w', {}, { deduplication: { id: 'one', ttl: long } });
   assert.equal(await queue.remove(job.id as string), 1);
   assert.equal(await keyCount(store), 0, 'remove took its key');
+});
+
+test("drain and clean on BullMQ's Queue delete the keys of the jobs they remove", async (t) => {
+  const env = await queueEnv(t);
+  const connection = { ...env.connection, namespace: env.prefix };
+  const store = await rawStore(t, env, 'bull-removals');
+  const queue = new Bull.Queue('bull-removals', { connection });
+  t.after(() => queue.close());
+  await queue.add('w', {}, { deduplication: { id: 'a' } });
+  await queue.add('w', {}, { deduplication: { id: 'b', ttl: 600_000 }, delay: 600_000 });
+  await queue.drain(true);
+  assert.equal(await keyCount(store), 0, 'drain took the keys');
+  await queue.add('w', {}, { deduplication: { id: 'c' }, priority: 2 });
+  assert.equal((await queue.clean(0, 0, 'prioritized')).length, 1);
+  assert.equal(await keyCount(store), 0, 'clean took the key');
+  assert.equal(await queue.getDeduplicationJobId('c'), null);
+});
+
+test("the leader's housekeeping sweeps a ttl key once its ttl ran out, and the shard with it", async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'swept');
+  const queue = new Queue('swept', env);
+  t.after(() => queue.close());
+  await store.init();
+  // elected before the worker's own housekeeper joins, and sweeping every 200 ms
+  const keeper = new Housekeeper(store, 'leader', 100, undefined, 200);
+  t.after(() => keeper.close());
+  const elected = nextEvent(keeper, 'elected');
+  await keeper.start();
+  await elected;
+  const throttled = await queue.add('t', {}, { deduplication: { id: 'again', ttl: TTL } });
+  const worker = new Worker('swept', async () => 'ok', env);
+  t.after(() => worker.close());
+  await waitFor(async () => (await queue.getJobState(throttled.id as string)) === 'completed', { what: 'the job run' });
+  assert.equal(await queue.getDeduplicationJobId('again'), throttled.id, 'the ttl key outlives its job');
+  await waitFor(async () => (await keyCount(store)) === 0, { what: "the leader's sweep" });
+  assert.equal(await store.session.exists(store.layout.dedupDir), null);
+  assert.notEqual((await queue.add('t', {}, { deduplication: { id: 'again', ttl: TTL } })).id, throttled.id);
 });

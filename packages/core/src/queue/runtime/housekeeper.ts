@@ -78,6 +78,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     private readonly stalledInterval: number,
     /** Longest sleep of the promoter, ms (tests stretch it to prove that watches wake it). */
     private readonly promotePollMs = PROMOTE_POLL_MS,
+    /** How often receipts, orphans, cancel requests and deduplication keys are swept, ms (tests shorten it). */
+    private readonly sweepMs = RECEIPT_SWEEP_MS,
   ) {
     super();
     this.election = new LeaderElection(store.session, store.layout.leaderDir, { id: workerId });
@@ -154,7 +156,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   }
 
   private async maybeSweep(): Promise<void> {
-    if (!this.leading || performance.now() - this.lastSweep < RECEIPT_SWEEP_MS) return;
+    if (!this.leading || performance.now() - this.lastSweep < this.sweepMs) return;
     this.lastSweep = performance.now();
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
