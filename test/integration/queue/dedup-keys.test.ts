@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { Housekeeper, openSession, QueueStore, sweepDedupKeys } from '@zkq/core';
+import { DEDUP_LISTING_MAX, Housekeeper, openSession, QueueStore, sweepDedupKeys } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { withBackend } from 'bullmq';
@@ -209,4 +209,26 @@ test("the leader's housekeeping sweeps a ttl key once its ttl ran out, and the s
   await waitFor(async () => (await keyCount(store)) === 0, { what: "the leader's sweep" });
   assert.equal(await store.session.exists(store.layout.dedupDir), null);
   assert.notEqual((await queue.add('t', {}, { deduplication: { id: 'again', ttl: TTL } })).id, throttled.id);
+});
+
+test('the sweep lists no shard whose listing could pass the packet limit; it reports it and sweeps the others', async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'crowded');
+  await store.init();
+  const crowded = `${store.layout.dedupDir}/00`;
+  await store.session.ensurePath(crowded);
+  const data = Buffer.from(JSON.stringify({ job: 'gone', ttl: 1 }));
+  const names = Array.from({ length: DEDUP_LISTING_MAX + 1 }, (_, i) => `d-k${i}`);
+  for (let i = 0; i < names.length; i += 1000) {
+    await store.session.multi(names.slice(i, i + 1000).map((n) => ({ op: 'create', path: `${crowded}/${n}`, data })));
+  }
+  const queue = new Queue('crowded', env);
+  t.after(() => queue.close());
+  await queue.add('t', {}, { deduplication: { id: 'elsewhere', ttl: 1 } });
+  assert.notEqual(store.layout.dedupShard('elsewhere'), crowded);
+  await serverTimePasses(store, 2);
+  const sweep = await sweepDedupKeys(store, () => []);
+  assert.deepEqual(sweep, { deleted: 1, crowded: [crowded] });
+  assert.equal((await store.session.exists(crowded))?.numChildren, DEDUP_LISTING_MAX + 1, 'left for a later sweep');
+  await store.session.deleteRecursive(crowded);
 });
