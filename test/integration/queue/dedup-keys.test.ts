@@ -72,13 +72,9 @@ test(`${JOBS} jobs with distinct deduplication ids, run by zkq's Worker and remo
     timeoutMs: 60_000,
     what: 'every job run',
   });
+  await worker.close(); // its leader would sweep too, a minute after it was elected
+  // the finishes deleted the keys without ttl; a ttl key outlives its job (it throttles until its ttl ran out)
   await waitFor(async () => (await keyCount(store)) === JOBS / 2, { what: 'the keys without ttl deleted' });
-  for (let i = 1; i < JOBS; i += 2) {
-    assert.equal(await queue.getDeduplicationJobId(`order-${i}`), added[i]?.id, 'a ttl key outlives its job');
-  }
-  assert.equal((await queue.add('order', {}, jobs[1]?.opts)).id, added[1]?.id, 'a ttl key still throttles');
-
-  assert.equal((await sweepDedupKeys(store, () => [])).deleted, 0, 'no ttl ran out yet');
   await serverTimePasses(store, TTL);
   assert.equal((await sweepDedupKeys(store, () => [])).deleted, JOBS / 2);
   assert.equal(await keyCount(store), 0);
@@ -191,13 +187,17 @@ test("drain and clean on BullMQ's Queue delete the keys of the jobs they remove"
 
 test("the leader's housekeeping sweeps a ttl key once its ttl ran out, and the shard with it", async (t) => {
   const env = await queueEnv(t);
-  const store = await rawStore(t, env, 'swept');
+  const session = await openSession(env.connection, env.prefix);
+  const store = new QueueStore(session, 'swept');
   const queue = new Queue('swept', env);
   t.after(() => queue.close());
   await store.init();
   // elected before the worker's own housekeeper joins, and sweeping every 200 ms
   const keeper = new Housekeeper(store, 'leader', 100, undefined, 200);
-  t.after(() => keeper.close());
+  t.after(async () => {
+    await keeper.close();
+    await session.close();
+  });
   const elected = nextEvent(keeper, 'elected');
   await keeper.start();
   await elected;
@@ -205,9 +205,10 @@ test("the leader's housekeeping sweeps a ttl key once its ttl ran out, and the s
   const worker = new Worker('swept', async () => 'ok', env);
   t.after(() => worker.close());
   await waitFor(async () => (await queue.getJobState(throttled.id as string)) === 'completed', { what: 'the job run' });
-  assert.equal(await queue.getDeduplicationJobId('again'), throttled.id, 'the ttl key outlives its job');
-  await waitFor(async () => (await keyCount(store)) === 0, { what: "the leader's sweep" });
-  assert.equal(await store.session.exists(store.layout.dedupDir), null);
+  // the key, then its shard, then dedup/ itself, in one pass
+  await waitFor(async () => (await store.session.exists(store.layout.dedupDir)) === null, {
+    what: "the leader's sweep",
+  });
   assert.notEqual((await queue.add('t', {}, { deduplication: { id: 'again', ttl: TTL } })).id, throttled.id);
 });
 
@@ -231,4 +232,33 @@ test('the sweep lists no shard whose listing could pass the packet limit; it rep
   assert.deepEqual(sweep, { deleted: 1, crowded: [crowded] });
   assert.equal((await store.session.exists(crowded))?.numChildren, DEDUP_LISTING_MAX + 1, 'left for a later sweep');
   await store.session.deleteRecursive(crowded);
+});
+
+test('the sweep goes a few shards a pass, each pass from where the last one ended', async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'paced');
+  const queue = new Queue('paced', env);
+  t.after(() => queue.close());
+  const ids = Array.from({ length: 12 }, (_, i) => `paced-${i}`);
+  await queue.addBulk(ids.map((id) => ({ name: 't', data: {}, opts: { deduplication: { id, ttl: 1 } } })));
+  const shards = [...new Set(ids.map((id) => store.layout.dedupShard(id)))].sort();
+  assert.ok(shards.length > 4, 'the keys spread over several shards');
+  await serverTimePasses(store, 2);
+  let from: string | undefined;
+  let passes = 0;
+  do {
+    const before = await keyCount(store);
+    const sweep = await sweepDedupKeys(store, () => [], { from, shards: 2 });
+    passes++;
+    const swept = shards.slice((passes - 1) * 2, passes * 2);
+    const inThem = ids.filter((id) => swept.includes(store.layout.dedupShard(id))).length;
+    assert.equal(sweep.deleted, inThem, `pass ${passes} swept its two shards`);
+    assert.equal(await keyCount(store), before - inThem);
+    from = sweep.next;
+    if (from !== undefined) assert.equal(`${store.layout.dedupDir}/${from}`, shards[passes * 2]);
+  } while (from !== undefined);
+  assert.equal(passes, Math.ceil(shards.length / 2));
+  assert.equal(await keyCount(store), 0);
+  await sweepDedupKeys(store, () => [], { shards: 2 });
+  assert.equal(await store.session.exists(store.layout.dedupDir), null, 'a pass that finds no shard removes dedup/');
 });

@@ -14,6 +14,9 @@
  * the listing fits in a reply at names of up to DEDUP_LISTING_NAME_BYTES;
  * a larger one is left for a later sweep, once finishes and removals have
  * shrunk it, and reported in `crowded`. Keys are read a batch at a time.
+ * Paced: every live key is read when its shard is swept, so the leader
+ * sweeps DEDUP_SWEEP_SHARDS shards a pass, from where the last pass ended
+ * (`from`, `next`); a key stays stale, deduplicating nothing, until then.
  */
 import { NoNodeError } from '../../zk/errors.js';
 import { PACKET_LIMIT_BYTES } from '../../zk/limits.js';
@@ -27,12 +30,23 @@ export const DEDUP_LISTING_NAME_BYTES = 100;
 /** The most keys of one shard the sweep lists: their listing stays under the packet limit. */
 export const DEDUP_LISTING_MAX = Math.floor((PACKET_LIMIT_BYTES - 64 * 1024) / (4 + DEDUP_LISTING_NAME_BYTES));
 
+/** Shards the leader sweeps a pass (of 256): each is swept every 16 passes. */
+export const DEDUP_SWEEP_SHARDS = 16;
+
 /** What a sweep did. */
 export interface DedupSweep {
   /** Keys deleted. */
   deleted: number;
   /** Shards too large to list this time (paths). */
   crowded: string[];
+  /** The shard the next pass starts at (undefined: from the first again). */
+  next?: string;
+}
+
+/** Which shards a pass sweeps: `shards` of them from `from` on (default: all). */
+export interface DedupSweepRange {
+  from?: string;
+  shards?: number;
 }
 
 interface SeenKey {
@@ -45,14 +59,24 @@ interface SeenKey {
 }
 
 /**
- * Sweeps every shard of the queue's deduplication keys (see the header).
- * `fence` makes a deposed leader's deletes fail with FencedError.
+ * Sweeps shards of the queue's deduplication keys (see the header): every
+ * shard, or `range.shards` of them from `range.from` on. `fence` makes a
+ * deposed leader's deletes fail with FencedError.
  */
-export async function sweepDedupKeys(store: QueueStore, fence?: () => ProtocolOp[]): Promise<DedupSweep> {
+export async function sweepDedupKeys(
+  store: QueueStore,
+  fence?: () => ProtocolOp[],
+  range: DedupSweepRange = {},
+): Promise<DedupSweep> {
   const { layout, session } = store;
   const out: DedupSweep = { deleted: 0, crowded: [] };
-  const shards = await store.children(layout.dedupDir);
-  let left = shards.length;
+  const all = (await store.children(layout.dedupDir)).sort();
+  const from = range.from;
+  const start = from === undefined ? 0 : all.findIndex((s) => s >= from);
+  const shards = start < 0 ? [] : all.slice(start, start + (range.shards ?? all.length));
+  const after = all[start + shards.length];
+  if (start >= 0 && after !== undefined) out.next = after;
+  let left = all.length;
   let now: number | undefined;
   for (const shard of shards) {
     const dir = `${layout.dedupDir}/${shard}`;
@@ -88,7 +112,10 @@ export async function sweepDedupKeys(store: QueueStore, fence?: () => ProtocolOp
     }
     if (kept === 0 && (await deleteAll(store, [{ op: 'delete', path: dir }], fence)) === 1) left--;
   }
-  if (left === 0 && shards.length > 0) await deleteAll(store, [{ op: 'delete', path: layout.dedupDir }], fence);
+  // no shard left (all swept empty in this pass, or none there): `dedup` goes too
+  if (left === 0 && (await session.exists(layout.dedupDir))) {
+    await deleteAll(store, [{ op: 'delete', path: layout.dedupDir }], fence);
+  }
   return out;
 }
 

@@ -23,6 +23,7 @@ import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { LeaderElection } from '../../recipes/leader-election.js';
 import {
+  DEDUP_SWEEP_SHARDS,
   FencedError,
   LeaseObserver,
   type ProtocolOp,
@@ -71,6 +72,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   /** Receipts seen by earlier sweeps, with the sweep that first saw them. */
   private readonly receipts = new Map<string, number>();
   private sweeps = 0;
+  /** The deduplication key shard the next sweep starts at. */
+  private dedupFrom: string | undefined;
 
   constructor(
     private readonly store: QueueStore,
@@ -161,7 +164,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
     await sweepCancels(this.store, this.fence);
-    await sweepDedupKeys(this.store, this.fence);
+    const keys = await sweepDedupKeys(this.store, this.fence, { from: this.dedupFrom, shards: DEDUP_SWEEP_SHARDS });
+    this.dedupFrom = keys.next;
   }
 
   private async promoteLoop(term: number): Promise<void> {
