@@ -72,6 +72,8 @@ test('a drained queue whose jobs were removed holds the nodes of an empty, idle 
   await sweepDedupKeys(store, () => []);
 
   const plain = await prefixSession(t, env);
+  // receipts go a moment after their transaction settled (a batch per second)
+  await waitFor(async () => (await plain.getChildren('/idle/receipts')).length === 0, { what: 'receipts deleted' });
   const left = (await paths(plain, '/idle')).filter((p) => !/^\/idle\/jobs\/[0-9a-f]{2}$/.test(p));
   const { layout } = store;
   const hour = layout.delayHour(due);
