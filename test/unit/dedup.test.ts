@@ -1,18 +1,22 @@
 /**
  * The pure part of deduplication: when a key is live (ttl on ZooKeeper's
  * clock; otherwise while its job is neither completed nor failed), what an
- * add that meets a key does (BullMQ's deduplicateJob), and the job a
- * keepLastIfActive finish adds.
+ * add that meets a key does (BullMQ's deduplicateJob), the job a
+ * keepLastIfActive finish adds, and how a finish that lost a race for its
+ * key is planned again.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  DEDUP_ROUNDS,
   type DeduplicationOptions,
   decide,
+  handoffAfterConflict,
   handoffRecord,
   isLive,
   type JobRecord,
   type KeyRead,
+  QueueLayout,
   type RecordState,
   type Seen,
 } from '@zkq/core';
@@ -150,5 +154,26 @@ describe('handoffRecord', () => {
     assert.equal(added.state, 'delayed');
     assert.equal(added.due, T0 + 350);
     assert.equal(added.lane, 'p-0000000000');
+  });
+});
+
+describe('handoffAfterConflict', () => {
+  const layout = new QueueLayout('q');
+  const keyOp = { op: 'delete' as const, path: layout.dedupKey('x'), version: 3 };
+  const conflict = new Error('bad version');
+  const finished = (deduplication: DeduplicationOptions) => record({ opts: { deduplication } });
+
+  test('a simple-mode finish whose key changed reads it again, and gives the key up after DEDUP_ROUNDS', () => {
+    const simple = finished({ id: 'x' });
+    assert.equal(handoffAfterConflict(layout, simple, 'next', keyOp, conflict, 1), 'next');
+    assert.equal(handoffAfterConflict(layout, simple, 'next', keyOp, conflict, DEDUP_ROUNDS), 'none');
+    // another op of the finish is none of the key's business
+    const other = { op: 'delete' as const, path: layout.claim('k') };
+    assert.equal(handoffAfterConflict(layout, simple, 'next', other, conflict, 1), undefined);
+  });
+
+  test("a finish of a job added with a ttl never writes its key, so no conflict is the key's", () => {
+    assert.equal(handoffAfterConflict(layout, finished({ id: 'x', ttl: 1000 }), 'next', keyOp, conflict, 1), undefined);
+    assert.equal(handoffAfterConflict(layout, record(), 'next', keyOp, conflict, 1), undefined);
   });
 });

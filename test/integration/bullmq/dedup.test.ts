@@ -14,7 +14,7 @@ import { withBackend } from 'bullmq';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
-const { Queue, Worker, QueueEvents } = withBackend(createZooKeeperBackend);
+const { Queue, Worker, QueueEvents, FlowProducer } = withBackend(createZooKeeperBackend);
 
 type Deduplicated = { jobId: string; deduplicationId: string; deduplicatedJobId: string };
 
@@ -172,4 +172,26 @@ test('bad deduplication options are refused with InvalidArgumentError, nothing a
   // BullMQ's own check comes first for a missing id
   await assert.rejects(queue.add('t', {}, { deduplication: { id: '' } }), /Deduplication id must be provided/);
   assert.equal(await queue.count(), 0);
+});
+
+test('a deduplication id with a lone surrogate is refused with InvalidArgumentError by add, addBulk and FlowProducer', async (t) => {
+  const { connection } = await bullEnv(t);
+  const queue = new Queue('surrogate', { connection });
+  t.after(() => queue.close());
+  const flows = new FlowProducer({ connection });
+  t.after(() => flows.close());
+  const isInvalid = (err: unknown) => err instanceof InvalidArgumentError && err.code === 'ZKQ_INVALID_ARGUMENT';
+  for (const id of ['\uD800', 'a\uDC00b', 'end\uD83D']) {
+    const what = JSON.stringify(id);
+    await assert.rejects(queue.add('t', {}, { deduplication: { id } }), isInvalid, `add ${what}`);
+    await assert.rejects(queue.addBulk([{ name: 't', data: {}, opts: { deduplication: { id } } }]), isInvalid, what);
+    await assert.rejects(
+      flows.add({ name: 'alone', queueName: 'surrogate', data: {}, opts: { deduplication: { id } } }),
+      isInvalid,
+      `FlowProducer ${what}`,
+    );
+  }
+  const pair = await queue.add('t', {}, { deduplication: { id: 'ok\uD83D\uDE00' } });
+  assert.equal(await queue.getDeduplicationJobId('ok\uD83D\uDE00'), pair.id);
+  assert.equal(await queue.count(), 1);
 });

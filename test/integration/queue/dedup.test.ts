@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { InvalidArgumentError } from '@zkq/core';
-import { Queue, QueueEvents } from '@zkq/producer';
+import { FlowProducer, Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
@@ -182,4 +182,35 @@ test('bad deduplication input is refused with InvalidArgumentError, nothing adde
   await assert.rejects(queue.getDeduplicationJobId(''), InvalidArgumentError);
   await assert.rejects(queue.removeDeduplicationKey(3 as never), InvalidArgumentError);
   assert.equal(await queue.count(), 0);
+});
+
+test('a deduplication id with a lone surrogate is refused with InvalidArgumentError at every entry, nothing added', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('surrogate', env);
+  t.after(() => queue.close());
+  const flows = new FlowProducer(env);
+  t.after(() => flows.close());
+  const isInvalid = (err: unknown) =>
+    err instanceof InvalidArgumentError &&
+    err.code === 'ZKQ_INVALID_ARGUMENT' &&
+    err.argument?.endsWith('deduplication.id') === true;
+  for (const id of ['\uD800', 'a\uDC00b', 'end\uD83D']) {
+    const what = JSON.stringify(id);
+    await assert.rejects(queue.add('t', {}, { deduplication: { id } }), isInvalid, `add ${what}`);
+    await assert.rejects(queue.addBulk([{ name: 't', data: {}, opts: { deduplication: { id } } }]), isInvalid, what);
+    await assert.rejects(queue.getDeduplicationJobId(id), isInvalid, `getDeduplicationJobId ${what}`);
+    await assert.rejects(queue.removeDeduplicationKey(id), isInvalid, `removeDeduplicationKey ${what}`);
+    await assert.rejects(
+      flows.add(
+        { name: 'root', queueName: 'surrogate', data: {} },
+        { queuesOptions: { surrogate: { defaultJobOptions: { deduplication: { id } } as never } } },
+      ),
+      isInvalid,
+      `FlowProducer defaults ${what}`,
+    );
+  }
+  // a well-formed pair is a usable id
+  const pair = await queue.add('t', {}, { deduplication: { id: 'ok\uD83D\uDE00' } });
+  assert.equal(await queue.getDeduplicationJobId('ok\uD83D\uDE00'), pair.id);
+  assert.equal(await queue.count(), 1);
 });

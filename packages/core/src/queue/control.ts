@@ -206,7 +206,8 @@ export async function promoteJobs(store: QueueStore, opts: { count?: number } = 
 /**
  * Removes every waiting job (prioritized ones included) and, with `delayed`,
  * every delayed job; never an active, completed or failed one (BullMQ's
- * drain). Event `removed` {jobId, prev} per job. Resolves with the number removed.
+ * drain), each with the deduplication key that names it. Event `removed`
+ * {jobId, prev} per job. Resolves with the number removed.
  */
 export async function drain(store: QueueStore, delayed = false): Promise<number> {
   await store.init();
@@ -224,7 +225,9 @@ export async function drain(store: QueueStore, delayed = false): Promise<number>
       const idle = jobs.filter((j) => !active.has(j.id));
       // jobs of flows leave their parents as they go (flow-removals.ts)
       const flow = await flowIdsAmong(store, idle, parents);
-      const moves = idle.map((j) => (j.stored && flow.has(j.id) ? flowMove(store, j, j.stored) : removeMove(store, j)));
+      const moves = idle.map((j) =>
+        releasing(store, j.stored && flow.has(j.id) ? flowMove(store, j, j.stored) : removeMove(store, j), j.stored),
+      );
       removed += (await applyMoves(store, moves)).length;
     }
   }
@@ -237,7 +240,8 @@ export async function drain(store: QueueStore, delayed = false): Promise<number>
  * failed jobs, by timestamp (creation) for the others — and resolves with
  * their ids. `wait`, `waiting` and `paused` mean the waiting jobs without
  * priority; `active` removes nothing, since a claimed job is never removed.
- * Event `cleaned` {count} per transaction.
+ * A removed job takes the deduplication key that names it (ttl or not, as
+ * BullMQ's clean). Event `cleaned` {count} per transaction.
  */
 export async function clean(
   store: QueueStore,
@@ -278,9 +282,13 @@ export async function clean(
     const moves = due
       .slice(0, Math.max(0, max - removed.length))
       .map((j) =>
-        flow.has(j.id)
-          ? flowRemoval(store, { ...j, stored: j.stored }, [])
-          : removal(store, { id: j.id, version: j.version, pointer: j.pointer }, []),
+        releasing(
+          store,
+          flow.has(j.id)
+            ? flowRemoval(store, { ...j, stored: j.stored }, [])
+            : removal(store, { id: j.id, version: j.version, pointer: j.pointer }, []),
+          j.stored,
+        ),
       );
     removed.push(...(await applyMoves(store, moves)));
     if (removed.length >= max) break;
@@ -380,6 +388,12 @@ function removeMove(store: QueueStore, j: Read): Move {
     { id: j.id, version: j.version, pointer: j.pointer },
     j.stored ? [removedEvent(j.id, j.stored.record)] : [],
   );
+}
+
+/** `move` removing a job, with the deduplication key that names it (read whenever the move is built). */
+function releasing(store: QueueStore, move: Move, stored: StoredJob | undefined): Move {
+  if (!stored?.record.opts.deduplication) return move;
+  return { ...move, build: async () => joinBuilt(await move.build(), { ops: await releaseOps(store, stored.record) }) };
 }
 
 function retryMove(

@@ -16,13 +16,22 @@
  *   throttles);
  * - without (simple mode, keepLastIfActive): while its job exists and has
  *   neither completed nor failed.
- * Otherwise it is stale. Nothing deletes a key when its job finishes, so the
- * finish path does no extra work (jobs with keepLastIfActive aside, below):
- * the next add with D reads the stale key and takes it over at the version
- * read, in the transaction that adds its job (dedup-add.ts). drain, clean
- * and retention leave keys to go stale the same way; `remove()` deletes the
- * key naming the job in its own transaction (BullMQ releases the key on
- * removal, ttl or not); obliterate deletes everything.
+ * Otherwise it is stale, and taken over by the next add with D at the
+ * version read, in the transaction that adds its job (dedup-add.ts).
+ *
+ * Every key has an owner that deletes it, as in BullMQ:
+ * - the finish: a job done for good (completed or failed, not a retry)
+ *   deletes a key without ttl that still names it, at the version read, in
+ *   its finish transaction (a key taken over by a newer job is left alone);
+ * - the removal: `remove()`, drain and clean delete the key naming the
+ *   job they remove, ttl or not, in their own transaction; obliterate
+ *   deletes everything;
+ * - the ttl: a key with a ttl outlives its job (a job removed as it
+ *   completed still throttles) and is deleted once the ttl ran out by the
+ *   leader's sweep (protocol/dedup-sweep.ts), which also deletes a key whose
+ *   job is gone (one a finish gave up on after DEDUP_ROUNDS conflicts, or
+ *   written by an older zkq) and the shard directories it leaves empty.
+ * Retention trims leave keys alone: a key without ttl went at the finish.
  *
  * `extend` rewrites a live ttl key on each duplicate (a new mtime);
  * `replace` removes the kept job while it is still delayed and adds the new
@@ -30,8 +39,7 @@
  * `reschedule` moves a delayed kept job to the duplicate's delay;
  * `keepLastIfActive` parks a duplicate of an active kept job in the key (the
  * latest wins; ttl is ignored) and the kept job's finish adds it, in the
- * finish transaction: only jobs added with that option read their key when
- * they finish, and only a kept job added with it takes a parked job.
+ * finish transaction: only a kept job added with it takes a parked job.
  */
 import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../zk/errors.js';
 import type { QueueEventRecord } from './events.js';
@@ -191,18 +199,29 @@ function isConflict(err: unknown): boolean {
   return (err as ZooKeeperError | undefined)?.opIndex !== undefined;
 }
 
-// ---- the finish of a job added with keepLastIfActive --------------------------
+// ---- the finish: the key goes, or is handed on ------------------------------
 
 /** What a finish does with its job's key: add the parked job, only release the key, or leave it. */
 export type HandoffMode = 'next' | 'release' | 'none';
 
 /**
+ * Whether a final finish of `record` reads its key: a key without ttl may
+ * name it. A job added with a ttl (and without keepLastIfActive) never has
+ * one: its key, while it names the job, carries a ttl and runs out by itself.
+ */
+function finishReadsKey(o: DeduplicationOptions): boolean {
+  return o.keepLastIfActive === true || o.ttl === undefined;
+}
+
+/**
  * A final finish (completed or failed, not a retry) of a job added with
- * keepLastIfActive: when its key still keeps it, the key is deleted, or,
- * with a parked job, rewritten to keep that job, which is added, all at the
- * key's version read and in the finish transaction (`built`'s). A park that
- * raced it changed the version: the finish is planned again
- * (`handoffAfterConflict`). Any other finish is returned as is, unread.
+ * deduplication: when its key still names it and has no ttl, the key is
+ * deleted, or, with a job parked by keepLastIfActive, rewritten to keep
+ * that job, which is added; all at the key's version read and in the
+ * finish transaction (`built`'s). A key changed meanwhile (a park, a
+ * removal) plans the finish again (`handoffAfterConflict`). A key that
+ * names another job, or carries a ttl, is left alone; any other finish is
+ * returned as is, unread.
  */
 export async function withHandoff(
   store: QueueStore,
@@ -211,12 +230,12 @@ export async function withHandoff(
   mode: HandoffMode,
 ): Promise<Built> {
   const o = dedupOf(record);
-  if (!o?.keepLastIfActive || mode === 'none') return built;
+  if (!o || !finishReadsKey(o) || mode === 'none') return built;
   const read = await readKey(store, o.id);
   if (!read || read.key.job !== record.id) return built;
   const { layout } = store;
   const { next } = read.key;
-  if (mode === 'next' && next) {
+  if (mode === 'next' && next && o.keepLastIfActive) {
     const added = handoffRecord(next, Date.now(), (t) => store.clock.fromLocal(t));
     const key = dedupKeyOp(layout, { id: o.id, data: encodeKey({ job: added.id }), version: read.version });
     const adding = await store.enqueueBuilt(added, encodeRecord(added), key);
@@ -239,10 +258,11 @@ export function handoffRecord(next: JobRecord, now: number, toServer: (t: number
 }
 
 /**
- * How to plan a keepLastIfActive finish again after `op` failed: its key
- * changed (a park) → read it again; the parked job's id exists → only
- * release the key; anything else is not the handoff's. After `round`
- * DEDUP_ROUNDS the finish goes on without the key (it is then stale).
+ * How to plan a final finish of a job added with deduplication again after
+ * `op` failed: its key changed (a park, a removal) → read it again; the
+ * parked job's id exists → only release the key; anything else is not the
+ * key's. After `round` DEDUP_ROUNDS the finish goes on without the key (it
+ * is then stale, and swept once its job is gone).
  */
 export function handoffAfterConflict(
   layout: QueueLayout,
@@ -253,8 +273,9 @@ export function handoffAfterConflict(
   round: number,
 ): HandoffMode | undefined {
   const o = dedupOf(record);
-  if (!o?.keepLastIfActive || mode === 'none') return undefined;
+  if (!o || !finishReadsKey(o) || mode === 'none') return undefined;
   if (op.path === layout.dedupKey(o.id)) return round >= DEDUP_ROUNDS ? 'none' : mode;
+  if (!o.keepLastIfActive) return undefined;
   if (op.op === 'create' && err instanceof NodeExistsError && op.path.startsWith(`${layout.jobsDir}/`)) {
     return op.path === layout.job(record.id) ? undefined : 'release';
   }

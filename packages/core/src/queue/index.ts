@@ -1,9 +1,11 @@
 export { DEFAULT_PREFIX, openSession, validateConnection, validatePrefix } from './connection.js';
 export * from './control.js';
 export {
+  DEDUP_ROUNDS,
   type DedupKey,
   deleteDeduplicationKey,
   getDeduplicationJobId,
+  handoffAfterConflict,
   handoffRecord,
   isLive,
   type KeyRead,

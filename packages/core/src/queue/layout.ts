@@ -80,9 +80,10 @@
  *                                     sharded like jobs, created on first use: {"job","ttl"?,"next"?}.
  *                                     Created in the transaction that adds the job it names (the
  *                                     create is the test-and-set); `ttl` counts from the node's
- *                                     mtime on ZooKeeper's clock. A key whose job finished, or
- *                                     whose ttl ran out, is stale and taken over by the next add
- *                                     (see dedup.ts)
+ *                                     mtime on ZooKeeper's clock. Deleted (at the version read) by
+ *                                     the finish of its job (no ttl), the removal of its job, or the
+ *                                     leader's sweep once its ttl ran out or its job is gone; the
+ *                                     sweep removes empty shards and `dedup` itself (see dedup.ts)
  *   waiting-children/b-<bucket>/w-<jobId>
  *                                     parents waiting for their children (flows), created on
  *                                     first use; the record names its pointer (`parked`)
@@ -106,6 +107,19 @@
  *                                     deleted by the worker that acts on it, or by the leader once
  *                                     that attempt is over. The leader removes empty worker directories
  * ```
+ *
+ * An empty, idle queue (no job, no worker or listener connected, every ttl
+ * key swept) holds the directories made on first use: the 272 of
+ * `directories()` (256 shards among them), `meta` and `ids`; and, once used,
+ * the plain lane `ready/p-0000000000` with its tail bucket, the tail bucket
+ * of `completed` and of `failed`, and the nodes created on first use and
+ * kept (clock, limiter, settings, schedulers, metrics heads, events/drained;
+ * with flows: flow-children, waiting-children and its buckets, the shards of
+ * deps). The delayed containers of an hour (`d-`, `h-`, `b-`) stay until the
+ * hour is over and the leader passes. Other lanes and buckets, dedup keys and
+ * their shards, receipts, cancel requests and dependency nodes go when they
+ * empty or their owner is done. The queue test idle-nodes.test.ts holds a
+ * queue that ran a mixed workload to this count.
  *
  * Every container of pointers (a lane, an hour of delayed jobs, a finished set)
  * is cut into buckets `b-<n>` of BUCKET_CAPACITY pointers, so no `getChildren`

@@ -48,6 +48,9 @@ function backoff(v: unknown): void {
 /** Longest deduplication id, characters (its key's node name holds it URI-encoded). */
 export const MAX_DEDUP_ID_LENGTH = 1000;
 
+/** A UTF-16 surrogate that is not half of a pair (with `u`, a pair reads as one code point). */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 const DEDUP_FLAGS = ['extend', 'replace', 'reschedule', 'keepLastIfActive'] as const;
 
 /** Throws InvalidArgumentError unless `d` is a usable `opts.deduplication` (BullMQ's DeduplicationOptions). */
@@ -59,6 +62,9 @@ export function validateDeduplication(d: unknown, name = 'opts.deduplication'): 
   if (typeof o.id !== 'string' || o.id.length === 0 || o.id.length > MAX_DEDUP_ID_LENGTH) {
     fail(`${name}.id must be a non-empty string of at most ${MAX_DEDUP_ID_LENGTH} characters`, `${name}.id`);
   }
+  // its key's node name holds it URI-encoded, and half a surrogate pair has no UTF-8 encoding
+  if (LONE_SURROGATE.test(o.id))
+    fail(`${name}.id must be well-formed UTF-16 (it holds a lone surrogate)`, `${name}.id`);
   if (o.ttl !== undefined && (typeof o.ttl !== 'number' || !Number.isFinite(o.ttl) || o.ttl <= 0)) {
     fail(`${name}.ttl must be a number of ms > 0`, `${name}.ttl`);
   }

@@ -503,8 +503,9 @@ interface FinishTrim {
  * Writes many finishes, as few transactions as fit. A finish whose token no
  * longer matches fails with LostJobError; one whose claim node alone is gone
  * (an expired session, nobody claimed the job since) is written without it.
- * The final finish of a job added with keepLastIfActive also hands its
- * deduplication key on (dedup.ts); a key changed meanwhile plans it again.
+ * The final finish of a job added with deduplication also deletes its key
+ * without ttl, or hands it on with keepLastIfActive (dedup.ts); a key
+ * changed meanwhile plans it again.
  */
 export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
   // a transaction cannot trim the pointers it creates: at most `count` of them go in one
@@ -619,7 +620,7 @@ function finishUnit(
         const keep = to.kind === f.outcome.kind ? f.keep : undefined;
         built = joinBuilt(built, await trimShare(store, trim.batch, trim.state, to.kind, keep));
       }
-      // only a job added with keepLastIfActive reads its key here, and only when it is done for good
+      // a job done for good deletes the key without ttl that names it, or hands it on (keepLastIfActive)
       return f.outcome.kind === 'retry' || f.outcome.kind === 'waiting-children'
         ? built
         : withHandoff(store, job.record, built, handoff);

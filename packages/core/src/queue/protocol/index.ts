@@ -22,6 +22,8 @@
  *                     by a count is trimmed in the finish's transaction,
  *                     planned from a cached view of the set (`trim-view.ts`,
  *                     `trim-pointers.ts`); used by attempts.ts.
+ * 12. `dedup-sweep.ts` deduplication keys whose ttl ran out or whose job is
+ *                     gone, deleted by the leader at the versions read.
  *
  * A job is its record `jobs/<shard>/<id>` plus ONE pointer that says where it
  * is: a ready pointer (waiting, or active while a claim exists), a delayed
@@ -44,6 +46,7 @@ export * from './attempts.js';
 export * from './builders.js';
 export * from './cancels.js';
 export { Containers } from './containers.js';
+export * from './dedup-sweep.js';
 export * from './executor.js';
 export * from './flows.js';
 export * from './limited-claims.js';

@@ -13,8 +13,9 @@
  *   containers. A failed promotion is retried after a pause, for as long as
  *   it leads;
  * - removes receipts left by clients that died before deleting them, the
- *   dependency nodes of parents that retention trimmed, and cancel requests
- *   whose attempt ended before its worker saw them.
+ *   dependency nodes of parents that retention trimmed, cancel requests
+ *   whose attempt ended before its worker saw them, and deduplication keys
+ *   whose ttl ran out or whose job is gone (with their empty shards).
  * Every write carries the election's fence: a deposed leader's writes fail
  * instead of racing the new one's, so two leaders never act at once.
  */
@@ -22,12 +23,14 @@ import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { LeaderElection } from '../../recipes/leader-election.js';
 import {
+  DEDUP_SWEEP_SHARDS,
   FencedError,
   LeaseObserver,
   type ProtocolOp,
   promoteDue,
   revokeClaims,
   sweepCancels,
+  sweepDedupKeys,
   sweepOrphanDeps,
   sweepReceipts,
 } from '../protocol/index.js';
@@ -69,6 +72,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   /** Receipts seen by earlier sweeps, with the sweep that first saw them. */
   private readonly receipts = new Map<string, number>();
   private sweeps = 0;
+  /** The deduplication key shard the next sweep starts at. */
+  private dedupFrom: string | undefined;
 
   constructor(
     private readonly store: QueueStore,
@@ -76,6 +81,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     private readonly stalledInterval: number,
     /** Longest sleep of the promoter, ms (tests stretch it to prove that watches wake it). */
     private readonly promotePollMs = PROMOTE_POLL_MS,
+    /** How often receipts, orphans, cancel requests and deduplication keys are swept, ms (tests shorten it). */
+    private readonly sweepMs = RECEIPT_SWEEP_MS,
   ) {
     super();
     this.election = new LeaderElection(store.session, store.layout.leaderDir, { id: workerId });
@@ -152,11 +159,13 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   }
 
   private async maybeSweep(): Promise<void> {
-    if (!this.leading || performance.now() - this.lastSweep < RECEIPT_SWEEP_MS) return;
+    if (!this.leading || performance.now() - this.lastSweep < this.sweepMs) return;
     this.lastSweep = performance.now();
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
     await sweepCancels(this.store, this.fence);
+    const keys = await sweepDedupKeys(this.store, this.fence, { from: this.dedupFrom, shards: DEDUP_SWEEP_SHARDS });
+    this.dedupFrom = keys.next;
   }
 
   private async promoteLoop(term: number): Promise<void> {

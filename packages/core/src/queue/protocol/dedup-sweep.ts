@@ -1,0 +1,172 @@
+/**
+ * The sweep of deduplication keys (`dedup/<shard>/d-<id>`, see dedup.ts):
+ * the owner of the keys no finish or removal deletes. It deletes
+ * - a key with a ttl once the ttl ran out, judged on ZooKeeper's clock
+ *   (the node's mtime against a write's), never on a client's;
+ * - a key without ttl whose job is gone (one a finish gave up on after
+ *   losing races for it, or one written before finishes deleted keys);
+ * each at the version it read, so a key taken over or extended meanwhile
+ * stays; then the shard directories it left empty, and `dedup/` itself
+ * when no shard is left (a delete of a directory that gained a key fails,
+ * and an add whose shard vanished makes it again: its create is `into`).
+ *
+ * Bounded: a shard is listed only while its child count (its stat) says
+ * the listing fits in a reply at names of up to DEDUP_LISTING_NAME_BYTES;
+ * a larger one is left for a later sweep, once finishes and removals have
+ * shrunk it, and reported in `crowded`. Keys are read a batch at a time.
+ * Paced: every live key is read when its shard is swept, so the leader
+ * sweeps DEDUP_SWEEP_SHARDS shards a pass, from where the last pass ended
+ * (`from`, `next`); a key stays stale, deduplicating nothing, until then.
+ */
+import { NoNodeError } from '../../zk/errors.js';
+import { PACKET_LIMIT_BYTES } from '../../zk/limits.js';
+import type { QueueStore } from '../store.js';
+import type { ProtocolOp, TxUnit } from './executor.js';
+
+/** Keys read (and job paths checked) at once. */
+export const DEDUP_SWEEP_BATCH = 100;
+/** The name length a shard's listing is budgeted for (an id of ~30 characters URI-encoded at worst). */
+export const DEDUP_LISTING_NAME_BYTES = 100;
+/** The most keys of one shard the sweep lists: their listing stays under the packet limit. */
+export const DEDUP_LISTING_MAX = Math.floor((PACKET_LIMIT_BYTES - 64 * 1024) / (4 + DEDUP_LISTING_NAME_BYTES));
+
+/** Shards the leader sweeps a pass (of 256): each is swept every 16 passes. */
+export const DEDUP_SWEEP_SHARDS = 16;
+
+/** What a sweep did. */
+export interface DedupSweep {
+  /** Keys deleted. */
+  deleted: number;
+  /** Shards too large to list this time (paths). */
+  crowded: string[];
+  /** The shard the next pass starts at (undefined: from the first again). */
+  next?: string;
+}
+
+/** Which shards a pass sweeps: `shards` of them from `from` on (default: all). */
+export interface DedupSweepRange {
+  from?: string;
+  shards?: number;
+}
+
+interface SeenKey {
+  name: string;
+  path: string;
+  version: number;
+  mtime: number;
+  job: string;
+  ttl: number | undefined;
+}
+
+/**
+ * Sweeps shards of the queue's deduplication keys (see the header): every
+ * shard, or `range.shards` of them from `range.from` on. `fence` makes a
+ * deposed leader's deletes fail with FencedError.
+ */
+export async function sweepDedupKeys(
+  store: QueueStore,
+  fence?: () => ProtocolOp[],
+  range: DedupSweepRange = {},
+): Promise<DedupSweep> {
+  const { layout, session } = store;
+  const out: DedupSweep = { deleted: 0, crowded: [] };
+  const all = (await store.children(layout.dedupDir)).sort();
+  const from = range.from;
+  const start = from === undefined ? 0 : all.findIndex((s) => s >= from);
+  const shards = start < 0 ? [] : all.slice(start, start + (range.shards ?? all.length));
+  const after = all[start + shards.length];
+  if (start >= 0 && after !== undefined) out.next = after;
+  let left = all.length;
+  let now: number | undefined;
+  for (const shard of shards) {
+    const dir = `${layout.dedupDir}/${shard}`;
+    const stat = await session.exists(dir);
+    if (!stat) {
+      left--;
+      continue;
+    }
+    if (stat.numChildren > DEDUP_LISTING_MAX) {
+      out.crowded.push(dir);
+      continue;
+    }
+    const names = await store.children(dir);
+    let kept = names.length;
+    for (let i = 0; i < names.length; i += DEDUP_SWEEP_BATCH) {
+      const keys = await readKeys(store, dir, names.slice(i, i + DEDUP_SWEEP_BATCH));
+      kept -= names.slice(i, i + DEDUP_SWEEP_BATCH).length - keys.length; // gone meanwhile
+      if (now === undefined && keys.some((k) => k.ttl !== undefined)) now = await store.serverNow();
+      const gone = await goneJobs(
+        store,
+        keys.filter((k) => k.ttl === undefined).map((k) => k.job),
+      );
+      const due = keys.filter((k) =>
+        k.ttl === undefined ? gone.has(k.job) : now !== undefined && now - k.mtime >= k.ttl,
+      );
+      const deleted = await deleteAll(
+        store,
+        due.map((k): ProtocolOp => ({ op: 'delete', path: k.path, version: k.version })),
+        fence,
+      );
+      out.deleted += deleted;
+      kept -= deleted;
+    }
+    if (kept === 0 && (await deleteAll(store, [{ op: 'delete', path: dir }], fence)) === 1) left--;
+  }
+  // no shard left (all swept empty in this pass, or none there): `dedup` goes too
+  if (left === 0 && (await session.exists(layout.dedupDir))) {
+    await deleteAll(store, [{ op: 'delete', path: layout.dedupDir }], fence);
+  }
+  return out;
+}
+
+/** The keys named `names` in `dir` as read now (unreadable data: a key of no job, without ttl). */
+async function readKeys(store: QueueStore, dir: string, names: string[]): Promise<SeenKey[]> {
+  const read = await Promise.all(
+    names.map(async (name): Promise<SeenKey | undefined> => {
+      const path = `${dir}/${name}`;
+      try {
+        const { data, stat } = await store.session.getData(path);
+        const { job, ttl } = parseKey(data);
+        return { name, path, version: stat.version, mtime: stat.mtime, job, ttl };
+      } catch (err) {
+        if (err instanceof NoNodeError) return undefined;
+        throw err;
+      }
+    }),
+  );
+  return read.filter((k): k is SeenKey => k !== undefined);
+}
+
+function parseKey(data: Buffer): { job: string; ttl: number | undefined } {
+  try {
+    const parsed = JSON.parse(data.toString()) as { job?: unknown; ttl?: unknown } | null;
+    const job = typeof parsed?.job === 'string' ? parsed.job : '';
+    const ttl = typeof parsed?.ttl === 'number' && parsed.ttl > 0 ? parsed.ttl : undefined;
+    return { job, ttl };
+  } catch {
+    return { job: '', ttl: undefined };
+  }
+}
+
+/** Which of `ids` have no record (a listing of each record node: its reply is a few bytes). */
+async function goneJobs(store: QueueStore, ids: string[]): Promise<Set<string>> {
+  const gone = new Set<string>(ids.filter((id) => id === '' || id.includes('/')));
+  const named = [...new Set(ids.filter((id) => !gone.has(id)))];
+  if (named.length === 0) return gone;
+  const replies = await store.session.readMulti(
+    named.map((id) => ({ op: 'getChildren' as const, path: store.layout.job(id) })),
+  );
+  named.forEach((id, i) => {
+    const r = replies[i];
+    if (r && !r.ok && r.error instanceof NoNodeError) gone.add(id);
+  });
+  return gone;
+}
+
+/** Sends each op as a unit of its own (one that conflicts fails alone); resolves with how many went through. */
+async function deleteAll(store: QueueStore, ops: ProtocolOp[], fence?: () => ProtocolOp[]): Promise<number> {
+  if (ops.length === 0) return 0;
+  const units: TxUnit[] = ops.map((op) => ({ build: () => ({ ops: [op] }) }));
+  const results = await store.executor.run(units, { receipt: false, ...(fence ? { fence } : {}) });
+  return results.filter((r) => r.ok).length;
+}
