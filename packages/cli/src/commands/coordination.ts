@@ -4,14 +4,15 @@
  * (who leads a queue's housekeeping).
  *
  * Layout inside the namespace: `/_barriers/<name>` and `/_locks/<name>` (the
- * recipes' own nodes below them), and a queue's `<queue>/leader`. The roots
+ * recipes' own nodes below them), a queue's `<queue>/leader`, and its
+ * workers' batch-start barriers `<queue>/barriers/<name>` (`--queue`). The roots
  * sit beside the queues, so their names are reserved: no queue can be called
  * `_barriers` or `_locks` (zkq 0.1 used `/barriers` and `/locks`, which a
  * queue of that name shared).
  */
 import { spawn } from 'node:child_process';
 import { constants, hostname } from 'node:os';
-import { Barrier, Lock, type Session } from '@zkq/core';
+import { Barrier, BatchBarrier, Lock, QueueLayout, type Session } from '@zkq/core';
 import type { Argv } from 'yargs';
 import { checkNodeName, type GlobalArgs, integer, positive, withSession, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
@@ -41,18 +42,24 @@ export function registerCoordinationCommands(y: Argv<GlobalArgs>): Argv<GlobalAr
             default: false,
             describe: 'Re-arm a used barrier for another round (run once, after everyone left)',
           })
+          .option('queue', {
+            type: 'string',
+            describe: "The batch-start barrier of this queue's workers (zkq worker --barrier), batch by batch",
+          })
           .example('$0 barrier nightly --members 3 && ./run-my-part.sh', 'Start three scripts together')
-          .example('$0 barrier nightly --reset', 'Re-arm the barrier for the next round'),
+          .example('$0 barrier nightly --reset', 'Re-arm the barrier for the next round')
+          .example('$0 barrier nightly --queue crunch --reset', "Forget the batches a workers' barrier released"),
       async (argv) => {
         checkNodeName(argv.name, 'barrier');
         if (!argv.reset) integer(argv.members, '--members');
         if (argv.timeout !== undefined) positive(argv.timeout, '--timeout');
         const log = createLogger(argv, 'stderr');
+        const workers = argv.queue === undefined ? undefined : new QueueLayout(argv.queue);
         await withSession(argv, async (session) => {
-          const barrier = new Barrier(session, `${BARRIERS_DIR}/${argv.name}`, {
-            size: argv.members ?? 1,
-            id: memberId(),
-          });
+          const options = { size: argv.members ?? 1, id: memberId() };
+          const barrier = workers
+            ? new BatchBarrier(session, `${workers.barriersDir}/${argv.name}`, options)
+            : new Barrier(session, `${BARRIERS_DIR}/${argv.name}`, options);
           if (argv.reset) {
             await barrier.reset();
             println(`barrier ${argv.name} re-armed`);
