@@ -479,7 +479,9 @@ export class Session extends EventEmitter<SessionEvents> {
    * `suspended` emitted, the wire client reconnecting at once) at least a
    * third of a session timeout before the server can expire the session,
    * whatever the request timeout, even when the link dies silently. Measured
-   * on this process's monotonic clock only.
+   * on this process's monotonic clock only. The price: a server slower than
+   * two thirds of the session timeout to answer is taken for gone (the
+   * session reconnects, and resumes if it can).
    */
   private startProbe(): void {
     clearTimeout(this.probeTimer);
