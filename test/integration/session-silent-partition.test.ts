@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { cleanups } from '../helpers/cleanups.js';
 import { eventAt, goneAt, PARTITION_SESSION_TIMEOUTS, sessionBehindProxy, Timeline } from '../helpers/partition.js';
 import { nextEvent, testSession } from '../helpers/zk.js';
@@ -50,6 +51,28 @@ test('silent partition shorter than the session: suspended, then the same sessio
   await suspended;
   const reconnected = nextEvent<[{ newSession: boolean }]>(session, 'reconnected', 30_000);
   proxy.restore();
+  assert.deepEqual((await reconnected)[0], { newSession: false });
+  assert.equal(session.sessionId, id);
+  assert.equal((await session.exists('/eph'))?.ephemeralOwner, id);
+});
+
+test('silent partition of one server of two: suspended, then the same session resumes through the other at once', async (t) => {
+  const defer = cleanups(t);
+  const target = await sharedZooKeeper();
+  const proxies = [await TcpProxy.start(target), await TcpProxy.start(target)];
+  for (const p of proxies) defer(() => p.stop());
+  const session = await testSession(
+    { name: t.name, after: (fn) => defer(fn) },
+    { connectionString: proxies.map((p) => p.connectionString).join(','), sessionTimeout: 12_000 },
+  );
+  await session.create('/eph', undefined, 'ephemeral');
+  const id = session.sessionId;
+  const used = proxies.find((p) => p.connections > 0) as TcpProxy;
+  const suspended = nextEvent(session, 'suspended', 30_000);
+  const reconnected = nextEvent<[{ newSession: boolean }]>(session, 'reconnected', 30_000);
+  used.partition();
+  await suspended;
+  // through the other server, long before the session could expire (the partitioned link stays dead)
   assert.deepEqual((await reconnected)[0], { newSession: false });
   assert.equal(session.sessionId, id);
   assert.equal((await session.exists('/eph'))?.ephemeralOwner, id);
