@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { LeaderElection, Session } from '@zkq/core';
+import { BatchBarrier, LeaderElection, Session } from '@zkq/core';
 import { waitFor } from '../helpers/zk.js';
 import { type CliEnv, cliEnv, within, ZkqProcess, zkq, zkqJson } from './cli.js';
 
@@ -48,6 +48,31 @@ test('barrier --timeout gives up with exit 7 and leaves no member behind', async
   assert.match(r.stderr, /^zkq: barrier \/_barriers\/lonely timed out after 300 ms$/m);
   const zk = await session(t, env);
   assert.deepEqual(await zk.getChildren('/_barriers/lonely'), []);
+});
+
+test("barrier --queue: joins a queue's worker batch barrier batch by batch, and --reset reaches it", async (t) => {
+  const env = await cliEnv(t);
+  const zk = await session(t, env);
+  const path = '/crunch/barriers/nightly';
+  const worker = new BatchBarrier(zk, path, { size: 2, id: 'worker' });
+  const join = () => new ZkqProcess(['barrier', 'nightly', '--queue', 'crunch', '--members', '2', ...env.global]);
+  for (let night = 1; night <= 2; night++) {
+    const shell = join();
+    t.after(() => shell.dispose());
+    await waitFor(async () => (await zk.getChildren(path).catch(() => [])).some((n) => n.startsWith('member-')), {
+      timeoutMs: 60_000,
+      what: `the shell member of night ${night}`,
+    });
+    await worker.enter({ timeout: 60_000 });
+    const r = await within(shell.exited, 60_000, `night ${night}`);
+    assert.equal(r.code, 0, r.stderr);
+    await worker.leave();
+  }
+  assert.ok(await zk.exists(`${path}/released`));
+  const reset = await zkq(['barrier', 'nightly', '--queue', 'crunch', '--reset', ...env.global]);
+  assert.equal(reset.code, 0, reset.stderr);
+  assert.equal(await zk.exists(`${path}/released`), null);
+  assert.equal((await zkq(['barrier', 'nightly', '--queue', 'bad/name', '--reset', ...env.global])).code, 2);
 });
 
 test('lock: two commands under the same lock never overlap, and each exit code is passed on', async (t) => {

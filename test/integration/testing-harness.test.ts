@@ -1,7 +1,7 @@
 /** @zkq/testing: servers, start failures, ports and the TCP proxy. */
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -154,4 +154,51 @@ test('TcpProxy: freeze() holds traffic both ways and restore() delivers it in or
   assert.deepEqual(events, ['dataChanged']);
   assert.equal(reconnects, 0, 'the connection went on');
   assert.equal(proxy.connections, 1);
+});
+
+test('TcpProxy: partition() drops bytes and closes both ways, and restore() ends the connections it severed', async (t) => {
+  const serverSide = new Set<Socket>();
+  const echo: Server = createServer((socket) => {
+    serverSide.add(socket);
+    socket.on('data', (d) => socket.write(d));
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => echo.close(resolve)));
+  const address = echo.address() as { port: number };
+  const proxy = await TcpProxy.start(`127.0.0.1:${address.port}`);
+  t.after(() => proxy.stop());
+  const port = Number(proxy.connectionString.split(':')[1]);
+  const open = async () => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const got: string[] = [];
+    let closed = false;
+    socket.on('data', (d) => got.push(d.toString()));
+    socket.on('close', () => {
+      closed = true;
+    });
+    socket.on('error', () => undefined);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    return { socket, got, isClosed: () => closed };
+  };
+  const link = await open();
+  link.socket.write('a');
+  while (link.got.join('') !== 'a') await setTimeout(10);
+
+  proxy.partition();
+  link.socket.write('b');
+  for (const s of serverSide) s.destroy(); // the server hangs up: the client must not hear of it
+  const late = await open(); // accepted, goes nowhere
+  late.socket.write('c');
+  await setTimeout(300);
+  assert.equal(link.got.join(''), 'a', 'no byte gets through a partition');
+  assert.equal(link.isClosed(), false, "the server's close does not get through");
+  assert.deepEqual(late.got, []);
+
+  proxy.restore();
+  while (!link.isClosed() || !late.isClosed()) await setTimeout(10);
+  const fresh = await open();
+  fresh.socket.write('d');
+  while (fresh.got.join('') !== 'd') await setTimeout(10);
+  fresh.socket.destroy();
 });

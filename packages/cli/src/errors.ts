@@ -23,6 +23,8 @@ export const EXIT = {
   TIMEOUT: 7,
   /** The queue does not exist (commands that only read a queue create nothing). */
   QUEUE_NOT_FOUND: 8,
+  /** `zkq lock`: the connection was suspended or the session lost while the command ran; it was stopped. */
+  LOCK_LOST: 9,
   /** The worker was stopped by a second signal before its jobs finished. */
   FORCED: 130,
 } as const;
@@ -38,6 +40,7 @@ export const EXIT_MEANINGS: Record<number, string> = {
   [EXIT.NOT_SUPPORTED]: 'not supported by the library',
   [EXIT.TIMEOUT]: 'timed out',
   [EXIT.QUEUE_NOT_FOUND]: 'queue not found',
+  [EXIT.LOCK_LOST]: 'lock no longer sure (zkq lock stopped the command)',
   [EXIT.FORCED]: 'worker stopped by a second signal',
 };
 

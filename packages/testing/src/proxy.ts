@@ -10,13 +10,23 @@
  * lost from a stream that goes on: ZooKeeper's guarantees (a watch fires
  * once, replies come in order) rest on that. Losing replies is a separate
  * fault, and one that must end with a cut.
+ *
+ * `partition()` is the silent kind, a pulled cable: bytes are dropped both
+ * ways and neither side hears of the other closing (a freeze passes the
+ * server's close on, which tells a client its session expired). New
+ * connections are accepted and go nowhere. `restore()` ends every
+ * connection that lived through it, as a peer that gave up answers a
+ * reconnected cable with a reset.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
 /** One proxied connection, with what a freeze holds back each way. */
 interface Pair {
   client: Socket;
-  upstream: Socket;
+  /** None for a connection accepted during a partition (it goes nowhere). */
+  upstream: Socket | undefined;
+  /** Lived through a partition: ended on `restore()`. */
+  severed: boolean;
   /** Client to server, held while frozen. */
   up: Buffer[];
   /** Server to client, held while frozen. */
@@ -28,6 +38,7 @@ export class TcpProxy {
   private readonly pairs = new Set<Pair>();
   private accepting = true;
   private frozen = false;
+  private partitioned = false;
   private holding = false;
   /** The next chunk of replies is torn after `keep` bytes; `done` resolves what `tearReplies` returned. */
   private tearing: { keep: number; done: () => void } | undefined;
@@ -70,24 +81,32 @@ export class TcpProxy {
       client.destroy();
       return;
     }
+    if (this.partitioned) {
+      const pair: Pair = { client, upstream: undefined, severed: true, up: [], down: [] };
+      this.pairs.add(pair);
+      client.on('error', () => undefined).on('close', () => this.pairs.delete(pair));
+      return;
+    }
     const upstream = connect({ host: this.targetHost, port: this.targetPort, allowHalfOpen: true });
-    const pair: Pair = { client, upstream, up: [], down: [] };
+    const pair: Pair = { client, upstream, severed: false, up: [], down: [] };
     this.pairs.add(pair);
     const drop = () => {
+      if (pair.severed) return; // neither side hears of the other's close
       client.destroy();
       upstream.destroy();
       this.pairs.delete(pair);
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
-    client.on('end', () => upstream.end());
-    upstream.on('end', () => client.end());
+    client.on('end', () => pair.severed || upstream.end());
+    upstream.on('end', () => pair.severed || client.end());
     client.on('data', (d: Buffer) => {
+      if (pair.severed) return;
       if (this.frozen) pair.up.push(d);
       else upstream.write(d);
     });
     upstream.on('data', (d: Buffer) => {
-      if (this.holding) return;
+      if (this.holding || pair.severed) return;
       if (this.frozen) {
         pair.down.push(d);
         return;
@@ -109,7 +128,7 @@ export class TcpProxy {
     this.accepting = false;
     for (const { client, upstream } of this.pairs) {
       client.destroy();
-      upstream.destroy();
+      upstream?.destroy();
     }
     this.pairs.clear();
   }
@@ -121,6 +140,18 @@ export class TcpProxy {
    */
   freeze(): void {
     this.frozen = true;
+  }
+
+  /**
+   * A silent partition (a pulled cable): every byte is dropped both ways,
+   * and a side that closes its end is not heard by the other (the server
+   * closing an expired session's connection included). Connections opened
+   * meanwhile are accepted and go nowhere. A client notices only by its own
+   * timeouts. `restore()` ends every connection that lived through it.
+   */
+  partition(): void {
+    this.partitioned = true;
+    for (const pair of this.pairs) pair.severed = true;
   }
 
   /**
@@ -143,12 +174,19 @@ export class TcpProxy {
     });
   }
 
-  /** Accepts connections (and forwards traffic) again. */
+  /** Accepts connections (and forwards traffic) again; ends the connections a partition severed. */
   restore(): void {
     this.accepting = true;
     this.frozen = false;
+    this.partitioned = false;
     for (const pair of this.pairs) {
-      for (const d of pair.up.splice(0)) pair.upstream.write(d);
+      if (pair.severed) {
+        this.pairs.delete(pair);
+        pair.client.destroy();
+        pair.upstream?.destroy();
+        continue;
+      }
+      for (const d of pair.up.splice(0)) pair.upstream?.write(d);
       for (const d of pair.down.splice(0)) pair.client.write(d);
     }
     this.holding = false;

@@ -21,7 +21,8 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  Barrier,
+  type Barrier,
+  BatchBarrier,
   CancelWatch,
   type ClaimedJob,
   ClosedError,
@@ -281,7 +282,10 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
 
   /**
    * Batch start: claims nothing until `barrier.size` workers have joined the
-   * barrier `barriers/<name>` of this queue; then all start together.
+   * barrier `barriers/<name>` of this queue; then all start together. Each
+   * batch is a generation of its own (`BatchBarrier`): a worker that joins
+   * after a batch started waits for the next `size`, however many batches
+   * used the name before.
    */
   private async passBarrier(): Promise<void> {
     const b = this.opts.barrier;
@@ -289,9 +293,10 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     const store = this.store as QueueStore;
     const path = `${store.layout.barriersDir}/${b.name}`;
     const options = { size: b.size, id: this.id };
+    // each batch of `size` is a generation of its own: a second batch under the same name waits for all its members
     this.barrier = b.double
       ? new DoubleBarrier(store.session, path, options)
-      : new Barrier(store.session, path, options);
+      : new BatchBarrier(store.session, path, options);
     try {
       await this.barrier.enter({
         signal: this.closeSignal.signal,

@@ -4,14 +4,15 @@
  * (who leads a queue's housekeeping).
  *
  * Layout inside the namespace: `/_barriers/<name>` and `/_locks/<name>` (the
- * recipes' own nodes below them), and a queue's `<queue>/leader`. The roots
+ * recipes' own nodes below them), a queue's `<queue>/leader`, and its
+ * workers' batch-start barriers `<queue>/barriers/<name>` (`--queue`). The roots
  * sit beside the queues, so their names are reserved: no queue can be called
  * `_barriers` or `_locks` (zkq 0.1 used `/barriers` and `/locks`, which a
  * queue of that name shared).
  */
 import { spawn } from 'node:child_process';
 import { constants, hostname } from 'node:os';
-import { Barrier, Lock } from '@zkq/core';
+import { Barrier, BatchBarrier, Lock, QueueLayout, type Session } from '@zkq/core';
 import type { Argv } from 'yargs';
 import { checkNodeName, type GlobalArgs, integer, positive, withSession, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
@@ -41,18 +42,24 @@ export function registerCoordinationCommands(y: Argv<GlobalArgs>): Argv<GlobalAr
             default: false,
             describe: 'Re-arm a used barrier for another round (run once, after everyone left)',
           })
+          .option('queue', {
+            type: 'string',
+            describe: "The batch-start barrier of this queue's workers (zkq worker --barrier), batch by batch",
+          })
           .example('$0 barrier nightly --members 3 && ./run-my-part.sh', 'Start three scripts together')
-          .example('$0 barrier nightly --reset', 'Re-arm the barrier for the next round'),
+          .example('$0 barrier nightly --reset', 'Re-arm the barrier for the next round')
+          .example('$0 barrier nightly --queue crunch --reset', "Forget the batches a workers' barrier released"),
       async (argv) => {
         checkNodeName(argv.name, 'barrier');
         if (!argv.reset) integer(argv.members, '--members');
         if (argv.timeout !== undefined) positive(argv.timeout, '--timeout');
         const log = createLogger(argv, 'stderr');
+        const workers = argv.queue === undefined ? undefined : new QueueLayout(argv.queue);
         await withSession(argv, async (session) => {
-          const barrier = new Barrier(session, `${BARRIERS_DIR}/${argv.name}`, {
-            size: argv.members ?? 1,
-            id: memberId(),
-          });
+          const options = { size: argv.members ?? 1, id: memberId() };
+          const barrier = workers
+            ? new BatchBarrier(session, `${workers.barriersDir}/${argv.name}`, options)
+            : new Barrier(session, `${BARRIERS_DIR}/${argv.name}`, options);
           if (argv.reset) {
             await barrier.reset();
             println(`barrier ${argv.name} re-armed`);
@@ -88,9 +95,11 @@ export function registerCoordinationCommands(y: Argv<GlobalArgs>): Argv<GlobalAr
           await lock.acquire(argv.timeout !== undefined ? { timeout: argv.timeout } : {});
           log.debug({ lock: argv.name }, 'lock acquired');
           try {
-            return await runUnderLock(file, args, lock, log);
+            return await runUnderLock(file, args, lock, session, log);
           } finally {
-            await lock.release().catch(() => undefined);
+            // suspended: the node goes with the session, closed (or expired) without waiting for a reply
+            const connected = session.state === 'connected' || session.state === 'reconnected';
+            if (connected) await lock.release().catch(() => undefined);
           }
         });
         process.exitCode = code;
@@ -114,25 +123,54 @@ export function registerCoordinationCommands(y: Argv<GlobalArgs>): Argv<GlobalAr
 }
 
 /**
- * Runs the command with the terminal's stdio and resolves with its exit code
- * (128 + signal number when killed). SIGINT/SIGTERM are passed on to it. If
- * the lock is lost (session expired) the command is terminated: it is no
- * longer alone.
+ * Part of the session timeout that a command stopped by `zkq lock` gets
+ * between SIGTERM and SIGKILL. The session is suspended at least a third of a
+ * session timeout before the server can give the lock to another, so a sixth
+ * leaves the other sixth for the kill to land.
  */
-function runUnderLock(file: string, args: string[], lock: Lock, log: ReturnType<typeof createLogger>): Promise<number> {
+const KILL_GRACE_SHARE = 1 / 6;
+
+/**
+ * Runs the command with the terminal's stdio and resolves with its exit code
+ * (128 + signal number when killed). SIGINT/SIGTERM are passed on to it.
+ *
+ * The command runs only while the lock is sure: the moment the connection is
+ * suspended (or the session lost) the command is sent SIGTERM, then SIGKILL
+ * after KILL_GRACE_SHARE of the session timeout, so that it is gone before
+ * the server can expire the session and another `zkq lock` start. It then
+ * exits EXIT.LOCK_LOST, whatever the command's own code.
+ */
+function runUnderLock(
+  file: string,
+  args: string[],
+  lock: Lock,
+  session: Session,
+  log: ReturnType<typeof createLogger>,
+): Promise<number> {
+  if (!lock.isHeld) {
+    return Promise.reject(new CliError(`lock ${lock.path} was suspended before the command started`, EXIT.LOCK_LOST));
+  }
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { stdio: 'inherit' });
     const forward = (signal: NodeJS.Signals) => child.kill(signal);
-    const onLost = () => {
-      log.error({ lock: lock.path }, 'lock lost (ZooKeeper session expired); stopping the command');
+    let stopped = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    const stop = (why: string) => {
+      if (stopped) return;
+      stopped = true;
+      const graceMs = Math.floor(session.sessionTimeout * KILL_GRACE_SHARE);
+      log.error({ lock: lock.path, graceMs }, `${why}: the lock may pass to another; stopping the command`);
       child.kill('SIGTERM');
+      killTimer = setTimeout(() => child.kill('SIGKILL'), graceMs);
     };
-    const onSuspended = () => log.warn({ lock: lock.path }, 'connection to ZooKeeper suspended while holding the lock');
+    const onLost = () => stop('lock lost (ZooKeeper session expired)');
+    const onSuspended = () => stop('connection to ZooKeeper suspended while holding the lock');
     process.on('SIGINT', forward);
     process.on('SIGTERM', forward);
     lock.on('lost', onLost);
     lock.on('suspended', onSuspended);
     const cleanup = () => {
+      clearTimeout(killTimer);
       process.off('SIGINT', forward);
       process.off('SIGTERM', forward);
       lock.off('lost', onLost);
@@ -148,8 +186,8 @@ function runUnderLock(file: string, args: string[], lock: Lock, log: ReturnType<
     });
     child.once('exit', (code, signal) => {
       cleanup();
-      if (!lock.isHeld && code === null) {
-        resolve(EXIT.FAILURE);
+      if (stopped) {
+        resolve(EXIT.LOCK_LOST);
         return;
       }
       resolve(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0));

@@ -15,7 +15,7 @@
  * then on. To run another round under the same name, let every member
  * `leave()`, then call `reset()` once (it deletes `start`) before the next
  * round's members enter. (`DoubleBarrier` resets itself when the last member
- * leaves.)
+ * leaves; `BatchBarrier` starts batch after batch with no reset.)
  *
  * Suspended connection: waiting goes on. Session lost while waiting: the
  * member's node is gone, so `enter()` rejects with `SessionExpiredError`.

@@ -1,5 +1,6 @@
 /** The coordination recipes, built on the session layer's public API only. */
 export { Barrier, type BarrierOptions } from './barrier.js';
+export { BatchBarrier } from './batch-barrier.js';
 export { DoubleBarrier } from './double-barrier.js';
 export { ELECTION_CHANNEL, type ElectionTrace } from './election-trace.js';
 export { MemberExistsError, NotLeaderError } from './errors.js';

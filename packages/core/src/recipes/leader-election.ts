@@ -12,8 +12,14 @@
  * its `multi`s. A deposed leader's node is gone, so its writes fail with
  * `NoNodeError` instead of racing the new leader.
  *
- * Suspended connection: leadership is kept (the node may still exist); the
- * fence makes writes safe if it turns out to be lost. Session lost: `deposed`
+ * Suspended connection: the leader may be replaced a third of a session
+ * timeout from now (the session layer suspends at least that long before
+ * the server can expire the session, even when the link dies silently).
+ * From the moment of suspension `isLeader` is false and `suspended` is
+ * emitted (while leading): a leader must stop acting as one at once; the
+ * fence keeps its writes safe meanwhile. If the same session comes back,
+ * `reconnected` is emitted and `isLeader` is true again (its node never went,
+ * nobody else led). Session lost: `deposed`
  * is emitted (if leading) and, once the session layer has built a new
  * session, the participant re-joins at the back of the line unless it has
  * resigned or closed. A re-join that fails is tried again, with a growing
@@ -65,6 +71,13 @@ export interface LeaderElectionEvents {
   elected: [];
   /** This participant stopped being the leader (resigned, closed, or its session was lost). */
   deposed: [];
+  /**
+   * The connection dropped while leading: another may lead a third of a
+   * session timeout from now; stop acting as the leader (`isLeader` is false).
+   */
+  suspended: [];
+  /** The same session came back while leading: still the leader (`isLeader` is true again). */
+  reconnected: [];
   /** Joining or waiting failed for a reason other than session loss; it is retried. */
   joinFailed: [error: unknown];
   /**
@@ -110,9 +123,13 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     this.id = checkId(options?.id, 'options.id');
   }
 
-  /** True while this participant leads. */
+  /**
+   * True while this participant leads and the connection is up: false from
+   * the moment the session is suspended (true again if the same session
+   * comes back), and once deposed.
+   */
   get isLeader(): boolean {
-    return this.leading;
+    return this.leading && (this.session.state === 'connected' || this.session.state === 'reconnected');
   }
 
   /** Joins the election: resolves once this participant's node exists (not when it wins). */
@@ -158,31 +175,40 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
     return { op: 'check', path: this.node, version: 0 };
   }
 
-  /** Resolves once this participant leads; rejects with `TimeoutError` or `AbortedError`. */
+  /** Resolves once this participant leads (`isLeader`); rejects with `TimeoutError` or `AbortedError`. */
   async waitUntilLeader(options: WaitOptions = {}): Promise<void> {
     const turn = turnOptions(`leadership of ${this.path}`, options);
-    if (this.leading) return;
+    if (this.isLeader) return;
     let onElected!: () => void;
     const elected = new Promise<void>((resolve) => {
-      onElected = resolve;
+      onElected = () => this.isLeader && resolve();
     });
     this.on('elected', onElected);
+    this.on('reconnected', onElected);
     try {
       await raceWait(elected, turn);
     } finally {
       this.off('elected', onElected);
+      this.off('reconnected', onElected);
     }
   }
 
   private subscribe(): void {
     if (this.unsubscribe) return;
     const onLost = () => this.onSessionLost();
+    const onSuspended = () => this.leading && this.emit('suspended');
+    const onReconnected = ({ newSession }: { newSession: boolean }) =>
+      this.leading && !newSession && this.emit('reconnected');
     this.session.on('lost', onLost);
+    this.session.on('suspended', onSuspended);
+    this.session.on('reconnected', onReconnected);
     const offHook = this.session.onNewSession(() => {
       if (this.joined && !this.closed) void this.rejoin();
     });
     this.unsubscribe = () => {
       this.session.off('lost', onLost);
+      this.session.off('suspended', onSuspended);
+      this.session.off('reconnected', onReconnected);
       offHook();
     };
   }

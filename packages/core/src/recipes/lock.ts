@@ -11,11 +11,19 @@
  * finds its own node instead of making a second one.
  *
  * Suspended connection: the holder can no longer be sure it holds the lock
- * (its session may expire any moment); `isHeld` stays true, `suspended` is
- * emitted, and `reconnected` follows if the same session comes back.
+ * (its session may expire any moment, and then another contender takes it).
+ * From the moment of suspension `isHeld` is false and `suspended` is
+ * emitted: a holder must stop acting on the lock at once (finish or abandon
+ * the work it guards; nothing it writes is protected by the lock any more).
+ * The session layer suspends at least a third of a session timeout before
+ * the server can expire the session, even when the link dies silently, so
+ * that is the time a holder has to stop. If the same session comes back,
+ * `reconnected` is emitted and `isHeld` is true again: the node was never
+ * gone, nobody else held the lock meanwhile.
  * Session lost: the node is gone with the session; `lost` is emitted and
- * `isHeld` is false from then on; a pending `acquire` rejects with
- * `SessionExpiredError`. Maturity: tested against a real server.
+ * `isHeld` stays false; a pending `acquire` rejects with
+ * `SessionExpiredError`. Maturity: tested against a real server, silent
+ * partitions included.
  */
 import { EventEmitter } from 'node:events';
 import { InvalidArgumentError } from '../errors.js';
@@ -46,9 +54,12 @@ export interface LockOptions {
 export interface LockEvents {
   /** The lock was acquired. */
   acquired: [];
-  /** The connection dropped while holding: the lock may be lost any moment; stop acting on it. */
+  /**
+   * The connection dropped while holding: the lock may be given to another
+   * a third of a session timeout from now; stop acting on it (`isHeld` is false).
+   */
   suspended: [];
-  /** The same session came back: the lock is still held. */
+  /** The same session came back: the lock is still held (`isHeld` is true again). */
   reconnected: [];
   /** The session was lost: the lock is no longer held. */
   lost: [];
@@ -89,9 +100,13 @@ export class Lock extends EventEmitter<LockEvents> {
     this.id = options.id === undefined ? undefined : checkId(options.id, 'options.id');
   }
 
-  /** True while this lock is held (also while suspended; false once the session is lost). */
+  /**
+   * True while this lock is held and the connection is up: false from the
+   * moment the session is suspended (true again if the same session comes
+   * back), and for good once it is lost.
+   */
   get isHeld(): boolean {
-    return this.held;
+    return this.held && (this.session.state === 'connected' || this.session.state === 'reconnected');
   }
 
   /** The path of this contender's node, while it has one. */

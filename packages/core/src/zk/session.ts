@@ -14,6 +14,9 @@
  *   per-request id, so after a connection loss the create finds its own node
  *   (looking after a `sync`) instead of making a second one;
  * - `sync`, which the wire client lacks, as a write barrier;
+ * - a heartbeat bounded by the session timeout (see `startProbe`): a link
+ *   that dies silently is dropped, and `suspended` emitted, at least a third
+ *   of a session timeout before the server can expire the session;
  * - connection states (`connected`, `suspended`, `reconnected`, `lost`,
  *   `closed`) as typed events; after expiry (or a suspension longer than the
  *   session timeout, when the server must have expired it) a new session is
@@ -174,9 +177,18 @@ export class Session extends EventEmitter<SessionEvents> {
   /** Requests awaiting a reply, with the wire client they went to (see `failPending`). */
   private readonly pending = new Set<{ client: WireClient; fail: (error: (path: string) => ZooKeeperError) => void }>();
   private suspendTimer: NodeJS.Timeout | undefined;
+  /** The heartbeat's next check (see `startProbe`). */
   private probeTimer: NodeJS.Timeout | undefined;
-  /** When the last request was sent (the probe only runs on a quiet session). */
-  private lastRequestAt = Date.now();
+  /** When the last request was sent, on the monotonic clock (the probe only runs on a quiet session). */
+  private lastRequestAt = performance.now();
+  /**
+   * When the newest request the server has answered was sent, on the
+   * monotonic clock: the server heard from this session then, or later.
+   */
+  private lastAnsweredAt = performance.now();
+  private probeInFlight = false;
+  /** The wire client is connected (a handshake answered, no disconnection since). */
+  private linkUp = false;
   private isClosed = false;
   private closing: Promise<void> | undefined;
   private readonly closeHooks = new Set<() => Promise<unknown>>();
@@ -272,6 +284,9 @@ export class Session extends EventEmitter<SessionEvents> {
       if (this.client !== client || this.isClosed || this.current === 'closed') return;
       if (s === wire.State.SYNC_CONNECTED) {
         clearTimeout(this.suspendTimer);
+        this.linkUp = true;
+        this.heardFromServer(performance.now());
+        this.startProbe();
         const newSession = !everConnected;
         everConnected = true;
         if (newSession && firstSession) {
@@ -281,10 +296,12 @@ export class Session extends EventEmitter<SessionEvents> {
           void this.announceReconnect(newSession);
         }
       } else if (s === wire.State.DISCONNECTED) {
+        this.linkUp = false;
         this.setState('suspended');
         this.emit('suspended');
         this.armSuspendTimer(client);
       } else if (s === wire.State.EXPIRED) {
+        this.linkUp = false;
         this.replaceExpiredClient(client);
       }
     });
@@ -371,7 +388,7 @@ export class Session extends EventEmitter<SessionEvents> {
     await this.runCloseHooks();
     this.isClosed = true;
     clearTimeout(this.suspendTimer);
-    clearInterval(this.probeTimer);
+    clearTimeout(this.probeTimer);
     const client = this.client;
     // The wire client's own 'state' listener must stay: it emits the
     // 'disconnected' awaited here (isClosed already mutes ours).
@@ -453,26 +470,59 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   /**
-   * Silent partitions are noticed through unanswered requests (dropIfSilent);
-   * a session that sends nothing would never notice, so after a third of the
-   * session timeout without a request it sends a cheap read of its own.
+   * The heartbeat, ZooKeeper's own rule: a session that has sent nothing for
+   * a third of the negotiated session timeout sends a cheap read, and a
+   * connection over which no request sent in the last two thirds has been
+   * answered is dead. The server expires a session one session timeout after
+   * it last heard from it, and it heard from this one no earlier than the
+   * send of the newest answered request: so the connection is dropped (and
+   * `suspended` emitted, the wire client reconnecting at once) at least a
+   * third of a session timeout before the server can expire the session,
+   * whatever the request timeout, even when the link dies silently. Measured
+   * on this process's monotonic clock only. The price: a server slower than
+   * two thirds of the session timeout to answer is taken for gone (the
+   * session reconnects, and resumes if it can).
    */
   private startProbe(): void {
-    const every = Math.max(1000, Math.floor(this.sessionTimeout / 3));
-    this.probeTimer = setInterval(() => {
-      const connected = this.current === 'connected' || this.current === 'reconnected';
-      if (!connected || this.isClosed || Date.now() - this.lastRequestAt < every) return;
+    clearTimeout(this.probeTimer);
+    if (this.isClosed || !this.linkUp) return; // armed again on the next connection
+    const timeout = this.sessionTimeout || DEFAULT_SESSION_TIMEOUT_MS;
+    const probeAfter = Math.floor(timeout / 3);
+    const deadAfter = Math.floor((timeout * 2) / 3);
+    const now = performance.now();
+    const unanswered = now - this.lastAnsweredAt;
+    if (unanswered >= deadAfter) {
+      dropConnection(this.client);
+      return;
+    }
+    const quiet = now - this.lastRequestAt;
+    if (quiet >= probeAfter && !this.probeInFlight) {
+      this.probeInFlight = true;
       const root = this.abs('/');
-      this.call<unknown>('/', (c, cb) => c.exists(root, cb)).catch(() => undefined);
-    }, every);
+      this.call<unknown>('/', (c, cb) => c.exists(root, cb))
+        .catch(() => undefined)
+        .finally(() => {
+          this.probeInFlight = false;
+        });
+    }
+    const sinceSend = now - this.lastRequestAt;
+    const nextProbe = sinceSend >= probeAfter ? probeAfter : probeAfter - sinceSend;
+    const wait = Math.max(1, Math.min(nextProbe, deadAfter - unanswered));
+    this.probeTimer = setTimeout(() => this.startProbe(), Math.ceil(wait));
     this.probeTimer.unref();
+  }
+
+  /** A reply (or the handshake) came for a request sent at `sentAt`: the server heard from us then. */
+  private heardFromServer(sentAt: number): void {
+    if (sentAt > this.lastAnsweredAt) this.lastAnsweredAt = sentAt;
   }
 
   /** Sends one request with a timeout, mapping wire errors to typed errors. */
   private call<T>(path: string, send: (client: WireClient, cb: Callback<T>) => void): Promise<T> {
     if (this.isClosed) return Promise.reject(new SessionClosedError(path));
     this.stats.requests++;
-    this.lastRequestAt = Date.now();
+    const sentAt = performance.now();
+    this.lastRequestAt = sentAt;
     const timeoutMs = this.options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const client = this.client;
     return new Promise<T>((resolve, reject) => {
@@ -492,7 +542,10 @@ export class Session extends EventEmitter<SessionEvents> {
       }, timeoutMs);
       this.pending.add(entry);
       try {
-        send(client, (err, result) => settle(err ? toTypedError(err, path) : undefined, result));
+        send(client, (err, result) => {
+          if (client === this.client && isServerReply(err)) this.heardFromServer(sentAt);
+          settle(err ? toTypedError(err, path) : undefined, result);
+        });
       } catch (err) {
         settle(new BadArgumentsError(err instanceof Error ? err.message : String(err), path));
       }
@@ -854,6 +907,13 @@ function toTypedError(err: unknown, path: string): unknown {
   const results = (err as { results?: unknown }).results;
   if (results) (typed as unknown as { results: unknown }).results = results;
   return typed;
+}
+
+/** Whether a wire callback's outcome came from the server (not from a connection that closed under it). */
+function isServerReply(err: unknown): boolean {
+  if (!err) return true;
+  const code = wireErrorCode(err);
+  return code !== undefined && code !== ZK_CODES.CONNECTION_LOSS && code !== ZK_CODES.SESSION_EXPIRED;
 }
 
 function ignoreExists(err: unknown): void {

@@ -1,0 +1,72 @@
+/**
+ * BatchBarrier: one name, many batches. Each batch of `size` waits for all
+ * its members, whether the members of the batches before it left, died or
+ * still run; a member that joins after a batch was released waits for the
+ * next one; concurrent completers release one batch once.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { BatchBarrier, TimeoutError } from '@zkq/core';
+import { sessionsOn } from '../../fixtures/recipes/helpers.js';
+import { waitFor } from '../../helpers/zk.js';
+
+function entering(barrier: BatchBarrier) {
+  const state = { passed: false };
+  const done = barrier.enter({ timeout: 60_000 }).then(() => {
+    state.passed = true;
+  });
+  done.catch(() => undefined);
+  return { state, done };
+}
+
+test('batch barrier: a second batch under the same name waits for all its members, then a third', async (t) => {
+  const { sessions } = await sessionsOn(t, 3);
+  const make = (i: number) => new BatchBarrier(sessions[i % 3]!, '/nightly', { size: 2, id: `m${i}` });
+  // night 1: both members pass together, then leave
+  const night1 = [make(0), make(1)];
+  await Promise.all(night1.map((b) => b.enter({ timeout: 30_000 })));
+  await Promise.all(night1.map((b) => b.leave()));
+
+  // night 2: the first one waits alone
+  const [a, b] = [make(2), make(3)];
+  const first = entering(a);
+  await waitFor(() => a.stats.watches >= 1, { what: 'the first of night 2 waiting' });
+  assert.equal(first.state.passed, false, 'a lone member of the second batch does not pass');
+  await b.enter({ timeout: 30_000 });
+  await first.done;
+
+  // night 3, while night 2's members still run: they do not count again
+  const c = make(4);
+  const third = entering(c);
+  await waitFor(() => c.stats.watches >= 1, { what: 'the first of night 3 waiting' });
+  assert.equal(third.state.passed, false, 'members of a released batch do not count for the next');
+  await make(5).enter({ timeout: 30_000 });
+  await third.done;
+});
+
+test('batch barrier: of three members joining at once for batches of two, two pass and one waits for the next', async (t) => {
+  const { sessions } = await sessionsOn(t, 3);
+  const barriers = sessions.map((s, i) => new BatchBarrier(s, '/batch', { size: 2, id: `m${i}` }));
+  const entries = barriers.map(entering);
+  await waitFor(() => entries.filter((e) => e.state.passed).length === 2, { what: 'one batch of two' });
+  const waiter = barriers[entries.findIndex((e) => !e.state.passed)]!;
+  await waitFor(() => waiter.stats.watches >= 1, { what: 'the third waiting' });
+  assert.equal(entries.filter((e) => e.state.passed).length, 2);
+  const late = new BatchBarrier(sessions[0]!, '/batch', { size: 2, id: 'late' });
+  await late.enter({ timeout: 30_000 });
+  await Promise.all(entries.map((e) => e.done));
+});
+
+test('batch barrier: a timed-out member does not count; reset forgets the released batches', async (t) => {
+  const { sessions } = await sessionsOn(t, 2);
+  const a = new BatchBarrier(sessions[0]!, '/reset', { size: 2 });
+  await assert.rejects(a.enter({ timeout: 300 }), TimeoutError);
+  assert.deepEqual(await a.members(), []);
+  const b = new BatchBarrier(sessions[1]!, '/reset', { size: 2 });
+  await Promise.all([a.enter({ timeout: 30_000 }), b.enter({ timeout: 30_000 })]);
+  assert.ok(await sessions[0]!.exists('/reset/released'));
+  await Promise.all([a.leave(), b.leave()]);
+  await a.reset();
+  assert.equal(await sessions[0]!.exists('/reset/released'), null);
+  await Promise.all([a.enter({ timeout: 30_000 }), b.enter({ timeout: 30_000 })]);
+});
