@@ -12,7 +12,7 @@ import type { Job, JobType, Queue } from '@zkq/producer';
 import type { Argv } from 'yargs';
 import { type GlobalArgs, integer, withQueue, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, NotSupportedError, UsageError } from '../errors.js';
-import { printJson, println } from '../output.js';
+import { plural, printJson, println } from '../output.js';
 import { assertQueueExists } from '../reader.js';
 
 /** Queue methods added over time; looked up at run time. */
@@ -148,7 +148,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           report(
             argv,
             { queue: argv.queue, state: argv.state, retried: moved },
-            `retried ${moved} ${argv.state} jobs of ${argv.queue}`,
+            `retried ${plural(moved, `${argv.state} job`)} of ${argv.queue}`,
           );
         });
       },
@@ -173,7 +173,11 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           const before = await count(queue, 'delayed');
           await promoteJobs();
           const moved = before - (await count(queue, 'delayed'));
-          report(argv, { queue: argv.queue, promoted: moved }, `promoted ${moved} delayed jobs of ${argv.queue}`);
+          report(
+            argv,
+            { queue: argv.queue, promoted: moved },
+            `promoted ${plural(moved, 'delayed job')} of ${argv.queue}`,
+          );
         });
       },
     )
@@ -216,7 +220,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           report(
             argv,
             { queue: argv.queue, state: argv.state, removed },
-            `removed ${removed.length} ${argv.state} jobs of ${argv.queue}`,
+            `removed ${plural(removed.length, `${argv.state} job`)} of ${argv.queue}`,
           );
         });
       },
@@ -236,7 +240,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           const before = await count(queue, ...states);
           await drain(argv.delayed);
           const removed = before - (await count(queue, ...states));
-          report(argv, { queue: argv.queue, removed }, `drained ${removed} jobs from ${argv.queue}`);
+          report(argv, { queue: argv.queue, removed }, `drained ${plural(removed, 'job')} from ${argv.queue}`);
         });
       },
     )
@@ -269,7 +273,7 @@ async function confirm(queue: Queue, argv: GlobalArgs & { queue: string }): Prom
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
     const answer = await rl.question(
-      `Delete queue '${argv.queue}' (${total} jobs) under /${argv.namespace} at ${argv.zk}? Type the queue name to confirm: `,
+      `Delete queue '${argv.queue}' (${plural(total, 'job')}) under /${argv.namespace} at ${argv.zk}? Type the queue name to confirm: `,
     );
     if (answer.trim() !== argv.queue) throw new CliError('not confirmed; nothing was deleted', EXIT.FAILURE);
   } finally {
