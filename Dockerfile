@@ -1,8 +1,11 @@
-# zkq: the `zkq` command (worker daemon, producer tools, dev server) in one image.
+# zkq: the `zkq` command (worker daemon, producer and admin tools, dashboard)
+# in one image, tagged zkq:local (docker-compose.yml builds the same tag).
+# The image has no Java, so `zkq dev-server` and `zkq demo` do not run in it:
+# run ZooKeeper from the zookeeper image, as docker-compose.yml does.
 #
-#   docker build -t zkq .
-#   docker run --rm zkq --help
-#   docker run --rm zkq worker emails --processor examples/processors/send-email.js --zk zk1:2181
+#   docker build -t zkq:local .
+#   docker run --rm zkq:local --help
+#   docker run --rm zkq:local worker emails --processor examples/processors/send-email.js --zk zk1:2181
 #
 # Build stage: install with the lockfile, compile, then drop dev dependencies.
 FROM node:20-bookworm-slim AS build
@@ -12,6 +15,7 @@ COPY packages/testing/package.json packages/testing/
 COPY packages/core/package.json packages/core/
 COPY packages/producer/package.json packages/producer/
 COPY packages/worker/package.json packages/worker/
+COPY packages/bullmq/package.json packages/bullmq/
 COPY packages/cli/package.json packages/cli/
 # No install scripts: the only native add-ons in the tree are optional
 # accelerators of development tools.

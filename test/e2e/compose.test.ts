@@ -1,9 +1,10 @@
 /**
- * docker-compose.yml cannot be run here (no Docker engine), so this checks
- * what can go stale without one: the ensemble's wiring, every file the
- * services name, and every zkq command they run (parsed by the real CLI;
- * the worker service's command line is run for real against the test
- * server).
+ * docker-compose.yml and the Dockerfile cannot be run here (no Docker
+ * engine), so this checks what can go stale without one: the ensemble's
+ * wiring, every file the services name, every zkq command they run (parsed
+ * by the real CLI; the worker service's command line is run for real against
+ * the test server), every workspace's manifest copied before `npm ci`, and
+ * one image tag, built once, named alike in both files and the docs.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { cliEnv, REPO, within, ZkqProcess, zkq } from './cli.js';
 
 interface Service {
   image?: string;
+  pull_policy?: string;
   build?: string | { context: string; dockerfile?: string };
   command?: string | string[];
   entrypoint?: string | string[];
@@ -113,4 +115,57 @@ test("the worker service's command line starts a worker and drains on SIGTERM", 
   await worker.waitForLine(/"msg":"job completed"/, 60_000);
   worker.kill('SIGTERM');
   assert.equal((await within(worker.exited, 60_000, 'worker exit')).code, 0);
+});
+
+const dockerfile = readFileSync(join(REPO, 'Dockerfile'), 'utf8');
+
+test("the Dockerfile copies every workspace's manifest before npm ci, and the build context keeps them", () => {
+  const workspaces: string[] = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).workspaces;
+  const beforeInstall = dockerfile.slice(0, dockerfile.search(/^RUN npm ci\b/m));
+  const copied = [...beforeInstall.matchAll(/^COPY (?!--from)(.+) (\S+)$/gm)].flatMap((m) =>
+    (m[1] as string).split(/\s+/).map((src) => (src.endsWith('package.json') ? src : join(src, 'package.json'))),
+  );
+  for (const ws of workspaces) {
+    assert.ok(copied.includes(`${ws}/package.json`), `Dockerfile copies ${ws}/package.json before npm ci`);
+  }
+  assert.ok(copied.includes('package-lock.json') || /COPY package\.json package-lock\.json/.test(beforeInstall));
+  const ignored = readFileSync(join(REPO, '.dockerignore'), 'utf8').split('\n');
+  for (const ws of workspaces) assert.ok(!ignored.includes(ws) && !ignored.includes('packages'), `${ws} is sent`);
+});
+
+test('one image, built by one service, under one tag in the Dockerfile, compose and the docs', () => {
+  const builders = zkqServices.filter(([, s]) => s.build !== undefined);
+  assert.deepEqual(
+    builders.map(([name]) => name),
+    ['worker'],
+    'one service builds the image',
+  );
+  const tag = (services.worker as Service).image as string;
+  assert.match(tag, /^zkq:/);
+  for (const [name, s] of zkqServices) {
+    assert.equal(s.image, tag, `${name} runs ${tag}`);
+    if (s.build === undefined) assert.equal(s.pull_policy, 'never', `${name} runs the built image, never pulls it`);
+  }
+  const operations = readFileSync(join(REPO, 'docs/operations.md'), 'utf8');
+  for (const [file, text] of [
+    ['Dockerfile', dockerfile],
+    ['docs/operations.md', operations],
+  ] as const) {
+    const named = [...text.matchAll(/docker (?:build -t|run --rm) (\S+)/g)].map((m) => m[1]);
+    for (const n of named) assert.equal(n, tag, `${file} names the image ${tag}`);
+  }
+  assert.match(dockerfile, new RegExp(`docker build -t ${tag} \\.`));
+});
+
+test('the image offers only commands it can run: without Java, no dev-server or demo', (t) => {
+  if (/\b(openjdk|default-jre|temurin)/i.test(dockerfile)) return t.skip('the image installs Java');
+  const header = dockerfile.split('\n').filter((l) => l.startsWith('#'));
+  for (const line of header.filter((l) => /docker run/.test(l))) {
+    assert.doesNotMatch(line, /\b(dev-server|demo)\b/, line);
+  }
+  assert.ok(
+    header.some((l) => /no Java/.test(l)),
+    'the header says the image has no Java',
+  );
+  assert.doesNotMatch(header.join('\n'), /dev server\)/, 'it does not promise a dev server');
 });

@@ -1,4 +1,7 @@
-/** What `zkq jobs` and `zkq job` show: `--state wait`, due times, the paused state, live progress, flows. */
+/**
+ * What `zkq jobs` and `zkq job` show: `--state wait`, due times, the paused state, live progress,
+ * the attempt a running job is on, which page of how many jobs, `job --follow`, flows.
+ */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -110,4 +113,86 @@ test('stats counts parents waiting for their children; jobs --state waiting-chil
   const shown = await zkq(['job', 'fl', child?.id as string, ...env.global]);
   assert.match(shown.stdout, new RegExp(`^parent\\s+${env.namespace}:fl:${tree.job.id}$`, 'm'));
   assert.equal((await zkqJson(['job', 'fl', child?.id as string, ...env.global])).parentKey, child?.parentKey);
+});
+
+test('jobs says which page it shows of how many; counts are said in the singular for one', async (t) => {
+  const env = await cliEnv(t);
+  const one = await zkq(['add-bulk', 'pages', ...env.global], { input: '{"name":"n","data":{}}\n' });
+  assert.match(one.stdout, /^added 1 job to pages in /);
+  const lines = Array.from({ length: 24 }, (_, i) => JSON.stringify({ name: 'n', data: { i } })).join('\n');
+  assert.match((await zkq(['add-bulk', 'pages', ...env.global], { input: lines })).stdout, /^added 24 jobs to pages/);
+
+  const first = await zkq(['jobs', 'pages', ...env.global]);
+  assert.equal(first.code, 0, first.stderr);
+  const rows = first.stdout.trimEnd().split('\n');
+  assert.equal(rows.length, 1 + 20 + 1, 'a header, 20 jobs and the note');
+  assert.equal(
+    rows.at(-1),
+    'showing 1-20 of 25 waiting jobs (--start 20 --end 39 for the next page, --end -1 for all)',
+  );
+  const next = await zkq(['jobs', 'pages', '--start', '20', '--end', '39', ...env.global]);
+  assert.equal(next.stdout.trimEnd().split('\n').at(-1), 'showing 21-25 of 25 waiting jobs (--end -1 for all)');
+  const all = await zkq(['jobs', 'pages', '--end', '-1', ...env.global]);
+  assert.equal(all.stdout.trimEnd().split('\n').length, 1 + 25, 'every job, no note');
+  assert.equal((await zkqJson(['jobs', 'pages', ...env.global])).length, 20, 'JSON has no note');
+
+  assert.equal((await zkq(['drain', 'pages', ...env.global])).stdout, 'drained 25 jobs from pages\n');
+  assert.equal((await zkq(['add', 'pages', 'x', ...env.global])).code, 0);
+  assert.equal((await zkq(['drain', 'pages', ...env.global])).stdout, 'drained 1 job from pages\n');
+});
+
+test('a running job shows the attempt it runs; job --follow prints its progress until it completes', async (t) => {
+  const env = await cliEnv(t);
+  const release = join(mkdtempSync(join(tmpdir(), 'zkq-hold-')), 'release');
+  const data = JSON.stringify({ progress: { step: 3, of: 5 }, release });
+  const added = await zkqJson(['add', 'followed', 'hold', '--data', data, '--attempts', '3', ...env.global]);
+  const follow = new ZkqProcess(['job', 'followed', added.id, '--follow', ...env.global]);
+  t.after(() => follow.dispose());
+  await follow.waitForLine(/following the job until it finishes/);
+  assert.match(follow.lines.join('\n'), /^state\s+waiting$/m, 'the job first');
+
+  const worker = new ZkqProcess(['worker', 'followed', '--processor', join(FIXTURES, 'hold.js'), ...env.global]);
+  t.after(() => worker.dispose());
+  await follow.waitForLine(new RegExp(`active\\s+job ${added.id}\\b`), 60_000);
+  await follow.waitForLine(new RegExp(`progress\\s+job ${added.id} data=\\{"step":3,"of":5\\}$`), 60_000);
+  const table = await zkq(['jobs', 'followed', '--state', 'active', ...env.global]);
+  assert.match(table.stdout, new RegExp(`^${added.id}\\s+hold\\s+active\\s+1/3\\s`, 'm'), 'the attempt that runs');
+  const shown = await zkq(['job', 'followed', added.id, ...env.global]);
+  assert.match(shown.stdout, /^attempts\s+1\/3, running \(0 finished before it\)$/m);
+
+  writeFileSync(release, '');
+  const ended = await within(follow.exited, 60_000, 'follow to end');
+  assert.equal(ended.code, 0, ended.stderr);
+  assert.match(ended.stdout, new RegExp(`completed job ${added.id} returnvalue=\\{"released":true\\}\\n$`));
+  const done = await zkq(['job', 'followed', added.id, ...env.global]);
+  assert.match(done.stdout, /^attempts\s+1\/3 made \(1 started\)$/m);
+
+  // A job that finished already: --follow says how it ended, at once.
+  const again = await zkq(['job', 'followed', added.id, '--follow', '--json', ...env.global]);
+  assert.equal(again.code, 0, again.stderr);
+  const [job, last] = again.stdout
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.equal(job.state, 'completed');
+  assert.deepEqual(last, { event: 'completed', jobId: added.id, returnvalue: { released: true } });
+  worker.kill('SIGTERM');
+  assert.equal((await within(worker.exited, 60_000, 'worker exit')).code, 0);
+});
+
+test('job --follow exits 1 when the job fails for good', async (t) => {
+  const env = await cliEnv(t);
+  const added = await zkqJson(['add', 'doomed', 'x', ...env.global]);
+  const follow = new ZkqProcess(['job', 'doomed', added.id, '--follow', '--json', ...env.global]);
+  t.after(() => follow.dispose());
+  await follow.waitForLine(/following the job until it finishes/);
+  const worker = new ZkqProcess(['worker', 'doomed', '--processor', join(FIXTURES, 'always-fail.js'), ...env.global]);
+  t.after(() => worker.dispose());
+  const ended = await within(follow.exited, 60_000, 'follow to end');
+  assert.equal(ended.code, 1, ended.stderr);
+  assert.match(ended.stderr, new RegExp(`^zkq: job ${added.id} failed: job ${added.id} failed on purpose$`, 'm'));
+  const last = JSON.parse(ended.stdout.trimEnd().split('\n').at(-1) as string);
+  assert.deepEqual(last, { event: 'failed', jobId: added.id, failedReason: `job ${added.id} failed on purpose` });
+  worker.kill('SIGTERM');
+  assert.equal((await within(worker.exited, 60_000, 'worker exit')).code, 0);
 });

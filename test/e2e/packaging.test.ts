@@ -1,18 +1,29 @@
 /**
- * The packages as users get them: build, pack every workspace, install the
- * tarballs into a scratch project outside the repository (so nothing resolves
- * through the workspace), and use them from there: a producer and a worker
- * against ZooKeeper, a TypeScript consumer checked with skipLibCheck off, and
- * the `zkq` binary from node_modules/.bin, with and without @zkq/testing.
+ * The packages as users get them: `npm run pack` (the README's command)
+ * puts every workspace's tarball into packs/, and the README's one install
+ * line takes them all into a scratch project outside the repository (so
+ * nothing resolves through the workspace). From there: the README's own app
+ * against the installed `zkq dev-server`, a producer and a worker, a
+ * TypeScript consumer checked with skipLibCheck off, and the `zkq` binary
+ * from node_modules/.bin, with and without @zkq/testing.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { sharedZooKeeper, uniqueRoot } from '@zkq/testing';
-import { REPO } from './cli.js';
+import { REPO, within } from './cli.js';
 
 const PACKAGES = ['core', 'producer', 'worker', 'cli', 'testing', 'bullmq'];
 const FIXTURES = join(REPO, 'test/fixtures/packaging');
@@ -31,10 +42,16 @@ interface Run {
  */
 const OUTER_NPM_RUN = /^(npm_config_local_prefix|npm_package_.*|npm_lifecycle_.*|INIT_CWD)$/i;
 
-/** Runs a command to its end (killed after STEP_TIMEOUT_MS). */
-function run(cmd: string, args: string[], cwd: string): Promise<Run> {
+/** The environment of the commands below: no outer `npm run`, no ZKQ_ZK unless given. */
+function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !OUTER_NPM_RUN.test(k)));
   delete env.ZKQ_ZK;
+  return { ...env, ...extra };
+}
+
+/** Runs a command to its end (killed after STEP_TIMEOUT_MS). */
+function run(cmd: string, args: string[], cwd: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<Run> {
+  const env = childEnv(extraEnv);
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -54,8 +71,8 @@ function run(cmd: string, args: string[], cwd: string): Promise<Run> {
   });
 }
 
-async function ok(cmd: string, args: string[], cwd: string): Promise<string> {
-  const r = await run(cmd, args, cwd);
+async function ok(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  const r = await run(cmd, args, cwd, env);
   assert.equal(r.code, 0, `${cmd} ${args.join(' ')} exited ${r.code}:\n${r.stdout}\n${r.stderr}`);
   return r.stdout;
 }
@@ -66,32 +83,54 @@ let scratch: string;
 let app: string;
 const packed = new Map<string, { filename: string; files: string[] }>();
 
+/** The README's block of `lang` whose first line starts with `first`. */
+function readmeBlock(lang: string, first: string): string {
+  const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+  const block = [...readme.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].find(
+    (m) => m[1] === lang && (m[2] as string).startsWith(first),
+  );
+  assert.ok(block, `README has a ${lang} block starting with ${first}`);
+  return block[2] as string;
+}
+
 before(async () => {
   scratch = mkdtempSync(join(tmpdir(), 'zkq-packaging-'));
-  const packs = join(scratch, 'packs');
   app = join(scratch, 'app');
-  // One build (a no-op after `npm run build`); the packs skip each package's prepack build.
-  await ok(process.execPath, [TSC, '-b'], REPO);
-  mkdirSync(packs);
-  const out = await ok(
-    'npm',
-    ['pack', '--workspaces', '--ignore-scripts', '--json', '--pack-destination', packs, '--loglevel=error'],
-    REPO,
-  );
-  for (const p of JSON.parse(out) as { name: string; filename: string; files: { path: string }[] }[]) {
-    packed.set(p.name.replace('@zkq/', ''), { filename: p.filename, files: p.files.map((f) => f.path) });
+  // The README's install: `npm run pack` in the checkout, then one `npm install` of every tarball.
+  const install = readmeBlock('sh', 'cd zkq && npm ci && npm run pack');
+  assert.match(install, /^cd \.\.\/my-app && npm install \.\.\/zkq\/packs\/\*\.tgz$/m);
+  await ok('npm', ['run', 'pack', '--silent'], REPO);
+  const packs = join(REPO, 'packs');
+  const tarballs = readdirSync(packs).filter((f) => f.endsWith('.tgz'));
+  for (const filename of tarballs) {
+    const name = /^zkq-(.+)-\d+\.\d+\.\d+\.tgz$/.exec(filename)?.[1] ?? filename;
+    const listing = await ok('tar', ['-tzf', join(packs, filename)], packs);
+    const files = listing
+      .split('\n')
+      .filter(Boolean)
+      .map((f) => f.replace(/^package\//, ''));
+    packed.set(name, { filename, files });
   }
-  const dependencies = Object.fromEntries(
-    PACKAGES.map((p) => [`@zkq/${p}`, `file:${join(packs, packed.get(p)?.filename ?? `${p}-missing.tgz`)}`]),
-  );
+  assert.deepEqual([...packed.keys()].sort(), [...PACKAGES].sort(), 'one tarball per package, nothing stale');
   // The consumer's own @types/node, as any TypeScript project on Node has.
-  dependencies['@types/node'] = readJson(join(REPO, 'package.json')).devDependencies['@types/node'];
+  const typesNode = readJson(join(REPO, 'package.json')).devDependencies['@types/node'];
   mkdirSync(app);
   writeFileSync(
     join(app, 'package.json'),
-    JSON.stringify({ name: 'scratch', private: true, type: 'module', dependencies }),
+    JSON.stringify({ name: 'scratch', private: true, type: 'module', dependencies: { '@types/node': typesNode } }),
   );
-  await ok('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], app);
+  await ok(
+    'npm',
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      ...tarballs.map((f) => join(packs, f)),
+    ],
+    app,
+  );
 });
 
 after(() => {
@@ -119,6 +158,37 @@ test('every package is packed with its license, readme, build output and public 
     assert.ok(!pkg.dependencies?.['@zkq/testing'], `@zkq/${name} does not need @zkq/testing at run time`);
   }
   assert.ok(packed.get('cli')?.files.includes('dist/bin.js'));
+});
+
+test("the README's own app runs against the installed zkq dev-server", async (t) => {
+  writeFileSync(join(app, 'readme-app.mjs'), readmeBlock('js', '// app.mjs'));
+  const server = spawn(join(app, 'node_modules/.bin/zkq'), ['dev-server', '--port', '0', '--no-install'], {
+    cwd: app,
+    env: childEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+  t.after(() => server.kill('SIGKILL'));
+  let output = '';
+  server.stderr.on('data', (d) => {
+    output += d;
+  });
+  const zk = await within(
+    new Promise<string>((resolve, reject) => {
+      server.stdout.on('data', (d) => {
+        output += d;
+        const m = /^export ZKQ_ZK=(\S+)$/m.exec(output);
+        if (m) resolve(m[1] as string);
+      });
+      server.once('exit', (code) => reject(new Error(`dev-server exited ${code}:\n${output}`)));
+    }),
+    STEP_TIMEOUT_MS,
+    'the dev-server to serve',
+  );
+  const out = await ok(process.execPath, ['readme-app.mjs'], app, { ZKQ_ZK: zk });
+  assert.deepEqual(out.trimEnd().split('\n').sort(), ['added job 1', "job 1 completed: { sentTo: 'ada@example.com' }"]);
+  server.kill('SIGTERM');
+  assert.equal(await within(exited, STEP_TIMEOUT_MS, 'the dev-server to stop'), 0, output);
 });
 
 test('a producer and a worker run from the installed packages', async () => {

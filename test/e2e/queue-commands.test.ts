@@ -1,9 +1,15 @@
-/** add, add-bulk, stats, jobs, job, pause, resume, retry, obliterate through the built binary. */
+/**
+ * add, add-bulk, stats, jobs, job, pause, resume, retry, obliterate through
+ * the built binary; every command that writes to a queue refuses one that
+ * does not exist (exit 8) and creates nothing, but for add and add-bulk and
+ * pause/resume --create.
+ */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { Session } from '@zkq/core';
 import { waitFor } from '../helpers/zk.js';
-import { cliEnv, FIXTURES, within, ZkqProcess, zkq, zkqJson } from './cli.js';
+import { type CliEnv, cliEnv, FIXTURES, within, ZkqProcess, zkq, zkqJson } from './cli.js';
 
 test('add prints the job id; job and jobs show it; --json is machine-readable', async (t) => {
   const env = await cliEnv(t);
@@ -86,7 +92,7 @@ test('add-bulk reads NDJSON from a file or stdin and stats counts every state', 
 
 test('stats lists live workers; pause and resume stop and restart claiming', async (t) => {
   const env = await cliEnv(t);
-  const paused = await zkqJson(['pause', 'pp', ...env.global]);
+  const paused = await zkqJson(['pause', 'pp', '--create', ...env.global]);
   assert.deepEqual(paused, { queue: 'pp', paused: true });
   const add = await zkq(['add', 'pp', 'nap', '--data', '{"ms":10}', ...env.global]);
   assert.equal(add.code, 0, add.stderr);
@@ -198,4 +204,65 @@ test('promote, remove and retry --job act on single jobs', async (t) => {
   assert.equal((await within(worker.exited, 60_000, 'worker exit')).code, 0);
   assert.equal((await zkq(['retry', 'one', '--job', delayed.id, ...env.global])).code, 0);
   assert.equal((await zkqJson(['job', 'one', delayed.id, ...env.global])).state, 'waiting');
+});
+
+/** Whether `path` exists on the server, asked from a session at the root. */
+async function nodeExists(env: CliEnv, path: string): Promise<boolean> {
+  const session = await Session.connect({ connectionString: env.zk });
+  try {
+    return (await session.exists(path)) !== null;
+  } finally {
+    await session.close();
+  }
+}
+
+/** Every command that writes to a queue, on the queue `typo`. */
+const WRITES = [
+  ['pause', 'typo'],
+  ['resume', 'typo'],
+  ['retry', 'typo'],
+  ['retry', 'typo', '--job', '1'],
+  ['promote', 'typo'],
+  ['promote', 'typo', '--job', '1'],
+  ['remove', 'typo', '1'],
+  ['clean', 'typo', '--grace', '0'],
+  ['drain', 'typo'],
+  ['obliterate', 'typo', '--yes'],
+  ['cancel', 'typo', '1'],
+];
+
+test('write commands on a queue that does not exist create nothing and exit 8', async (t) => {
+  const env = await cliEnv(t);
+  const missing = `zkq: queue typo does not exist under /${env.namespace} (zkq queues lists its queues)\n`;
+  const refuseEvery = async () => {
+    for (const args of WRITES) {
+      const r = await zkq([...args, ...env.global]);
+      assert.equal(r.code, 8, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stderr, missing, args.join(' '));
+      assert.equal(r.stdout, '', args.join(' '));
+    }
+  };
+  await refuseEvery();
+  assert.equal(await nodeExists(env, `/${env.namespace}`), false, 'not even the namespace was created');
+
+  // In an existing namespace, the queue's tree is not created either, and no command lists it.
+  assert.equal((await zkq(['add', 'real', 'x', ...env.global])).code, 0);
+  await refuseEvery();
+  assert.equal(await nodeExists(env, `/${env.namespace}/typo`), false);
+  assert.deepEqual(
+    (await zkqJson(['queues', ...env.global])).map((q: { queue: string }) => q.queue),
+    ['real'],
+  );
+});
+
+test('pause --create sets the flag of a new queue before its first job; resume --create too', async (t) => {
+  const env = await cliEnv(t);
+  assert.equal((await zkq(['pause', 'early', '--create', ...env.global])).stdout, 'paused early\n');
+  const queues = await zkqJson(['queues', ...env.global]);
+  assert.deepEqual(
+    queues.map((q: { queue: string; paused: boolean }) => [q.queue, q.paused]),
+    [['early', true]],
+  );
+  assert.equal((await zkq(['resume', 'fresh', '--create', ...env.global])).stdout, 'resumed fresh\n');
+  assert.equal((await zkqJson(['stats', 'fresh', ...env.global])).paused, false);
 });

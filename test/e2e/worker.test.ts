@@ -128,3 +128,12 @@ test('failed jobs are logged with their reason', async (t) => {
   worker.kill('SIGTERM');
   assert.equal((await within(worker.exited, 60_000, 'worker exit')).code, 0);
 });
+
+test("the help says its exit codes are zkq's own, and how to get them without npm's wrapper", async () => {
+  const r = await zkq(['--help']);
+  assert.equal(r.code, 0);
+  const epilogue = r.stdout.slice(r.stdout.indexOf('Exit codes:')).replace(/\s+/g, ' ');
+  assert.match(epilogue, /130 worker stopped by a second signal/);
+  assert.match(epilogue, /through npx or npm exec, a Ctrl-C also ends npm, by the signal, whatever zkq's code/);
+  assert.match(epilogue, /run node_modules\/\.bin\/zkq, or zkq on the PATH, to get zkq's/);
+});

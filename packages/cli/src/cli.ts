@@ -21,6 +21,8 @@ const EPILOGUE = [
   `Exit codes: ${Object.entries(EXIT_MEANINGS)
     .map(([code, meaning]) => `${code} ${meaning}`)
     .join(', ')}.`,
+  "These are zkq's own codes: run through npx or npm exec, a Ctrl-C also ends npm, by the signal, " +
+    "whatever zkq's code; run node_modules/.bin/zkq, or zkq on the PATH, to get zkq's.",
   "'zkq <command> --help' shows a command's options and examples.",
 ].join('\n');
 

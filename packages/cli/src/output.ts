@@ -68,6 +68,11 @@ export function printPairs(pairs: [string, string][]): void {
   for (const [k, v] of pairs) println(`${k.padEnd(width)}  ${v}`);
 }
 
+/** `n` and the noun, singular for 1: `1 job`, `3 jobs`, `0 jobs`. */
+export function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 /** A timestamp (ms) as ISO text, or '-'. */
 export function time(ms: number | undefined): string {
   return ms ? new Date(ms).toISOString() : '-';

@@ -10,7 +10,8 @@
  * ```
  *
  * A processor function runs inline; a file path or URL runs on a piscina
- * thread pool (sandbox/pool.ts), `jobsPerThread` jobs at once per thread.
+ * thread pool (sandbox/pool.ts), `jobsPerThread` jobs at once per thread; a
+ * file that does not exist is refused here (sandbox/processor-file.ts).
  * The claim protocol and its fencing are described in @zkq/core's
  * transitions.ts; this class drives it: JobSource claims, LeaseRenewer keeps
  * claims alive, Finisher writes results in batches.
@@ -68,6 +69,7 @@ import {
   type WorkerOptions,
 } from './options.js';
 import { ThreadPool } from './sandbox/pool.js';
+import { checkProcessorFile } from './sandbox/processor-file.js';
 import { WorkerTracing } from './tracing.js';
 
 /** Typed events of a Worker (BullMQ's WorkerListener, plus `lost`). */
@@ -155,6 +157,7 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     if (typeof processor !== 'function' && typeof processor !== 'string' && !(processor instanceof URL)) {
       throw new InvalidArgumentError('processor must be an async function, a file path or a URL', 'processor');
     }
+    if (typeof processor !== 'function') checkProcessorFile(processor);
     this.name = name;
     this.id =
       opts.name ?? `${hostname().replace(/[^A-Za-z0-9._-]/g, '-')}-${process.pid}-${randomBytes(3).toString('hex')}`;

@@ -1,12 +1,51 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { InvalidArgumentError } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const PROCESSOR = fileURLToPath(new URL('../../fixtures/processors/threaded.mjs', import.meta.url));
+
+test('a processor file that does not exist, or is not a file, is refused when the Worker is built', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('no-file', env);
+  t.after(() => queue.close());
+  const job = await queue.add('x', {}, { attempts: 3 });
+  const dir = mkdtempSync(join(tmpdir(), 'zkq-processor-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const missing = join(dir, 'send.mjs');
+  for (const [processor, message] of [
+    [missing, `processor file not found: ${missing}`],
+    [relative(process.cwd(), missing), `processor file not found: ${missing}`],
+    [pathToFileURL(missing), `processor file not found: ${missing}`],
+    [pathToFileURL(missing).href, `processor file not found: ${missing}`],
+    [dir, `processor is not a file: ${dir}`],
+    ['', 'processor file path is empty'],
+  ] as const) {
+    assert.throws(
+      () => new Worker('no-file', processor, env),
+      (err: unknown) =>
+        err instanceof InvalidArgumentError &&
+        err.code === 'ZKQ_INVALID_ARGUMENT' &&
+        err.argument === 'processor' &&
+        err.message === message,
+      String(processor),
+    );
+  }
+  // Nothing ran: the job keeps its attempts.
+  assert.equal(await queue.getJobState(job.id), 'waiting');
+  assert.equal((await queue.getJob(job.id))?.attemptsMade, 0);
+
+  // A relative path that exists is taken from the working directory.
+  const worker = new Worker('no-file', relative(process.cwd(), PROCESSOR), { ...env, autorun: false });
+  await worker.close();
+});
 
 test('a file processor runs on worker threads, with progress and logs', async (t) => {
   const env = await queueEnv(t);

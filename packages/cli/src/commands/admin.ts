@@ -1,14 +1,19 @@
 /**
  * Queue administration: pause, resume, retry, promote, clean, drain,
- * remove, obliterate. Commands whose Queue/Job method the installed library
- * lacks fail with NotSupportedError (exit 6) before touching anything.
+ * remove, obliterate. Each acts on a queue that exists (its `meta` node, see
+ * the layout) and creates nothing otherwise: a typo is QueueNotFoundError
+ * (exit 8), as for the commands that only read. `pause` and `resume` take
+ * `--create`, to set the flag of a queue before its first job. Commands
+ * whose Queue/Job method the installed library lacks fail with
+ * NotSupportedError (exit 6) before touching anything.
  */
 import { createInterface } from 'node:readline/promises';
 import type { Job, JobType, Queue } from '@zkq/producer';
 import type { Argv } from 'yargs';
 import { type GlobalArgs, integer, withQueue, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, NotSupportedError, UsageError } from '../errors.js';
-import { printJson, println } from '../output.js';
+import { plural, printJson, println } from '../output.js';
+import { assertQueueExists } from '../reader.js';
 
 /** Queue methods added over time; looked up at run time. */
 interface QueueAdmin {
@@ -56,6 +61,26 @@ function report(argv: Out, json: Record<string, unknown>, text: string): void {
 
 const queueArg = { type: 'string', demandOption: true, describe: 'Queue name' } as const;
 const jsonOpt = { type: 'boolean', default: false, describe: 'Print JSON' } as const;
+const createOpt = {
+  type: 'boolean',
+  default: false,
+  describe: 'Create the queue when it does not exist (else exit 8)',
+} as const;
+
+/**
+ * Runs `fn` on the queue `name` once it is known to exist; QueueNotFoundError
+ * (exit 8) otherwise, with nothing created, unless `create`. (Opening a Queue
+ * creates its nodes, so existence is asked first, from the root.)
+ */
+export async function withExistingQueue<T>(
+  args: GlobalArgs,
+  name: string,
+  fn: (queue: Queue) => Promise<T>,
+  create = false,
+): Promise<T> {
+  if (!create) await assertQueueExists(args, name);
+  return withQueue(args, name, fn);
+}
 
 export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
   return y
@@ -63,28 +88,39 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       'pause <queue>',
       'Stop every worker of the queue from claiming jobs (running jobs finish)',
       (b) =>
-        zooKeeperOptions(
-          b.positional('queue', queueArg).option('json', jsonOpt).example('$0 pause emails', 'Pause emails'),
-        ),
+        zooKeeperOptions(b.positional('queue', queueArg).option('json', jsonOpt).option('create', createOpt))
+          .example('$0 pause emails', 'Pause emails')
+          .example('$0 pause emails --create', 'Pause emails, a new queue, before its first job'),
       async (argv) => {
-        await withQueue(argv, argv.queue, async (queue) => {
-          await queue.pause();
-          report(argv, { queue: argv.queue, paused: true }, `paused ${argv.queue}`);
-        });
+        await withExistingQueue(
+          argv,
+          argv.queue,
+          async (queue) => {
+            await queue.pause();
+            report(argv, { queue: argv.queue, paused: true }, `paused ${argv.queue}`);
+          },
+          argv.create,
+        );
       },
     )
     .command(
       'resume <queue>',
       'Let workers claim jobs of the queue again',
       (b) =>
-        zooKeeperOptions(
-          b.positional('queue', queueArg).option('json', jsonOpt).example('$0 resume emails', 'Resume emails'),
+        zooKeeperOptions(b.positional('queue', queueArg).option('json', jsonOpt).option('create', createOpt)).example(
+          '$0 resume emails',
+          'Resume emails',
         ),
       async (argv) => {
-        await withQueue(argv, argv.queue, async (queue) => {
-          await queue.resume();
-          report(argv, { queue: argv.queue, paused: false }, `resumed ${argv.queue}`);
-        });
+        await withExistingQueue(
+          argv,
+          argv.queue,
+          async (queue) => {
+            await queue.resume();
+            report(argv, { queue: argv.queue, paused: false }, `resumed ${argv.queue}`);
+          },
+          argv.create,
+        );
       },
     )
     .command(
@@ -98,7 +134,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           .example('$0 retry emails', 'Retry every failed job')
           .example('$0 retry emails --job 42', 'Retry job 42'),
       async (argv) => {
-        await withQueue(argv, argv.queue, async (queue) => {
+        await withExistingQueue(argv, argv.queue, async (queue) => {
           if (argv.job !== undefined) {
             const job = await jobOrFail(queue, argv.job);
             await need(job as JobAdmin, 'retry', 'retry --job', 'Job.retry')(argv.state);
@@ -112,7 +148,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           report(
             argv,
             { queue: argv.queue, state: argv.state, retried: moved },
-            `retried ${moved} ${argv.state} jobs of ${argv.queue}`,
+            `retried ${plural(moved, `${argv.state} job`)} of ${argv.queue}`,
           );
         });
       },
@@ -126,7 +162,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           .option('json', jsonOpt)
           .example('$0 promote emails', 'Run every delayed job now'),
       async (argv) => {
-        await withQueue(argv, argv.queue, async (queue) => {
+        await withExistingQueue(argv, argv.queue, async (queue) => {
           if (argv.job !== undefined) {
             const job = await jobOrFail(queue, argv.job);
             await need(job as JobAdmin, 'promote', 'promote --job', 'Job.promote')();
@@ -137,7 +173,11 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           const before = await count(queue, 'delayed');
           await promoteJobs();
           const moved = before - (await count(queue, 'delayed'));
-          report(argv, { queue: argv.queue, promoted: moved }, `promoted ${moved} delayed jobs of ${argv.queue}`);
+          report(
+            argv,
+            { queue: argv.queue, promoted: moved },
+            `promoted ${plural(moved, 'delayed job')} of ${argv.queue}`,
+          );
         });
       },
     )
@@ -151,7 +191,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           .option('json', jsonOpt)
           .example('$0 remove emails 42', 'Remove job 42'),
       async (argv) => {
-        await withQueue(argv, argv.queue, async (queue) => {
+        await withExistingQueue(argv, argv.queue, async (queue) => {
           const job = await jobOrFail(queue, String(argv.id));
           await need(job as JobAdmin, 'remove', 'remove', 'Job.remove')();
           report(argv, { queue: argv.queue, removed: [String(argv.id)] }, `removed job ${argv.id}`);
@@ -174,13 +214,13 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
       async (argv) => {
         if (!Number.isFinite(argv.grace) || argv.grace < 0) throw new UsageError('--grace must be a number >= 0');
         integer(argv.limit, '--limit', 0);
-        await withQueue(argv, argv.queue, async (queue) => {
+        await withExistingQueue(argv, argv.queue, async (queue) => {
           const clean = need(queue as QueueAdmin, 'clean', 'clean', 'Queue.clean');
           const removed = await clean(argv.grace, argv.limit, argv.state);
           report(
             argv,
             { queue: argv.queue, state: argv.state, removed },
-            `removed ${removed.length} ${argv.state} jobs of ${argv.queue}`,
+            `removed ${plural(removed.length, `${argv.state} job`)} of ${argv.queue}`,
           );
         });
       },
@@ -194,13 +234,13 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           .option('json', jsonOpt)
           .example('$0 drain emails --delayed', 'Empty the backlog'),
       async (argv) => {
-        await withQueue(argv, argv.queue, async (queue) => {
+        await withExistingQueue(argv, argv.queue, async (queue) => {
           const drain = need(queue as QueueAdmin, 'drain', 'drain', 'Queue.drain');
           const states: JobType[] = ['waiting', 'paused', 'prioritized', ...(argv.delayed ? ['delayed' as const] : [])];
           const before = await count(queue, ...states);
           await drain(argv.delayed);
           const removed = before - (await count(queue, ...states));
-          report(argv, { queue: argv.queue, removed }, `drained ${removed} jobs from ${argv.queue}`);
+          report(argv, { queue: argv.queue, removed }, `drained ${plural(removed, 'job')} from ${argv.queue}`);
         });
       },
     )
@@ -218,7 +258,7 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
         if (!argv.yes && !process.stdin.isTTY) {
           throw new UsageError('refusing to obliterate without --yes when not run from a terminal');
         }
-        await withQueue(argv, argv.queue, async (queue) => {
+        await withExistingQueue(argv, argv.queue, async (queue) => {
           const obliterate = need(queue as QueueAdmin, 'obliterate', 'obliterate', 'Queue.obliterate');
           if (!argv.yes) await confirm(queue, argv);
           await obliterate({ force: argv.force });
@@ -233,7 +273,7 @@ async function confirm(queue: Queue, argv: GlobalArgs & { queue: string }): Prom
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
     const answer = await rl.question(
-      `Delete queue '${argv.queue}' (${total} jobs) under /${argv.namespace} at ${argv.zk}? Type the queue name to confirm: `,
+      `Delete queue '${argv.queue}' (${plural(total, 'job')}) under /${argv.namespace} at ${argv.zk}? Type the queue name to confirm: `,
     );
     if (answer.trim() !== argv.queue) throw new CliError('not confirmed; nothing was deleted', EXIT.FAILURE);
   } finally {

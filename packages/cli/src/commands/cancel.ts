@@ -1,13 +1,15 @@
 /**
  * `zkq cancel <queue> <id>`: cancels a running job in whichever process runs
  * it (Queue.cancelJob). Exit 0 once the request reached the running attempt,
- * 5 when there is no such job, 1 when the job is not active.
+ * 5 when there is no such job, 1 when the job is not active, 8 when there is
+ * no such queue (nothing is created).
  */
 import type { Queue } from '@zkq/producer';
 import type { Argv } from 'yargs';
-import { type GlobalArgs, withQueue, zooKeeperOptions } from '../context.js';
+import { type GlobalArgs, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, NotSupportedError } from '../errors.js';
 import { printJson, println } from '../output.js';
+import { withExistingQueue } from './admin.js';
 
 /** Looked up at run time: an older library lacks it. */
 interface QueueCancel {
@@ -29,7 +31,7 @@ export function registerCancelCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
         .example('$0 cancel emails 42 --reason "sent by mistake"', 'Cancel job 42 wherever it runs'),
     async (argv) => {
       const id = String(argv.id);
-      await withQueue(argv, argv.queue, async (queue: Queue) => {
+      await withExistingQueue(argv, argv.queue, async (queue: Queue) => {
         const cancelJob = (queue as QueueCancel).cancelJob;
         if (typeof cancelJob !== 'function') throw new NotSupportedError('cancel', 'Queue.cancelJob');
         if (!(await cancelJob.call(queue, id, argv.reason))) {

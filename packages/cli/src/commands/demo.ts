@@ -13,7 +13,7 @@ import { type BulkJob, Queue } from '@zkq/producer';
 import type { Argv } from 'yargs';
 import { type GlobalArgs, integer, namespaceOption } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';
-import { printJson, println } from '../output.js';
+import { plural, printJson, println } from '../output.js';
 import { progressBar } from '../progress.js';
 import { startDevServer } from './dev-server.js';
 import { addInBatches } from './enqueue.js';
@@ -150,7 +150,7 @@ async function runDemo(argv: DemoArgs): Promise<void> {
 
     const started = performance.now();
     const { seconds: enqueueSecs } = await addInBatches(queue, demoJobs(argv), BATCH, argv.json ? false : undefined);
-    say(`enqueued ${argv.jobs} jobs in ${enqueueSecs.toFixed(2)} s (${rate(argv.jobs, enqueueSecs)} jobs/s)`);
+    say(`enqueued ${plural(argv.jobs, 'job')} in ${enqueueSecs.toFixed(2)} s (${rate(argv.jobs, enqueueSecs)} jobs/s)`);
 
     const counts = await waitForAll(queue, argv, check);
     const seconds = (performance.now() - started) / 1000;
@@ -281,7 +281,7 @@ function printSummary(s: {
   perWorker: Record<string, number>;
 }): void {
   println(
-    `demo: ${s.jobs} jobs done in ${s.seconds.toFixed(2)} s (${s.jobsPerSecond} jobs/s): ${s.completed} completed, ${s.failed} failed`,
+    `demo: ${plural(s.jobs, 'job')} done in ${s.seconds.toFixed(2)} s (${s.jobsPerSecond} jobs/s): ${s.completed} completed, ${s.failed} failed`,
   );
   println('demo: completed per worker:');
   const width = Math.max(...Object.keys(s.perWorker).map((k) => k.length));

@@ -5,7 +5,7 @@ import { type BulkJob, type Job, type JobsOptions, type Queue, QueueEvents } fro
 import type { Argv } from 'yargs';
 import { connectionOf, type GlobalArgs, integer, positive, prefixOf, withQueue, zooKeeperOptions } from '../context.js';
 import { CliError, UsageError } from '../errors.js';
-import { printJson, println } from '../output.js';
+import { plural, printJson, println } from '../output.js';
 import { progressBar } from '../progress.js';
 
 export const DEFAULT_BULK_BATCH = 1000;
@@ -104,7 +104,7 @@ export function registerEnqueueCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
             );
           }
           if (argv.json) printJson({ queue: argv.queue, added, existed: existed.size, seconds, rate });
-          else println(`added ${added} jobs to ${argv.queue} in ${seconds.toFixed(2)} s (${rate} jobs/s)`);
+          else println(`added ${plural(added, 'job')} to ${argv.queue} in ${seconds.toFixed(2)} s (${rate} jobs/s)`);
         });
       },
     );

@@ -78,7 +78,8 @@ export function registerEventsCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
   );
 }
 
-function readable(event: string, fields: Record<string, unknown>): string {
+/** One event as a line for people: time, event, job, fields. */
+export function readable(event: string, fields: Record<string, unknown>): string {
   const time = new Date().toISOString().slice(11, 23);
   const { jobId, ...rest } = fields;
   const detail = Object.entries(rest)

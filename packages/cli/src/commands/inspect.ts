@@ -1,14 +1,15 @@
 /**
  * `zkq stats`, `zkq jobs`, `zkq job`, `zkq queues`: look at queues. They
  * read through reader.ts and create nothing; a queue that does not exist
- * ends them with exit 8.
+ * ends them with exit 8. `zkq job --follow` then follows the job (follow.ts).
  */
 import { LeaderElection, NoNodeError, QueueLayout, type Session } from '@zkq/core';
 import type { Argv } from 'yargs';
 import { type GlobalArgs, integer, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
-import { brief, duration, printJson, println, printPairs, printTable, time } from '../output.js';
+import { brief, duration, plural, printJson, println, printPairs, printTable, time } from '../output.js';
 import { type JobView, LIST_STATES, type ListState, withEveryQueue, withReader } from '../reader.js';
+import { followJob } from './follow.js';
 
 /** `--state` values: the listed states, and `wait`, BullMQ's name for `waiting`. */
 export const JOB_STATES = [...LIST_STATES, 'wait'] as const;
@@ -57,18 +58,33 @@ export function currentLeader(session: Session, queue: string): Promise<string |
   return new LeaderElection(session, new QueueLayout(queue).leaderDir, { id: 'zkq-cli-observer' }).leader();
 }
 
-function jobRow({ job, state, due }: JobView, showDue: boolean): string[] {
+/**
+ * The attempt a job is on: a running job's counts the attempt that runs
+ * (`attemptsStarted`: BullMQ's `attemptsMade` counts only finished ones), any
+ * other job's the attempts made; out of the attempts allowed.
+ */
+function attempts({ job, state }: JobView): string {
+  return `${state === 'active' ? job.attemptsStarted : job.attemptsMade}/${job.opts.attempts ?? 1}`;
+}
+
+function jobRow(view: JobView, showDue: boolean): string[] {
+  const { job, state, due } = view;
   const last =
     state === 'failed' ? (job.failedReason ?? '-') : brief(state === 'completed' ? job.returnvalue : job.data, 50);
-  return [
-    job.id,
-    job.name,
-    state,
-    `${job.attemptsMade}/${job.opts.attempts ?? 1}`,
-    time(job.timestamp),
-    ...(showDue ? [time(due)] : []),
-    last,
+  return [job.id, job.name, state, attempts(view), time(job.timestamp), ...(showDue ? [time(due)] : []), last];
+}
+
+/**
+ * Under a listing that does not show every job of its state: which ones it
+ * shows (positions counted from 1), of how many, and how to see the next page.
+ */
+function pageNote(start: number, end: number, shown: number, total: number, state: string): string {
+  const span = shown > 0 ? `${start + 1}-${start + shown}` : 'none';
+  const more = [
+    ...(end >= 0 && start + shown < total ? [`--start ${end + 1} --end ${2 * end - start + 1} for the next page`] : []),
+    '--end -1 for all',
   ];
+  return `showing ${span} of ${plural(total, `${state} job`)} (${more.join(', ')})`;
 }
 
 /** A job as JSON: the job, its state now, live progress, `due` for a delayed job, `parentKey` for a child. */
@@ -163,6 +179,8 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
             ['ID', 'NAME', 'STATE', 'ATTEMPTS', 'CREATED', ...(showDue ? ['DUE'] : []), last],
             jobs.map((j) => jobRow(j, showDue)),
           );
+          const total = (await reader.counts())[state] ?? 0;
+          if (argv.start > 0 || jobs.length < total) println(pageNote(argv.start, argv.end, jobs.length, total, state));
         });
       },
     )
@@ -176,14 +194,26 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
             .positional('id', { type: 'string', demandOption: true, describe: 'Job id' }),
         )
           .option('json', { type: 'boolean', default: false, describe: 'Print JSON' })
+          .option('follow', {
+            alias: 'f',
+            type: 'boolean',
+            default: false,
+            describe: 'Then print its state changes and progress until it finishes (exit 0 completed, 1 failed)',
+          })
           .example('$0 job emails 42', 'Show job 42')
+          .example('$0 job emails 42 --follow', 'Show job 42, then follow it until it finishes')
           .example('$0 job emails 42 --json | jq .returnvalue', 'Its result, for a script'),
       async (argv) => {
+        const id = String(argv.id);
         await withReader(argv, argv.queue, async (reader) => {
-          const view = await reader.job(String(argv.id));
+          const view = await reader.job(id);
           if (!view) throw new CliError(`job ${argv.id} not found in queue ${argv.queue}`, EXIT.NOT_FOUND);
           const { job, state, progress, due } = view;
           const logs = await job.getLogs();
+          if (argv.json && argv.follow) {
+            println(JSON.stringify({ ...jobJson(view), logs }));
+            return;
+          }
           if (argv.json) {
             printJson({ ...jobJson(view), logs });
             return;
@@ -194,7 +224,12 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
             ['queue', argv.queue],
             ['state', state],
             ...(due !== undefined ? [['due', time(due)] as [string, string]] : []),
-            ['attempts', `${job.attemptsMade} made, ${job.attemptsStarted} started, ${job.opts.attempts ?? 1} allowed`],
+            [
+              'attempts',
+              state === 'active'
+                ? `${attempts(view)}, running (${job.attemptsMade} finished before it)`
+                : `${attempts(view)} made (${job.attemptsStarted} started)`,
+            ],
             ['created', time(job.timestamp)],
             ['processed', time(job.processedOn)],
             ['finished', time(job.finishedOn)],
@@ -208,6 +243,7 @@ export function registerInspectCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           ]);
           for (const line of logs) println(`log  ${line}`);
         });
+        if (argv.follow) await followJob(argv, argv.queue, id);
       },
     )
     .command(

@@ -69,7 +69,7 @@ import {
 export interface SessionOptions {
   /** Servers, `host:port[,host:port...]`. */
   connectionString: string;
-  /** Every path is taken relative to this node (created on connect), e.g. `/zkq`. Default: the root. */
+  /** Every path is taken relative to this node (created on connect), e.g. `zkq` (a leading slash is optional). Default: the root. */
   namespace?: string;
   /** Requested session timeout, ms; the server bounds it. Default 30000. */
   sessionTimeout?: number;
