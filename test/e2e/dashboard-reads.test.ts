@@ -46,7 +46,7 @@ async function startDashboard(
   const dashboard = new ZkqProcess(['dashboard', ...env.global, '--port', '0']);
   t.after(() => dashboard.dispose());
   const line = await dashboard.waitForLine(/^dashboard is serving at http:\/\/127\.0\.0\.1:\d+\/ /, 60_000);
-  assert.match(line, new RegExp(` \\(${queues} queues under /${env.namespace}\\)$`));
+  assert.match(line, new RegExp(` \\(${queues} queues? under /${env.namespace}\\)$`));
   return Object.assign(dashboard, { base: /(http:\S+)/.exec(line)?.[1] ?? '' });
 }
 

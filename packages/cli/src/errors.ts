@@ -21,7 +21,7 @@ export const EXIT = {
   NOT_SUPPORTED: 6,
   /** A wait (barrier, lock, add --wait) ran past its --timeout. */
   TIMEOUT: 7,
-  /** The queue does not exist (commands that only read a queue create nothing). */
+  /** The queue does not exist; nothing was created (every command on a queue but add, add-bulk, worker, and pause/resume --create). */
   QUEUE_NOT_FOUND: 8,
   /** `zkq lock`: the connection was suspended or the session lost while the command ran; it was stopped. */
   LOCK_LOST: 9,

@@ -10,7 +10,7 @@ import { connectionOf, type GlobalArgs, prefixOf, zooKeeperOptions } from '../co
 import { type DashboardAuth, LOOPBACK_HOSTS, parseDashboardAuth } from '../dashboard-guard.js';
 import { CliError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
-import { printJson, println } from '../output.js';
+import { plural, printJson, println } from '../output.js';
 import { assertQueueExists } from '../reader.js';
 import { nextSignal } from './dev-server.js';
 
@@ -129,7 +129,9 @@ export function registerDashboardCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> 
             hosts: [...LOOPBACK_HOSTS.filter((h) => h !== '::1'), ...allowedHosts],
           });
         } else {
-          println(`dashboard is serving at ${url} (${dashboard.queues().length} queues under /${prefixOf(argv)})`);
+          println(
+            `dashboard is serving at ${url} (${plural(dashboard.queues().length, 'queue')} under /${prefixOf(argv)})`,
+          );
           println(`${mode}; answers to ${[...LOOPBACK_HOSTS.filter((h) => h !== '::1'), ...allowedHosts].join(', ')}`);
         }
         const signal = await stopped;
