@@ -190,21 +190,29 @@ export class Session extends EventEmitter<SessionEvents> {
     this.acl = wireAcl(acl === 'open' ? OPEN_ACL : acl === 'creator' ? CREATOR_ACL : acl);
   }
 
-  /** Connects (within `connectTimeout`), creates the namespace node, and resolves. */
-  static async connect(options: SessionOptions): Promise<Session> {
+  /**
+   * Connects (within `connectTimeout`), creates the namespace node, and
+   * resolves. `signal` gives up on a connect still under way (its owner
+   * closed): it rejects with SessionClosedError and leaves nothing open.
+   */
+  static async connect(options: SessionOptions, { signal }: { signal?: AbortSignal } = {}): Promise<Session> {
     if (!options.connectionString || typeof options.connectionString !== 'string') {
       throw new BadArgumentsError('connectionString must be a non-empty string like "127.0.0.1:2181"');
     }
+    if (signal?.aborted) throw new SessionClosedError('/');
     const session = new Session(options);
-    await session.open();
+    await session.open(signal);
     session.startProbe();
-    if (session.namespace) {
-      try {
-        await session.ensureRoot();
-      } catch (err) {
-        await session.close();
-        throw err;
-      }
+    const giveUp = () => void session.close({ timeout: 0 });
+    signal?.addEventListener('abort', giveUp, { once: true });
+    try {
+      if (session.namespace) await session.ensureRoot();
+      if (signal?.aborted) throw new SessionClosedError('/');
+    } catch (err) {
+      await session.close({ timeout: signal?.aborted ? 0 : undefined });
+      throw err;
+    } finally {
+      signal?.removeEventListener('abort', giveUp);
     }
     return session;
   }
@@ -240,17 +248,27 @@ export class Session extends EventEmitter<SessionEvents> {
     this.emit('state', state);
   }
 
-  private open(): Promise<void> {
+  private open(signal?: AbortSignal): Promise<void> {
     const timeoutMs = this.options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MS;
     const client = this.newClient();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const fail = (err: Error) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         this.isClosed = true;
         client.close();
-        reject(new ConnectTimeoutError(this.options.connectionString, timeoutMs));
-      }, timeoutMs);
+        dropConnection(client);
+        reject(err);
+      };
+      const onAbort = () => fail(new SessionClosedError('/'));
+      const timer = setTimeout(
+        () => fail(new ConnectTimeoutError(this.options.connectionString, timeoutMs)),
+        timeoutMs,
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
       client.once('connected', () => {
         clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         resolve();
       });
     });
