@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ClosedError, NoNodeError, WatchLoop } from '@zkq/core';
+import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { expire, testSession, waitFor } from '../helpers/zk.js';
 
 test('watch loop: follows every change; a failing read is retried until it succeeds; close stops it', async (t) => {
@@ -62,4 +63,46 @@ test('watch loop: keeps following on the new session after an expiry; stops when
   await s.close();
   assert.equal(loop.closed, true);
   await assert.rejects(new WatchLoop(s, { read: async () => 1, onRead: () => undefined }).start(), ClosedError);
+});
+
+test('watch loop: an exists-watch follows its node through deletions and creations, also while cut off and after an expiry', async (t) => {
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const s = await testSession(t, { connectionString: proxy.connectionString });
+  const writer = await testSession(t, { namespace: s.namespace });
+  const seen: boolean[] = [];
+  const loop = new WatchLoop(s, {
+    // on a node that exists, ZooKeeper keeps an exists-watch as a data watch: a deletion fires it
+    read: (watch) => s.exists('/node', { watch }),
+    onRead: (stat) => {
+      seen.push(stat !== null);
+    },
+  });
+  t.after(() => loop.close());
+  await loop.start();
+  const follows = async (present: boolean, what: string) => {
+    await waitFor(() => seen.at(-1) === present, { what, timeoutMs: 10_000 });
+    assert.deepEqual(s.armedWatches(), ['exists:/node'], `armed again after ${what}`);
+  };
+  for (let round = 0; round < 2; round++) {
+    await writer.create('/node');
+    await follows(true, `created (${round})`);
+    await writer.delete('/node');
+    await follows(false, `deleted (${round})`);
+  }
+  // changed while the connection is down: the watch is set again on reconnection, and fires
+  proxy.cut();
+  await writer.create('/node');
+  proxy.restore();
+  await follows(true, 'created while cut off');
+  proxy.cut();
+  await writer.delete('/node');
+  proxy.restore();
+  await follows(false, 'deleted while cut off');
+  // a new session has none of the old watches: the loop arms it again
+  await writer.create('/node');
+  await follows(true, 'created');
+  await expire(s);
+  await writer.delete('/node');
+  await follows(false, 'deleted after an expiry');
 });

@@ -5,8 +5,8 @@
  * works on the same znode layout as zkq's own Queue and Worker.
  */
 import { EventEmitter } from 'node:events';
-import type { Trimmer as TrimmerType } from '@zkq/core';
-import { CallOrder, Trimmer } from '@zkq/core';
+import type { Session, Trimmer as TrimmerType } from '@zkq/core';
+import { CallOrder, Trimmer, untilSilent } from '@zkq/core';
 import type {
   DependenciesOpts,
   FinishedStatus,
@@ -40,6 +40,11 @@ import * as reads from './reads.js';
 import * as schedulers from './schedulers.js';
 
 type Finished = FinishedStatus;
+
+/** Longest close() of a backend that ZooKeeper does not answer, ms (zkq's Worker default closeTimeout). */
+const CLOSE_TIMEOUT_MS = 5000;
+/** Longest wait of close(true) for the server to confirm the session's end, ms. */
+const FORCED_SESSION_CLOSE_MS = 1000;
 type Keep = boolean | number | KeepJobs;
 
 export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend {
@@ -91,16 +96,41 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     return this.closingPromise;
   }
 
-  close(_force?: boolean): Promise<void> {
+  /**
+   * Leaves what this backend takes part in (events, housekeeping, metrics)
+   * and closes its session. Bounded as zkq's Worker.close(): once ZooKeeper
+   * has answered nothing for CLOSE_TIMEOUT_MS, the session is dropped
+   * without waiting; `force` waits for no write, and at most a second for
+   * the server to confirm the session's end.
+   */
+  close(force?: boolean): Promise<void> {
     this.closingPromise ??= (async () => {
-      await this.ready.catch(() => undefined);
-      (await this.trimmerPromise?.catch(() => undefined))?.stop();
-      await events.unlisten(this.ctx);
-      await this.ctx.close();
-      if (this.ownsSession) await this.ctx.shared.close();
+      let session: Session | undefined;
+      void this.ctx.shared.opened()?.then(
+        (s) => {
+          session = s;
+        },
+        () => undefined,
+      );
+      const answered = new AbortController();
+      const silent = force ? Promise.resolve() : untilSilent(() => session, CLOSE_TIMEOUT_MS, answered.signal);
+      // a release that fails once given up on is not the caller's any more (its writes were dropped)
+      const released = this.release();
+      released.catch(() => undefined);
+      const gaveUp = await Promise.race([released.then(() => false), silent.then(() => true)]);
+      answered.abort();
+      const timeout = force ? FORCED_SESSION_CLOSE_MS : gaveUp ? 0 : undefined;
+      if (this.ownsSession) await this.ctx.shared.close({ timeout });
       this.emit('close');
     })();
     return this.closingPromise;
+  }
+
+  private async release(): Promise<void> {
+    await this.ready.catch(() => undefined);
+    (await this.trimmerPromise?.catch(() => undefined))?.stop();
+    await events.unlisten(this.ctx);
+    await this.ctx.close();
   }
 
   disconnect(): Promise<void> {

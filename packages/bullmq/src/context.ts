@@ -99,10 +99,11 @@ export class SharedSession {
     return this.session;
   }
 
-  close(): Promise<void> {
+  /** Closes the session, waiting for the server at most `timeout` ms (see Session.close). */
+  close(options: { timeout?: number } = {}): Promise<void> {
     this.closing ??= (async () => {
       const s = await this.session?.catch(() => undefined);
-      await s?.close();
+      await s?.close(options);
     })();
     return this.closing;
   }

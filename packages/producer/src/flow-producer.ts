@@ -103,6 +103,8 @@ export class FlowProducer extends EventEmitter<FlowProducerListener> {
   private readonly ready: Promise<Session>;
   private anchor: QueueStore | undefined;
   private closing: Promise<void> | undefined;
+  /** Fires on close: a connect under way gives up. */
+  private readonly closeSignal = new AbortController();
 
   constructor(opts: QueueBaseOptions) {
     super();
@@ -111,9 +113,9 @@ export class FlowProducer extends EventEmitter<FlowProducerListener> {
     validateConnection(opts.connection);
     this.prefix = validatePrefix(opts.prefix ?? DEFAULT_PREFIX);
     this.opts = opts;
-    this.ready = openSession(opts.connection, opts.prefix ?? DEFAULT_PREFIX);
+    this.ready = openSession(opts.connection, opts.prefix ?? DEFAULT_PREFIX, this.closeSignal.signal);
     this.ready.catch((err) => {
-      if (this.listenerCount('error') > 0) this.emit('error', err);
+      if (this.listenerCount('error') > 0 && !this.closeSignal.signal.aborted) this.emit('error', err);
     });
   }
 
@@ -290,8 +292,12 @@ export class FlowProducer extends EventEmitter<FlowProducerListener> {
     return node;
   }
 
-  /** Closes the connection. Idempotent. */
+  /**
+   * Closes the connection. Idempotent. A connect still under way is given
+   * up; the session waits for the server at most 3 s (Session.close).
+   */
   close(): Promise<void> {
+    this.closeSignal.abort();
     this.closing ??= this.ready.then(
       (session) => session.close(),
       () => undefined,

@@ -86,6 +86,8 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
   private running: Promise<void> | undefined;
   private ready: Promise<void> | undefined;
   private closed = false;
+  /** Fires on close: a connect under way gives up. */
+  private readonly closeSignal = new AbortController();
   private onClosed!: () => void;
   private readonly closedSignal = new Promise<void>((resolve) => {
     this.onClosed = resolve;
@@ -118,8 +120,13 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
   }
 
   private async connect(): Promise<void> {
-    const session = await openSession(this.opts.connection, this.opts.prefix ?? DEFAULT_PREFIX);
+    const session = await openSession(
+      this.opts.connection,
+      this.opts.prefix ?? DEFAULT_PREFIX,
+      this.closeSignal.signal,
+    );
     this.session = session;
+    if (this.closed) throw new ClosedError(`QueueEvents '${this.name}'`); // close() closes the session
     const store = new QueueStore(session, this.name);
     await store.init();
     this.store = store;
@@ -240,7 +247,9 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
     this.registration?.close();
     for (const w of [...this.caughtUp]) w.resolve();
     this.onClosed();
-    await this.ready?.catch(() => undefined);
+    this.closeSignal.abort(); // a connect under way gives up
+    // connected: closing the session ends reads still under way
+    if (!this.session) await this.ready?.catch(() => undefined);
     await this.session?.close();
   }
 }

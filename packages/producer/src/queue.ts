@@ -120,6 +120,10 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
   /** Pipelined adds join the group commit in call order. */
   private readonly addOrder = new CallOrder();
   private closing: Promise<void> | undefined;
+  /** Fires on close: a connect under way gives up. */
+  private readonly closeSignal = new AbortController();
+  /** The session once connected (before the queue's nodes are read), for close(). */
+  private session: Session | undefined;
 
   constructor(name: string, opts: QueueOptions) {
     super();
@@ -132,13 +136,16 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     if (opts.telemetry !== undefined) validateTelemetry(opts.telemetry);
     this.name = name;
     this.opts = opts;
-    this.ready = openSession(opts.connection, opts.prefix ?? DEFAULT_PREFIX).then(async (session) => {
+    const closed = this.closeSignal.signal;
+    this.ready = openSession(opts.connection, opts.prefix ?? DEFAULT_PREFIX, closed).then(async (session) => {
+      this.session = session;
+      if (closed.aborted) throw new ClosedError(`Queue '${name}'`); // close() closes the session
       const store = new QueueStore(session, name);
       await store.init();
       return { session, store };
     });
     this.ready.catch((err) => {
-      if (this.listenerCount('error') > 0) this.emit('error', err);
+      if (this.listenerCount('error') > 0 && !closed.aborted) this.emit('error', err);
     });
   }
 
@@ -639,12 +646,17 @@ export class Queue<DataType = any, ResultType = any, NameType extends string = s
     });
   }
 
-  /** Closes the connection. Idempotent. */
+  /**
+   * Closes the connection. Idempotent. A connect still under way is given
+   * up; the session waits for the server at most 3 s (Session.close).
+   */
   close(): Promise<void> {
-    this.closing ??= this.ready.then(
-      ({ session }) => session.close(),
-      () => undefined,
-    );
+    this.closeSignal.abort();
+    this.closing ??= (async () => {
+      // connected: closing the session ends reads still under way; connecting: the signal ends it
+      if (!this.session) await this.ready.catch(() => undefined);
+      await this.session?.close();
+    })();
     return this.closing;
   }
 }

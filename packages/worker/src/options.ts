@@ -97,6 +97,17 @@ export interface WorkerOptions extends QueueBaseOptions {
   limiter?: RateLimiterOptions;
   /** Longest wait of a rate-limited worker before it looks again, ms. Default 30000. */
   maximumRateLimitDelay?: number;
+  /**
+   * How long `close()` goes on without an answer from ZooKeeper, ms. Default
+   * 5000. While ZooKeeper answers, close() waits for the jobs running to end
+   * and their results to be written; once it has answered nothing for this
+   * long (stopped, partitioned, a frozen link), close() gives up as
+   * `close(true)` would: the jobs still running are aborted, their results
+   * dropped, and the session is dropped without waiting. Their claims lapse
+   * when ZooKeeper expires the session (one session timeout), and other
+   * workers run them again. 0 waits for no answer (as close(true) would).
+   */
+  closeTimeout?: number;
 }
 
 export const DEFAULT_LOCK_DURATION_MS = 30_000;
@@ -106,6 +117,8 @@ export const DEFAULT_DRAIN_DELAY_S = 5;
 export const DEFAULT_RUN_RETRY_DELAY_MS = 1000;
 /** BullMQ's default longest wait of a rate-limited worker, ms. */
 export const DEFAULT_MAX_RATE_LIMIT_DELAY_MS = 30_000;
+/** Longest close() of a worker that ZooKeeper does not answer, ms. */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5000;
 
 function positiveInt(v: unknown, name: string): void {
   if (v !== undefined && (!Number.isInteger(v) || (v as number) < 1)) {
@@ -132,6 +145,12 @@ export function validateWorkerOptions(opts: unknown): asserts opts is WorkerOpti
   positive(o.stalledInterval, 'stalledInterval');
   positive(o.drainDelay, 'drainDelay');
   positive(o.maximumRateLimitDelay, 'maximumRateLimitDelay');
+  if (
+    o.closeTimeout !== undefined &&
+    (typeof o.closeTimeout !== 'number' || !Number.isFinite(o.closeTimeout) || o.closeTimeout < 0)
+  ) {
+    throw new InvalidArgumentError('closeTimeout must be a number >= 0', 'closeTimeout');
+  }
   if (o.limiter !== undefined) validateRateLimit(o.limiter);
   if (o.maxStalledCount !== undefined && (!Number.isInteger(o.maxStalledCount) || o.maxStalledCount < 0)) {
     throw new InvalidArgumentError('maxStalledCount must be an integer >= 0', 'maxStalledCount');

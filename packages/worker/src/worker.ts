@@ -50,6 +50,7 @@ import {
   type Span,
   setRateLimit,
   Trimmer,
+  untilSilent,
   validatePrefix,
   validateQueueName,
 } from '@zkq/core';
@@ -58,6 +59,7 @@ import { Attempt } from './attempt.js';
 import { setWorkerStore } from './internals.js';
 import { LeaseRenewer } from './lease-renewer.js';
 import {
+  DEFAULT_CLOSE_TIMEOUT_MS,
   DEFAULT_DRAIN_DELAY_S,
   DEFAULT_LOCK_DURATION_MS,
   DEFAULT_MAX_RATE_LIMIT_DELAY_MS,
@@ -98,6 +100,8 @@ const PAUSE_REARM_RETRY_MS = 500;
 const GATHER_SHARE = 0.8;
 /** ...or this long after the first one freed, ms (see gatherFor). */
 const GATHER_MS = 1;
+/** Longest wait of close(true) for the server to confirm the session's end, ms. */
+const FORCED_SESSION_CLOSE_MS = 1000;
 
 export class Worker<DataType = any, ResultType = any, NameType extends string = string> extends EventEmitter<
   WorkerListener<DataType, ResultType, NameType>
@@ -126,6 +130,10 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   private running: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private forced = false;
+  /** Settles when close() stops waiting for ZooKeeper (forced, or no answer for `closeTimeout`). */
+  private readonly quit = deferred();
+  /** close() has reached the session: one opened after this is closed at once. */
+  private sessionClosing = false;
   /**
    * The queue's pause flag as last read, with the version of `meta` it was
    * read at (claims check it); undefined from a change until it is read
@@ -218,6 +226,11 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
 
   private async connect(): Promise<void> {
     const session = await openSession(this.opts.connection, this.opts.prefix ?? DEFAULT_PREFIX);
+    if (this.sessionClosing) {
+      // close() gave up on this connect: nothing else would close the session
+      void session.close({ timeout: 0 });
+      throw new ClosedError(`worker of '${this.name}'`);
+    }
     this.session = session;
     const store = new QueueStore(session, this.name);
     await store.init();
@@ -604,11 +617,20 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   /**
    * Stops claiming, lets jobs in flight finish and record their results,
    * then disconnects. `force` aborts them instead (their processors' signals
-   * fire; their threads are terminated); their claims end with the session,
-   * so other workers run them again.
+   * fire; their threads are terminated) and waits for no write; their claims
+   * end with the session, so other workers run them again.
+   *
+   * Bounded when ZooKeeper is out of reach: once it has answered nothing for
+   * `closeTimeout` ms (default 5000), the close goes on as a forced one and
+   * drops the session without waiting; the claims of the jobs it aborted
+   * lapse when ZooKeeper expires that session. `close(true)` waits at most
+   * a second (for the server to confirm the session's end).
    */
   close(force = false): Promise<void> {
-    if (force) this.forced = true;
+    if (force) {
+      this.forced = true;
+      this.quit.resolve();
+    }
     if (this.closing) {
       if (force) for (const a of this.attempts.values()) a.abort();
       return this.closing;
@@ -619,19 +641,46 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
       this.started.reject(new ClosedError(`worker of '${this.name}'`)); // no-op once started
       this.nudge();
       if (force) for (const a of this.attempts.values()) a.abort();
-      await this.running?.catch(() => undefined);
-      this.source?.leaveLine();
-      await Promise.all([...this.attempts.values()].map((a) => a.done));
-      await this.collector?.close();
-      this.cancels?.close();
-      await this.renewer?.stop();
-      this.trimmer?.stop();
-      await this.housekeeper?.close().catch(() => undefined);
+      const answered = new AbortController();
+      const closeTimeout = this.opts.closeTimeout ?? DEFAULT_CLOSE_TIMEOUT_MS;
+      void untilSilent(() => this.session, closeTimeout, answered.signal).then(() => this.quit.resolve());
+      const gaveUp = await Promise.race([this.drain().then(() => false), this.quit.promise.then(() => true)]);
+      answered.abort();
+      if (gaveUp) this.abandon();
       await this.pool?.close();
-      await this.session?.close();
+      this.sessionClosing = true;
+      const wait = force ? Math.min(FORCED_SESSION_CLOSE_MS, closeTimeout) : gaveUp ? 0 : undefined;
+      await this.session?.close({ timeout: wait });
       this.emit('closed');
     })();
     return this.closing;
+  }
+
+  /** What close() waits for while ZooKeeper answers: the claim loop, the jobs in flight, their writes. */
+  private async drain(): Promise<void> {
+    await this.running?.catch(() => undefined);
+    this.source?.leaveLine();
+    await Promise.all([...this.attempts.values()].map((a) => a.done));
+    await this.collector?.close();
+    this.cancels?.close();
+    await this.renewer?.stop();
+    this.trimmer?.stop();
+    await this.housekeeper?.close().catch(() => undefined);
+  }
+
+  /**
+   * close() stops waiting for ZooKeeper: the jobs still running are aborted
+   * as by a forced close, and what runs in the background stops here; writes
+   * under way fail once the session is closed.
+   */
+  private abandon(): void {
+    this.forced = true;
+    for (const a of this.attempts.values()) a.abort();
+    this.source?.leaveLine();
+    this.cancels?.close();
+    void this.renewer?.stop();
+    this.trimmer?.stop();
+    void this.housekeeper?.close().catch(() => undefined);
   }
 }
 

@@ -54,8 +54,12 @@ export function validatePrefix(prefix: unknown): string {
 }
 
 /** Connects a session rooted at the queue prefix. */
-export function openSession(connection: ConnectionOptions, prefix = DEFAULT_PREFIX): Promise<Session> {
+export function openSession(
+  connection: ConnectionOptions,
+  prefix = DEFAULT_PREFIX,
+  signal?: AbortSignal,
+): Promise<Session> {
   validateConnection(connection);
   const namespace = validatePrefix(prefix);
-  return Session.connect({ ...connection, namespace });
+  return Session.connect({ ...connection, namespace }, { signal });
 }

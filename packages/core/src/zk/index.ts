@@ -4,6 +4,7 @@ export { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 export { backoffDelay, DEFAULT_RETRY, isRetryable, type RetryOptions, withRetry } from './retry.js';
 export { SEQUENCE_DIGITS, sequenceOf, sortBySequence } from './sequence.js';
 export {
+  DEFAULT_CLOSE_WAIT_MS,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_SESSION_TIMEOUT_MS,
@@ -18,6 +19,7 @@ export {
   type SessionOptions,
   type SessionStats,
 } from './session.js';
+export { untilSilent } from './silence.js';
 export type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, WatchEvent, Watcher } from './types.js';
 export {
   DEFAULT_WATCH_RETRY_MAX_MS,

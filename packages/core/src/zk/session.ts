@@ -163,6 +163,8 @@ export function readOpBytes(read: ReadOp, namespace = ''): number {
 const PROTECT_ID_BYTES = 6;
 /** Longest wait of close() for the work registered with beforeClose, ms. */
 const CLOSE_HOOKS_MS = 1000;
+/** Longest wait of close() for the server, ms (the hooks' included). */
+export const DEFAULT_CLOSE_WAIT_MS = 3000;
 
 export class Session extends EventEmitter<SessionEvents> {
   readonly namespace: string;
@@ -200,21 +202,29 @@ export class Session extends EventEmitter<SessionEvents> {
     this.acl = wireAcl(acl === 'open' ? OPEN_ACL : acl === 'creator' ? CREATOR_ACL : acl);
   }
 
-  /** Connects (within `connectTimeout`), creates the namespace node, and resolves. */
-  static async connect(options: SessionOptions): Promise<Session> {
+  /**
+   * Connects (within `connectTimeout`), creates the namespace node, and
+   * resolves. `signal` gives up on a connect still under way (its owner
+   * closed): it rejects with SessionClosedError and leaves nothing open.
+   */
+  static async connect(options: SessionOptions, { signal }: { signal?: AbortSignal } = {}): Promise<Session> {
     if (!options.connectionString || typeof options.connectionString !== 'string') {
       throw new BadArgumentsError('connectionString must be a non-empty string like "127.0.0.1:2181"');
     }
+    if (signal?.aborted) throw new SessionClosedError('/');
     const session = new Session(options);
-    await session.open();
+    await session.open(signal);
     session.startProbe();
-    if (session.namespace) {
-      try {
-        await session.ensureRoot();
-      } catch (err) {
-        await session.close();
-        throw err;
-      }
+    const giveUp = () => void session.close({ timeout: 0 });
+    signal?.addEventListener('abort', giveUp, { once: true });
+    try {
+      if (session.namespace) await session.ensureRoot();
+      if (signal?.aborted) throw new SessionClosedError('/');
+    } catch (err) {
+      await session.close({ timeout: signal?.aborted ? 0 : undefined });
+      throw err;
+    } finally {
+      signal?.removeEventListener('abort', giveUp);
     }
     return session;
   }
@@ -250,17 +260,27 @@ export class Session extends EventEmitter<SessionEvents> {
     this.emit('state', state);
   }
 
-  private open(): Promise<void> {
+  private open(signal?: AbortSignal): Promise<void> {
     const timeoutMs = this.options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MS;
     const client = this.newClient();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const fail = (err: Error) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         this.isClosed = true;
         client.close();
-        reject(new ConnectTimeoutError(this.options.connectionString, timeoutMs));
-      }, timeoutMs);
+        dropConnection(client);
+        reject(err);
+      };
+      const onAbort = () => fail(new SessionClosedError('/'));
+      const timer = setTimeout(
+        () => fail(new ConnectTimeoutError(this.options.connectionString, timeoutMs)),
+        timeoutMs,
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
       client.once('connected', () => {
         clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         resolve();
       });
     });
@@ -350,17 +370,17 @@ export class Session extends EventEmitter<SessionEvents> {
     this.newClient();
   }
 
-  private async runCloseHooks(): Promise<void> {
+  private async runCloseHooks(waitMs: number): Promise<void> {
     const connected = this.current === 'connected' || this.current === 'reconnected';
-    if (!connected || this.closeHooks.size === 0) return;
+    if (!connected || this.closeHooks.size === 0 || waitMs <= 0) return;
     let timer: NodeJS.Timeout | undefined;
     let stop: (() => void) | undefined;
     await Promise.race([
       Promise.allSettled([...this.closeHooks].map((hook) => hook())),
-      // a second at most, and no longer than the connection lasts
+      // a second at most (less when close() has less), and no longer than the connection lasts
       new Promise<void>((resolve) => {
         stop = resolve;
-        timer = setTimeout(resolve, CLOSE_HOOKS_MS);
+        timer = setTimeout(resolve, waitMs);
         this.once('suspended', resolve);
       }),
     ]);
@@ -368,9 +388,16 @@ export class Session extends EventEmitter<SessionEvents> {
     if (stop) this.off('suspended', stop);
   }
 
-  /** Closes the session: its ephemeral nodes go at once. Idempotent; concurrent calls share one close. */
-  close(): Promise<void> {
-    this.closing ??= this.shutDown();
+  /**
+   * Closes the session: its ephemeral nodes go at once. Idempotent; concurrent
+   * calls share one close. Waits for the server at most `timeout` ms (default
+   * 3000: up to a second of it for the work registered with beforeClose, the
+   * rest for the server to confirm); past it the connection is dropped, and a
+   * server that never got the close expires the session one session timeout
+   * later. With 0 the close request is sent and nothing is waited for.
+   */
+  close(options: { timeout?: number } = {}): Promise<void> {
+    this.closing ??= this.shutDown(options.timeout ?? DEFAULT_CLOSE_WAIT_MS);
     return this.closing;
   }
 
@@ -384,8 +411,9 @@ export class Session extends EventEmitter<SessionEvents> {
     return () => this.closeHooks.delete(hook);
   }
 
-  private async shutDown(): Promise<void> {
-    await this.runCloseHooks();
+  private async shutDown(waitMs: number): Promise<void> {
+    const deadline = performance.now() + waitMs;
+    await this.runCloseHooks(Math.min(CLOSE_HOOKS_MS, waitMs));
     this.isClosed = true;
     clearTimeout(this.suspendTimer);
     clearTimeout(this.probeTimer);
@@ -393,13 +421,16 @@ export class Session extends EventEmitter<SessionEvents> {
     // The wire client's own 'state' listener must stay: it emits the
     // 'disconnected' awaited here (isClosed already mutes ours).
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 2000);
+      const timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
       client.once('disconnected', () => {
         clearTimeout(timer);
         resolve();
       });
       client.close();
     });
+    // Unconfirmed: the link is frozen or the server gone. The socket would stay
+    // open for as long as the link lasts, and requests sent on it unanswered.
+    dropConnection(client);
     this.failPending(client, (path) => new SessionClosedError(path));
     this.watchers.clear();
     this.setState('closed');
