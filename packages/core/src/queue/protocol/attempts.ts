@@ -17,7 +17,8 @@ import { type HandoffMode, handoffAfterConflict, withHandoff } from '../dedup.js
 import { LostJobError, PayloadTooLargeError } from '../errors.js';
 import { eventValue, type QueueEventRecord } from '../events.js';
 import { MAX_DELAY_MS } from '../options.js';
-import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
+import { decodeRecord, encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
+import { cutReason, keptStacktrace, tooLargeReason } from '../sizes.js';
 import type { QueueStore } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import {
@@ -471,6 +472,8 @@ export interface Finish {
   /** Log lines to store with the record. */
   logs?: string[];
   progress?: unknown;
+  /** Set on the failure written in place of a finish too large to store (finishJobs). */
+  sizeFallback?: true;
   /**
    * The bounds of the finished set the job goes to (removeOnComplete or
    * removeOnFail): a count is kept inside the finish (trims.ts); an age, or
@@ -483,7 +486,20 @@ export interface Finish {
  * What became of each finish in a batch. `trimLater`: the finished set's
  * count bound was not enforced in the finish's transaction (a trim should follow).
  */
-export type FinishResult = { ok: true; trimLater?: true } | { ok: false; error: unknown };
+export type FinishResult =
+  | {
+      ok: true;
+      trimLater?: true;
+      /** The outcome written instead of the one asked for, too large to store: a final failure (sizes.ts). */
+      replaced?: Outcome;
+    }
+  | { ok: false; error: unknown };
+
+/**
+ * The limit of a record written by a size fallback: the record as claimed
+ * (under MAX_RECORD_BYTES) plus a short reason and the finish's fields.
+ */
+const FALLBACK_RECORD_BYTES = MAX_RECORD_BYTES + 16 * 1024;
 
 type FinishUnit = TxUnit & {
   finish: Finish;
@@ -509,10 +525,45 @@ interface FinishTrim {
 export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
   // a transaction cannot trim the pointers it creates: at most `count` of them go in one
   const size = Math.min(batch.length, ...batch.map((f) => keptCount(f) ?? batch.length));
-  if (size >= batch.length) return finishBatch(store, batch);
   const out: FinishResult[] = [];
-  for (let i = 0; i < batch.length; i += size) out.push(...(await finishBatch(store, batch.slice(i, i + size))));
+  if (size >= batch.length) out.push(...(await finishBatch(store, batch)));
+  else {
+    for (let i = 0; i < batch.length; i += size) out.push(...(await finishBatch(store, batch.slice(i, i + size))));
+  }
+  return failOversized(store, batch, out);
+}
+
+/**
+ * Finishes refused for their size (a record over its limit, a unit over a
+ * transaction; nothing was sent) are written again as failures with a short
+ * reason, final whatever attempts are left: the job is never left active
+ * to run again once its lease runs out.
+ */
+async function failOversized(store: QueueStore, batch: Finish[], out: FinishResult[]): Promise<FinishResult[]> {
+  const again: { index: number; finish: Finish }[] = [];
+  out.forEach((r, index) => {
+    const finish = !r.ok && r.error instanceof PayloadTooLargeError && sizeFallback(batch[index] as Finish, r.error);
+    if (finish) again.push({ index, finish });
+  });
+  if (again.length === 0) return out;
+  const results = await finishJobs(
+    store,
+    again.map((a) => a.finish),
+  );
+  again.forEach(({ index, finish }, k) => {
+    const r = results[k] as FinishResult;
+    out[index] = r.ok ? { ...r, replaced: finish.outcome } : r;
+  });
   return out;
+}
+
+/** The failure that replaces a finish too large to write (none for a fallback, or a park). */
+function sizeFallback(f: Finish, error: PayloadTooLargeError): Finish | undefined {
+  const o = f.outcome;
+  if (f.sizeFallback || o.kind === 'waiting-children') return undefined;
+  const reason = tooLargeReason(o.kind === 'completed' ? 'result' : 'failure', error.message);
+  // the attempt's logs and progress may be what did not fit: the record keeps what it held
+  return { job: f.job, outcome: { kind: 'failed', reason, stacktrace: [], remove: false }, sizeFallback: true };
 }
 
 /** The count bound of the finished set a finish adds a pointer to, if any (at least 1). */
@@ -576,23 +627,14 @@ function finishUnit(
     sending: () => sendingTrim(trim.state),
     unsent: () => unsentTrim(trim.state),
     build: async () => {
-      let planned = planFinish(f);
+      const planned = planFinish(f);
       const { job } = f;
       const id = job.record.id;
-      let to = planned.to && (await store.destination(planned.to));
-      let record: Buffer | undefined;
-      try {
-        record = planned.record && encodeRecord(parkedAt(planned.record, to));
-      } catch (error) {
-        if (!(error instanceof PayloadTooLargeError) || f.outcome.kind !== 'completed') throw error;
-        // the return value does not fit: the job fails with the reason instead of being lost
-        planned = planFinish({
-          ...f,
-          outcome: { kind: 'failed', reason: error.message, stacktrace: [], remove: false },
-        });
-        to = planned.to && (await store.destination(planned.to));
-        record = planned.record && encodeRecord(planned.record);
-      }
+      const to = planned.to && (await store.destination(planned.to));
+      // too large: the unit fails unsent with PayloadTooLargeError, and finishJobs fails the job instead
+      const record =
+        planned.record &&
+        encodeRecord(parkedAt(planned.record, to), f.sizeFallback ? FALLBACK_RECORD_BYTES : undefined);
       const ops = finishOps(
         store.layout,
         { id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot },
@@ -669,12 +711,12 @@ export function planFinish(f: Finish): {
     };
   }
   if (o.kind === 'failed') {
-    const event = { event: 'failed', jobId: id, failedReason: o.reason, prev: 'active', ts: now };
+    const event = { event: 'failed', jobId: id, failedReason: cutReason(o.reason), prev: 'active', ts: now };
     const also =
       attemptsMade >= (record.opts.attempts ?? 1)
         ? [{ event: 'retries-exhausted', jobId: id, attemptsMade, ts: now }]
         : [];
-    const settlement: Settlement = { kind: 'failed', reason: o.reason };
+    const settlement: Settlement = { kind: 'failed', reason: cutReason(o.reason) };
     if (o.remove) return { record: undefined, to: undefined, event, also, settlement };
     const failed: JobRecord = { ...base, ...failure(record, o), state: 'failed', attemptsMade };
     delete failed.deferredFailure; // spent once the job failed (as BullMQ drops `defa`): a retry runs it
@@ -713,9 +755,12 @@ export function planFinish(f: Finish): {
   };
 }
 
+/** A failed attempt's reason and stack trace history, cut to their sizes (sizes.ts). */
 function failure(record: JobRecord, o: { reason: string; stacktrace: string[] }): Partial<JobRecord> {
-  const limit = record.opts.stackTraceLimit ?? 10;
-  return { failedReason: o.reason, stacktrace: [...o.stacktrace, ...record.stacktrace].slice(0, Math.max(limit, 1)) };
+  return {
+    failedReason: cutReason(o.reason),
+    stacktrace: keptStacktrace(o.stacktrace, record.stacktrace ?? [], record.opts.stackTraceLimit),
+  };
 }
 
 /**
