@@ -1,7 +1,18 @@
 /** The shared size rules of a finish: texts cut with a marker on a character boundary, a bounded stack history. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cutReason, cutText, keptStacktrace, MAX_REASON_BYTES, MAX_STACK_BYTES, MAX_STACKTRACE_BYTES } from '@zkq/core';
+import {
+  cutReason,
+  cutText,
+  DEFAULT_KEEP_LOGS,
+  keptLogs,
+  keptStacktrace,
+  MAX_LOG_BYTES,
+  MAX_LOG_LINE_BYTES,
+  MAX_REASON_BYTES,
+  MAX_STACK_BYTES,
+  MAX_STACKTRACE_BYTES,
+} from '@zkq/core';
 
 const bytes = (s: string) => Buffer.byteLength(s);
 
@@ -30,4 +41,32 @@ test('the stack history keeps the newest first, within its count and its bytes',
   assert.deepEqual(keptStacktrace(['new'], ['a', 'b', 'c'], 2), ['new', 'a']);
   assert.deepEqual(keptStacktrace(['new'], ['a'], 0), ['new'], 'at least one');
   assert.deepEqual(keptStacktrace([], ['a', 'b']), ['a', 'b']);
+});
+
+test('log lines keep the newest, within keepLogs, each cut, and within the bytes of a job', () => {
+  assert.deepEqual(keptLogs(['a', 'b'], ['c'], 2), ['b', 'c']);
+  assert.deepEqual(keptLogs(['a'], ['b']), ['a', 'b']);
+  assert.equal(
+    keptLogs(
+      [],
+      Array.from({ length: 1500 }, (_, i) => String(i)),
+    ).length,
+    DEFAULT_KEEP_LOGS,
+  );
+  assert.equal(
+    keptLogs(
+      [],
+      Array.from({ length: 1500 }, (_, i) => String(i)),
+      0,
+    ).length,
+    1500,
+    '0: no count',
+  );
+  const [long] = keptLogs([], ['l'.repeat(100 * 1024)]);
+  assert.ok(bytes(long as string) <= MAX_LOG_LINE_BYTES);
+  const lines = Array.from({ length: 700 }, (_, i) => `${i} ${'k'.repeat(1024)}`);
+  const kept = keptLogs([], lines);
+  assert.ok(kept.reduce((n, s) => n + bytes(s), 0) <= MAX_LOG_BYTES);
+  assert.equal(kept.at(-1), lines.at(-1));
+  assert.deepEqual(kept, lines.slice(-kept.length), 'the newest, in order');
 });

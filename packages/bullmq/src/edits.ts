@@ -17,6 +17,7 @@ import {
   findPointer,
   type JobRecord,
   JobStateError,
+  keptLogs,
   laneOf,
   MAX_DELAY_MS,
   MAX_PRIORITY,
@@ -32,8 +33,6 @@ import type { AnyJob } from './attempts.js';
 import type { BackendContext, Held } from './context.js';
 import { finishedError } from './json.js';
 
-/** Log lines kept when neither the call nor the job says (as the protocol's finish keeps them). */
-const DEFAULT_KEEP_LOGS = 1000;
 /** Plans of an edit whose job keeps changing under it. */
 const EDIT_ATTEMPTS = 5;
 
@@ -142,7 +141,10 @@ export async function updateData(ctx: BackendContext, job: AnyJob, data: unknown
   await rewriteRecord(ctx, id, 'updateData', (r) => ({ ...r, data: value }), { missing: 'throw', receipt: false });
 }
 
-/** Job.log: appends a line, keeping the last `keepLogs` (else the job's keepLogs, else 1000); resolves with the count kept. */
+/**
+ * Job.log: appends a line, keeping the last `keepLogs` (else the job's
+ * keepLogs, else 1000) within the log's byte bound; resolves with the count kept.
+ */
 export async function addLog(ctx: BackendContext, jobId: string, row: string, keepLogs?: number): Promise<number> {
   let count = 0;
   await rewriteRecord(
@@ -150,8 +152,8 @@ export async function addLog(ctx: BackendContext, jobId: string, row: string, ke
     jobId,
     'addLog',
     (r) => {
-      const keep = keepLogs && keepLogs > 0 ? keepLogs : (r.opts.keepLogs ?? DEFAULT_KEEP_LOGS);
-      const logs = [...(r.logs ?? []), String(row)].slice(-keep);
+      // as the protocol's finish keeps them: the last `keep` lines, cut and bounded in bytes (sizes.ts)
+      const logs = keptLogs(r.logs ?? [], [String(row)], keepLogs && keepLogs > 0 ? keepLogs : r.opts.keepLogs);
       count = logs.length;
       return { ...r, logs };
     },

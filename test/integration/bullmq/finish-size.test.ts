@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { MAX_REASON_BYTES, MAX_RECORD_BYTES, MAX_STACK_BYTES, MAX_STACKTRACE_BYTES } from '@zkq/core';
+import { MAX_LOG_BYTES, MAX_REASON_BYTES, MAX_RECORD_BYTES, MAX_STACK_BYTES, MAX_STACKTRACE_BYTES } from '@zkq/core';
 import { withBackend } from 'bullmq';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
@@ -112,4 +112,36 @@ test('BullMQ Worker: a return value too large to store fails the job at once wit
   await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
   assert.equal(runs, 1);
   assert.equal(await queue.getJobState(job.id as string), 'failed');
+});
+
+test('BullMQ Worker: 700 log lines of 1 KB then a return: completed once, the newest lines readable', async (t) => {
+  const { connection } = await bullEnv(t);
+  const queue = new Queue('many-logs', { connection });
+  t.after(() => queue.close());
+  let runs = 0;
+  const worker = new Worker(
+    'many-logs',
+    async (job) => {
+      runs++;
+      for (let i = 0; i < 700; i++) await job.log(`${i} ${'l'.repeat(1024)}`);
+      return 'done';
+    },
+    { connection, ...FAST },
+  );
+  t.after(() => worker.close());
+  const job = await queue.add('l', {}, { attempts: 3 });
+  await waitFor(async () => (await queue.getJobState(job.id as string)) === 'completed', {
+    timeoutMs: 30_000,
+    what: 'the job completed',
+  });
+  const done = await queue.getJob(job.id as string);
+  assert.equal(done?.returnvalue, 'done');
+  assert.equal(done?.attemptsMade, 1);
+  const { logs, count } = await queue.getJobLogs(job.id as string);
+  assert.equal(count, logs.length);
+  assert.ok(logs.length > 0);
+  assert.ok(logs.reduce((n, l) => n + bytes(l), 0) <= MAX_LOG_BYTES);
+  assert.equal(Number(logs.at(-1)?.split(' ')[0]), 699);
+  await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
+  assert.equal(runs, 1);
 });

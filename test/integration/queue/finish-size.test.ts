@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  MAX_LOG_BYTES,
   MAX_REASON_BYTES,
   MAX_RECORD_BYTES,
   MAX_STACK_BYTES,
@@ -170,4 +171,46 @@ test('a return value too large to store fails the job at once with a short reaso
   await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
   assert.equal(runs, 1);
   assert.equal(await queue.getJobState(job.id), 'failed');
+});
+
+test('700 log lines of 1 KB then a return: completed once, the newest lines readable within their bounds', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('many-logs', env);
+  t.after(() => queue.close());
+  let runs = 0;
+  const worker = new Worker(
+    'many-logs',
+    async (job) => {
+      runs++;
+      for (let i = 0; i < 700; i++) await job.log(`${i} ${'l'.repeat(1024)}`);
+      return 'done';
+    },
+    { ...env, ...FAST },
+  );
+  t.after(() => worker.close());
+  const job = await queue.add('l', {}, { attempts: 3 });
+  const few = await queue.add('l', {}, { keepLogs: 5 });
+  await waitFor(
+    async () => (await queue.getJobState(job.id)) === 'completed' && (await queue.getJobState(few.id)) === 'completed',
+    { timeoutMs: 30_000, what: 'both jobs completed' },
+  );
+  const done = await queue.getJob(job.id);
+  assert.equal(done?.returnvalue, 'done');
+  assert.equal(done?.attemptsMade, 1);
+  const logs = (await done?.getLogs()) ?? [];
+  assert.ok(logs.length > 0);
+  assert.ok(logs.reduce((n, l) => n + bytes(l), 0) <= MAX_LOG_BYTES);
+  const first = Number(logs[0]?.split(' ')[0]);
+  assert.deepEqual(
+    logs.map((l) => Number(l.split(' ')[0])),
+    Array.from({ length: 700 - first }, (_, i) => first + i),
+    'the newest lines, in order, up to the last',
+  );
+  const fewLogs = (await (await queue.getJob(few.id))?.getLogs()) ?? [];
+  assert.deepEqual(
+    fewLogs.map((l) => Number(l.split(' ')[0])),
+    [695, 696, 697, 698, 699],
+  );
+  await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
+  assert.equal(runs, 2, 'each job ran once');
 });

@@ -12,6 +12,9 @@
  *   dropping the oldest;
  * - event values (a `failed` reason, a `completed` return value, progress)
  *   are capped at EVENT_VALUE_LIMIT (events.ts);
+ * - log lines (`job.log`) are kept in the record, the last `keepLogs` of
+ *   them, each cut to MAX_LOG_LINE_BYTES and at most MAX_LOG_BYTES in all
+ *   (the oldest go first), so logging never makes a finish too large;
  * - a finish that still does not fit (a return value over the record limit)
  *   fails the job at once with a short reason (`tooLargeReason`).
  */
@@ -22,6 +25,12 @@ export const MAX_REASON_BYTES = 16 * 1024;
 export const MAX_STACK_BYTES = 16 * 1024;
 /** Most bytes the stack trace history of a job holds in all (the oldest entries go first). */
 export const MAX_STACKTRACE_BYTES = 64 * 1024;
+/** Longest log line kept, UTF-8 bytes (longer ones are cut, marked). */
+export const MAX_LOG_LINE_BYTES = 16 * 1024;
+/** Most bytes of log lines a job keeps in all (the oldest lines go first). */
+export const MAX_LOG_BYTES = 128 * 1024;
+/** Log lines kept when neither the call nor the job's `keepLogs` says (BullMQ keeps all). */
+export const DEFAULT_KEEP_LOGS = 1000;
 /** Stack traces kept when the job's `stackTraceLimit` does not say. */
 export const DEFAULT_STACKTRACE_LIMIT = 10;
 
@@ -74,4 +83,23 @@ export function keptStacktrace(added: readonly string[], kept: readonly string[]
 /** The short reason a job fails with when what its finish would write does not fit. */
 export function tooLargeReason(what: 'result' | 'failure', detail: string): string {
   return cutReason(`PayloadTooLargeError: ${what} too large to store (${detail}); the job failed without retrying`);
+}
+
+/**
+ * A job's log lines after `added` are appended: the newest `keep` lines
+ * (DEFAULT_KEEP_LOGS when unset; 0 sets no count, as in BullMQ), each cut
+ * to MAX_LOG_LINE_BYTES, at most MAX_LOG_BYTES in all; the oldest go first.
+ */
+export function keptLogs(kept: readonly string[], added: readonly string[], keep?: number): string[] {
+  const max = keep === undefined ? DEFAULT_KEEP_LOGS : keep > 0 ? keep : Number.POSITIVE_INFINITY;
+  const out: string[] = [];
+  let bytes = 0;
+  const all = [...kept, ...added];
+  for (let i = all.length - 1; i >= 0 && out.length < max; i--) {
+    const line = cutText(String(all[i]), MAX_LOG_LINE_BYTES);
+    bytes += Buffer.byteLength(line);
+    if (bytes > MAX_LOG_BYTES) break;
+    out.push(line);
+  }
+  return out.reverse();
 }

@@ -18,7 +18,7 @@ import { LostJobError, PayloadTooLargeError } from '../errors.js';
 import { eventValue, type QueueEventRecord } from '../events.js';
 import { MAX_DELAY_MS } from '../options.js';
 import { decodeRecord, encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
-import { cutReason, keptStacktrace, tooLargeReason } from '../sizes.js';
+import { cutReason, keptLogs, keptStacktrace, tooLargeReason } from '../sizes.js';
 import type { QueueStore } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import {
@@ -695,7 +695,7 @@ export function planFinish(f: Finish): {
   const now = Date.now();
   const id = record.id;
   const base: JobRecord = { ...record, finishedOn: now };
-  if (f.logs?.length) base.logs = [...(record.logs ?? []), ...f.logs].slice(-(record.opts.keepLogs ?? 1000));
+  if (f.logs?.length) base.logs = keptLogs(record.logs ?? [], f.logs, record.opts.keepLogs);
   if (f.progress !== undefined) base.progress = f.progress as JobRecord['progress'];
   const o = f.outcome;
   const attemptsMade = record.attemptsMade + (o.kind === 'retry' && o.skipAttempt ? 0 : 1);
