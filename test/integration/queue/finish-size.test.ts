@@ -214,3 +214,23 @@ test('700 log lines of 1 KB then a return: completed once, the newest lines read
   await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
   assert.equal(runs, 2, 'each job ran once');
 });
+
+test('a completed event leaves out a return value over its byte cap (multi-byte characters counted as bytes)', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('event-cap', env);
+  t.after(() => queue.close());
+  const events = new QueueEvents('event-cap', env);
+  t.after(() => events.close());
+  await events.waitUntilReady();
+  const completed = new Map<string, unknown>();
+  events.on('completed', (e) => completed.set(e.jobId, e.returnvalue));
+  const value = 'é'.repeat(10_000); // 10,000 characters, 20,000 bytes
+  const worker = new Worker('event-cap', async (job) => (job.data.big ? value : 'small'), { ...env });
+  t.after(() => worker.close());
+  const big = await queue.add('b', { big: true });
+  const small = await queue.add('s', { big: false });
+  await waitFor(() => completed.has(big.id) && completed.has(small.id), { timeoutMs: 20_000, what: 'both events' });
+  assert.deepEqual(completed.get(big.id), { truncated: true, bytes: Buffer.byteLength(JSON.stringify(value)) });
+  assert.equal(completed.get(small.id), 'small');
+  assert.equal((await queue.getJob(big.id))?.returnvalue, value, 'the job keeps it');
+});
