@@ -234,3 +234,32 @@ test('a completed event leaves out a return value over its byte cap (multi-byte 
   assert.equal(completed.get(small.id), 'small');
   assert.equal((await queue.getJob(big.id))?.returnvalue, value, 'the job keeps it');
 });
+
+test('a retry too large with its logs and stack is written without them: retries still apply to a job with large data', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('lean-retry', env);
+  t.after(() => queue.close());
+  let runs = 0;
+  const worker = new Worker(
+    'lean-retry',
+    async (job) => {
+      runs++;
+      for (let i = 0; i < 150; i++) await job.log(`${runs}.${i} ${'l'.repeat(1024)}`);
+      if (runs === 1) throw new Error('first attempt fails');
+      return 'second attempt';
+    },
+    { ...env, ...FAST },
+  );
+  t.after(() => worker.close());
+  const job = await queue.add('d', { blob: 'd'.repeat(400 * 1024) }, { attempts: 2 });
+  await waitFor(async () => (await queue.getJobState(job.id)) === 'completed', {
+    timeoutMs: 30_000,
+    what: 'the job completed on its second attempt',
+  });
+  const done = await queue.getJob(job.id);
+  assert.equal(runs, 2);
+  assert.equal(done?.returnvalue, 'second attempt');
+  assert.equal(done?.attemptsMade, 2);
+  assert.equal(done?.failedReason, 'first attempt fails');
+  assert.ok((await recordBytes(env, 'lean-retry', job.id)) < MAX_RECORD_BYTES);
+});

@@ -472,8 +472,12 @@ export interface Finish {
   /** Log lines to store with the record. */
   logs?: string[];
   progress?: unknown;
-  /** Set on the failure written in place of a finish too large to store (finishJobs). */
-  sizeFallback?: true;
+  /**
+   * Set on a finish written in place of one too large to store (finishJobs):
+   * `lean`, the same outcome without the attempt's logs, progress and stack;
+   * `failed`, a final failure with a short reason.
+   */
+  sizeFallback?: 'lean' | 'failed';
   /**
    * The bounds of the finished set the job goes to (removeOnComplete or
    * removeOnFail): a count is kept inside the finish (trims.ts); an age, or
@@ -535,8 +539,10 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
 
 /**
  * Finishes refused for their size (a record over its limit, a unit over a
- * transaction; nothing was sent) are written again as failures with a short
- * reason, final whatever attempts are left: the job is never left active
+ * transaction; nothing was sent) are written again: first with their
+ * outcome but without what the attempt added beside it (its logs, progress
+ * and stack), then, if that is still too large, as a failure with a short
+ * reason, final whatever attempts are left. The job is never left active
  * to run again once its lease runs out.
  */
 async function failOversized(store: QueueStore, batch: Finish[], out: FinishResult[]): Promise<FinishResult[]> {
@@ -552,18 +558,24 @@ async function failOversized(store: QueueStore, batch: Finish[], out: FinishResu
   );
   again.forEach(({ index, finish }, k) => {
     const r = results[k] as FinishResult;
-    out[index] = r.ok ? { ...r, replaced: finish.outcome } : r;
+    out[index] = r.ok ? { ...r, replaced: r.replaced ?? finish.outcome } : r;
   });
   return out;
 }
 
-/** The failure that replaces a finish too large to write (none for a fallback, or a park). */
+/** The finish that replaces one too large to write, if any (none for a final fallback, or a park). */
 function sizeFallback(f: Finish, error: PayloadTooLargeError): Finish | undefined {
   const o = f.outcome;
-  if (f.sizeFallback || o.kind === 'waiting-children') return undefined;
+  if (f.sizeFallback === 'failed' || o.kind === 'waiting-children') return undefined;
+  if (!f.sizeFallback) {
+    const outcome = o.kind === 'completed' ? o : { ...o, stacktrace: [] };
+    const lean: Finish = { job: f.job, outcome, sizeFallback: 'lean' };
+    if (f.keep) lean.keep = f.keep;
+    return lean;
+  }
   const reason = tooLargeReason(o.kind === 'completed' ? 'result' : 'failure', error.message);
-  // the attempt's logs and progress may be what did not fit: the record keeps what it held
-  return { job: f.job, outcome: { kind: 'failed', reason, stacktrace: [], remove: false }, sizeFallback: true };
+  // the record keeps what it held when claimed (under its limit), with the short reason
+  return { job: f.job, outcome: { kind: 'failed', reason, stacktrace: [], remove: false }, sizeFallback: 'failed' };
 }
 
 /** The count bound of the finished set a finish adds a pointer to, if any (at least 1). */
@@ -634,7 +646,7 @@ function finishUnit(
       // too large: the unit fails unsent with PayloadTooLargeError, and finishJobs fails the job instead
       const record =
         planned.record &&
-        encodeRecord(parkedAt(planned.record, to), f.sizeFallback ? FALLBACK_RECORD_BYTES : undefined);
+        encodeRecord(parkedAt(planned.record, to), f.sizeFallback === 'failed' ? FALLBACK_RECORD_BYTES : undefined);
       const ops = finishOps(
         store.layout,
         { id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot },
