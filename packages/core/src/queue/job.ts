@@ -15,6 +15,7 @@ import {
   parentKeys,
   readJobDependencies,
 } from './job-deps.js';
+import { readJobLogs } from './protocol/logs.js';
 import { assertJsonFaithful, type JobRecord } from './record.js';
 import type { QueueStore } from './store.js';
 import type {
@@ -122,8 +123,9 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
 
   /**
    * Adds a log line to the running attempt; resolves with the number of lines so far.
-   * The lines are stored with the attempt's outcome: the last `keepLogs` of the job's
-   * lines, each cut to MAX_LOG_LINE_BYTES and MAX_LOG_BYTES in all (sizes.ts).
+   * The lines are written apart from the record (its log node) just before the attempt's
+   * outcome: the last `keepLogs` of the job's lines, each cut to MAX_LOG_LINE_BYTES and
+   * MAX_LOG_BYTES in all (sizes.ts).
    */
   async log(row: string): Promise<number> {
     if (typeof row !== 'string') throw new InvalidArgumentError('log row must be a string', 'row');
@@ -219,8 +221,7 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
 
   /** The stored log lines, oldest first (bounded: see `log`). */
   async getLogs(): Promise<string[]> {
-    const stored = await this.scope().getJob(this.id);
-    return stored?.record.logs ?? [];
+    return (await readJobLogs(this.scope(), this.id))?.logs ?? [];
   }
 
   /**

@@ -12,9 +12,10 @@
  *   dropping the oldest;
  * - event values (a `failed` reason, a `completed` return value, progress)
  *   are capped at EVENT_VALUE_LIMIT (events.ts);
- * - log lines (`job.log`) are kept in the record, the last `keepLogs` of
- *   them, each cut to MAX_LOG_LINE_BYTES and at most MAX_LOG_BYTES in all
- *   (the oldest go first), so logging never makes a finish too large;
+ * - log lines (`job.log`) live apart from the record (protocol/logs.ts): the
+ *   last `keepLogs` of them, each cut to MAX_LOG_LINE_BYTES and at most
+ *   MAX_LOG_BYTES in all (the oldest go first), so logging never makes a
+ *   finish too large;
  * - a finish that still does not fit (a return value over the record limit)
  *   fails the job at once with a short reason (`tooLargeReason`).
  */
@@ -27,8 +28,8 @@ export const MAX_STACK_BYTES = 16 * 1024;
 export const MAX_STACKTRACE_BYTES = 64 * 1024;
 /** Longest log line kept, UTF-8 bytes (longer ones are cut, marked). */
 export const MAX_LOG_LINE_BYTES = 16 * 1024;
-/** Most bytes of log lines a job keeps in all (the oldest lines go first). */
-export const MAX_LOG_BYTES = 128 * 1024;
+/** Most bytes of log lines a job keeps in all, in its log node (the oldest lines go first). */
+export const MAX_LOG_BYTES = 768 * 1024;
 /** Log lines kept when neither the call nor the job's `keepLogs` says (BullMQ keeps all). */
 export const DEFAULT_KEEP_LOGS = 1000;
 /** Stack traces kept when the job's `stackTraceLimit` does not say. */

@@ -18,7 +18,7 @@ import { LostJobError, PayloadTooLargeError } from '../errors.js';
 import { eventValue, type QueueEventRecord } from '../events.js';
 import { MAX_DELAY_MS } from '../options.js';
 import { decodeRecord, encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
-import { cutReason, keptLogs, keptStacktrace, tooLargeReason } from '../sizes.js';
+import { cutReason, keptStacktrace, tooLargeReason } from '../sizes.js';
 import type { QueueStore } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import {
@@ -43,6 +43,7 @@ import {
   type UnitResult,
 } from './executor.js';
 import { dropDepsOps, joinBuilt, mayBePendingChild, parkShare, type Settlement, settleChildOps } from './flows.js';
+import { writeLogs } from './logs.js';
 import { dropTrim, sendingTrim, settleTrim, TrimBatch, type TrimState, trimShare, unsentTrim } from './trims.js';
 
 /** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
@@ -72,6 +73,8 @@ export interface ClaimedJob {
   claimedAt: number;
   /** The job was active when claimed: its previous attempt's worker died (a stall, counted in the record). */
   stalled: boolean;
+  /** The record's czxid: which job of this id it is (its log node's owner, logs.ts). */
+  czxid: number;
   /** The global-concurrency slot this attempt holds (`s-<k>`), claimed under a global concurrency. */
   slot?: string;
   /** The id of the rate-limit window that counted this attempt, claimed under a rate limit. */
@@ -136,6 +139,8 @@ export interface PreparedClaim {
   updated: JobRecord;
   /** The record version read (the claim writes at it). */
   version: number;
+  /** The record's czxid. */
+  czxid: number;
   token: number;
   stalled: boolean;
   record: Buffer;
@@ -177,6 +182,7 @@ export async function prepareClaims(
       candidate: r.candidate,
       updated,
       version: r.version,
+      czxid: r.czxid,
       token: r.version + 1,
       stalled: r.record.state === 'active',
       record: encodeRecord(updated),
@@ -219,6 +225,7 @@ export function claimedJob(
     pointer: c.candidate.pointer,
     claimedAt,
     stalled: c.stalled,
+    czxid: c.czxid,
   };
   if (limits.slot) job.slot = limits.slot;
   if (limits.window) job.window = limits.window;
@@ -297,7 +304,7 @@ export const CLAIM_READ_BATCH = 50;
 /** The candidates' records, read in batches; unreadable ones go to `result.skipped`. */
 async function readRecords(store: QueueStore, candidates: Candidate[], result: ClaimResult) {
   const { session, layout } = store;
-  const reads: { candidate: Candidate; record: JobRecord; version: number }[] = [];
+  const reads: { candidate: Candidate; record: JobRecord; version: number; czxid: number }[] = [];
   for (let i = 0; i < candidates.length; i += CLAIM_READ_BATCH) {
     const batch = candidates.slice(i, i + CLAIM_READ_BATCH);
     const replies = await session.readMulti(batch.map((c) => ({ op: 'getData' as const, path: layout.job(c.id) })));
@@ -314,6 +321,7 @@ async function readRecords(store: QueueStore, candidates: Candidate[], result: C
           candidate,
           record: decodeRecord(reply.data, layout.job(candidate.id)),
           version: reply.stat.version,
+          czxid: reply.stat.czxid,
         });
       } catch (error) {
         result.skipped.push({ candidate, error });
@@ -469,7 +477,7 @@ export type Outcome =
 export interface Finish {
   job: ClaimedJob;
   outcome: Outcome;
-  /** Log lines to store with the record. */
+  /** The attempt's log lines: written to the job's log node (logs.ts) before the finish, never to the record. */
   logs?: string[];
   progress?: unknown;
   /**
@@ -529,12 +537,33 @@ interface FinishTrim {
 export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
   // a transaction cannot trim the pointers it creates: at most `count` of them go in one
   const size = Math.min(batch.length, ...batch.map((f) => keptCount(f) ?? batch.length));
+  await writeAttemptLogs(store, batch);
   const out: FinishResult[] = [];
   if (size >= batch.length) out.push(...(await finishBatch(store, batch)));
   else {
     for (let i = 0; i < batch.length; i += size) out.push(...(await finishBatch(store, batch.slice(i, i + size))));
   }
   return failOversized(store, batch, out);
+}
+
+/**
+ * The attempts' log lines go to their jobs' log nodes first, all in one read
+ * and one transaction (an attempt revoked meanwhile keeps its lines, as in
+ * BullMQ); a failure to write them is not the finish's: its lines are lost,
+ * its outcome is written.
+ */
+async function writeAttemptLogs(store: QueueStore, batch: Finish[]): Promise<void> {
+  const writes = batch.flatMap((f) => {
+    if (!f.logs?.length) return [];
+    const { record, czxid } = f.job;
+    const lines = f.logs;
+    delete f.logs; // written once, whatever follows (a fallback, a batch cut in two)
+    return [{ owner: { id: record.id, czxid, keepLogs: record.opts.keepLogs }, lines }];
+  });
+  if (writes.length === 0) return;
+  // the outcome matters more than the lines: a write that failed for good (the session
+  // closed, say; a lost reply is read back) does not keep the finish from being written
+  await writeLogs(store, writes).catch(() => undefined);
 }
 
 /**
@@ -707,7 +736,6 @@ export function planFinish(f: Finish): {
   const now = Date.now();
   const id = record.id;
   const base: JobRecord = { ...record, finishedOn: now };
-  if (f.logs?.length) base.logs = keptLogs(record.logs ?? [], f.logs, record.opts.keepLogs);
   if (f.progress !== undefined) base.progress = f.progress as JobRecord['progress'];
   const o = f.outcome;
   const attemptsMade = record.attemptsMade + (o.kind === 'retry' && o.skipAttempt ? 0 : 1);
@@ -742,7 +770,6 @@ export function planFinish(f: Finish): {
   }
   if (o.kind === 'waiting-children') {
     const parked: JobRecord = { ...record, state: 'waiting-children', hasDeps: true };
-    if (f.logs?.length) parked.logs = base.logs;
     if (f.progress !== undefined) parked.progress = base.progress;
     return {
       record: parked,

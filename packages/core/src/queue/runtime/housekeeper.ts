@@ -13,7 +13,8 @@
  *   containers. A failed promotion is retried after a pause, for as long as
  *   it leads;
  * - removes receipts left by clients that died before deleting them, the
- *   dependency nodes of parents that retention trimmed, and cancel requests
+ *   dependency nodes of parents that retention trimmed, the log nodes of jobs
+ *   that are gone (or of an earlier job of the same id), and cancel requests
  *   whose attempt ended before its worker saw them.
  * Every write carries the election's fence: a deposed leader's writes fail
  * instead of racing the new one's, so two leaders never act at once.
@@ -29,6 +30,7 @@ import {
   revokeClaims,
   sweepCancels,
   sweepOrphanDeps,
+  sweepOrphanLogs,
   sweepReceipts,
 } from '../protocol/index.js';
 import type { QueueStore } from '../store.js';
@@ -156,6 +158,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.lastSweep = performance.now();
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
+    await sweepOrphanLogs(this.store, this.fence);
     await sweepCancels(this.store, this.fence);
   }
 
