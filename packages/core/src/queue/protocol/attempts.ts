@@ -537,18 +537,27 @@ interface FinishTrim {
 export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
   // a transaction cannot trim the pointers it creates: at most `count` of them go in one
   const size = Math.min(batch.length, ...batch.map((f) => keptCount(f) ?? batch.length));
-  await writeAttemptLogs(store, batch);
+  // a park's lines are written once it is (one that finds no pending child goes on, and logs on)
+  const parks = (f: Finish) => f.outcome.kind === 'waiting-children';
+  await writeAttemptLogs(
+    store,
+    batch.filter((f) => !parks(f)),
+  );
   const out: FinishResult[] = [];
   if (size >= batch.length) out.push(...(await finishBatch(store, batch)));
   else {
     for (let i = 0; i < batch.length; i += size) out.push(...(await finishBatch(store, batch.slice(i, i + size))));
   }
+  await writeAttemptLogs(
+    store,
+    batch.filter((f, i) => parks(f) && out[i]?.ok),
+  );
   return failOversized(store, batch, out);
 }
 
 /**
- * The attempts' log lines go to their jobs' log nodes first, all in one read
- * and one transaction (an attempt revoked meanwhile keeps its lines, as in
+ * The attempts' log lines go to their jobs' log nodes, all in one read and
+ * one transaction (an attempt revoked meanwhile keeps its lines, as in
  * BullMQ); a failure to write them is not the finish's: its lines are lost,
  * its outcome is written.
  */
