@@ -50,13 +50,13 @@ function linesOf(data: Buffer, stat: Stat, czxid: number): string[] {
 }
 
 /**
- * Appends `lines` to the logs of each owner (`replace`: writes them in place
- * of what is there), all in one read and one transaction while nobody else
- * writes them. Resolves with the number of lines each keeps.
+ * Appends `lines` to the logs of each owner, all in one round of reads and
+ * one transaction while nobody else writes them (an earlier job's lines are
+ * replaced). Resolves with the number of lines each keeps.
  */
 export async function writeLogs(
   store: QueueStore,
-  writes: { owner: LogOwner; lines: readonly string[]; replace?: boolean }[],
+  writes: { owner: LogOwner; lines: readonly string[] }[],
 ): Promise<number[]> {
   const { layout } = store;
   const counts: number[] = writes.map(() => 0);
@@ -68,7 +68,7 @@ export async function writeLogs(
     const units = pending.map((w, k) => {
       const there = reads[k];
       const path = layout.logs(w.owner.id);
-      const before = there && !w.replace ? linesOf(there.data, there.stat, w.owner.czxid) : [];
+      const before = there ? linesOf(there.data, there.stat, w.owner.czxid) : [];
       const kept = keptLogs(before, w.lines, w.owner.keepLogs);
       counts[w.i] = kept.length;
       const data = Buffer.from(JSON.stringify(kept));
@@ -107,7 +107,7 @@ function ensureShard(store: QueueStore, dir: string): Promise<void> {
   return store.containers.ensureDir(dir);
 }
 
-/** Deletes a job's log lines (and legacy ones are the caller's): nothing when there are none. */
+/** Keeps the last `keep` of a job's log lines in its node, or deletes the node (lines a record kept are the caller's). */
 export async function clearJobLogs(store: QueueStore, owner: LogOwner, keep: number): Promise<void> {
   const { session, layout } = store;
   const path = layout.logs(owner.id);
