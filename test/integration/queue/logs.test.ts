@@ -66,10 +66,36 @@ test("a job added again under a removed job's id does not show that job's lines,
   await worker.pause();
   await queue.add('j', { v: 2 }, { jobId: 'same' });
   assert.deepEqual(await (await queue.getJob('same'))?.getLogs(), [], "the earlier job's lines are not this job's");
+  // no sweep in between: the new job's lines replace the earlier job's node
+  worker.resume();
+  await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'second completed' });
+  assert.deepEqual(await (await queue.getJob('same'))?.getLogs(), ['run of 2']);
   const session = await prefixSession(t, env);
   const store = new QueueStore(session, 'reused');
   await store.init();
+  assert.equal(await sweepOrphanLogs(store, () => []), 0, "the node is the live job's now");
+  assert.deepEqual(await (await queue.getJob('same'))?.getLogs(), ['run of 2']);
+});
+
+test("the sweep deletes an earlier job's lines under an id added again, and leaves the new job's", async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('resweep', env);
+  t.after(() => queue.close());
+  const worker = new Worker('resweep', async (job) => void (await job.log(`run of ${job.data.v}`)), {
+    ...env,
+    housekeeping: false,
+  });
+  t.after(() => worker.close());
+  await queue.add('j', { v: 1 }, { jobId: 'same' });
+  await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'first completed' });
+  await queue.remove('same');
+  await worker.pause();
+  await queue.add('j', { v: 2 }, { jobId: 'same' });
+  const session = await prefixSession(t, env);
+  const store = new QueueStore(session, 'resweep');
+  await store.init();
   assert.equal(await sweepOrphanLogs(store, () => []), 1, "the earlier job's node is swept");
+  assert.equal(await session.exists(store.layout.logs('same')), null);
   worker.resume();
   await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'second completed' });
   assert.deepEqual(await (await queue.getJob('same'))?.getLogs(), ['run of 2']);

@@ -68,14 +68,19 @@ export async function writeLogs(
     const units = pending.map((w, k) => {
       const there = reads[k];
       const path = layout.logs(w.owner.id);
-      const before = there ? linesOf(there.data, there.stat, w.owner.czxid) : [];
+      const own = there && there.stat.czxid >= w.owner.czxid;
+      const before = there && own ? linesOf(there.data, there.stat, w.owner.czxid) : [];
       const kept = keptLogs(before, w.lines, w.owner.keepLogs);
       counts[w.i] = kept.length;
       const data = Buffer.from(JSON.stringify(kept));
-      const op: ProtocolOp = there
-        ? { op: 'setData', path, data, version: there.stat.version }
-        : { op: 'create', path, data };
-      return { build: () => ({ ops: [op] }) };
+      const create: ProtocolOp = { op: 'create', path, data };
+      // an earlier job's node is created anew (its czxid then names this job)
+      const ops: ProtocolOp[] = !there
+        ? [create]
+        : own
+          ? [{ op: 'setData', path, data, version: there.stat.version }]
+          : [{ op: 'delete', path, version: there.stat.version }, create];
+      return { build: () => ({ ops }) };
     });
     // with receipts: a lost reply is read back, so no line is written twice
     const results = await store.executor.run(units);
