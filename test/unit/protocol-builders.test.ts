@@ -441,7 +441,14 @@ function record(over: Partial<JobRecord> = {}): JobRecord {
 
 function finish(outcome: Finish['outcome'], over: Partial<JobRecord> = {}, extra: Partial<Finish> = {}): Finish {
   return {
-    job: { record: record(over), token: 3, pointer: `${READY_BUCKET}/qn-j-0000000000`, claimedAt: 0, stalled: false },
+    job: {
+      record: record(over),
+      token: 3,
+      pointer: `${READY_BUCKET}/qn-j-0000000000`,
+      claimedAt: 0,
+      stalled: false,
+      czxid: 1,
+    },
     outcome,
     ...extra,
   };
@@ -545,18 +552,14 @@ describe('planFinish', () => {
     }
   });
 
-  test('logs appended and bounded by keepLogs (newest kept); progress stored', () => {
+  test('logs never go into the record (they live apart); a legacy record keeps its own; progress stored', () => {
     clock();
     const outcome = { kind: 'completed', returnvalue: null, remove: false } as const;
-    const bounded = planFinish(
-      finish(outcome, { logs: ['a', 'b'], opts: { keepLogs: 3 } }, { logs: ['c', 'd'], progress: 50 }),
-    );
-    assert.deepEqual(bounded.record?.logs, ['b', 'c', 'd']);
-    assert.equal(bounded.record?.progress, 50);
-    const unbounded = planFinish(finish(outcome, { logs: ['a'] }, { logs: ['b'] }));
-    assert.deepEqual(unbounded.record?.logs, ['a', 'b']);
-    const untouched = planFinish(finish(outcome, { logs: ['a'] }, { logs: [] }));
-    assert.deepEqual(untouched.record?.logs, ['a']);
+    const planned = planFinish(finish(outcome, { opts: { keepLogs: 3 } }, { logs: ['c', 'd'], progress: 50 }));
+    assert.equal(planned.record?.logs, undefined);
+    assert.equal(planned.record?.progress, 50);
+    const legacy = planFinish(finish(outcome, { logs: ['a'] }, { logs: ['b'] }));
+    assert.deepEqual(legacy.record?.logs, ['a']);
   });
 
   test('stack traces bounded by stackTraceLimit (default 10, at least 1)', () => {

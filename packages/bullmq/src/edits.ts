@@ -1,39 +1,44 @@
 /**
  * Edits of one job: its delay, priority, data and logs.
  *
+ * Log lines live apart from the record (the protocol's logs.ts): `addLog`
+ * and `clearLogs` write the job's log node whatever the job is doing.
  * A job's record version is the fencing token of its running attempt, so a
- * write to the record of an active job would revoke that attempt. Hence:
+ * write to the record of an active job would revoke that attempt. Hence, for
+ * the other edits:
  * - a job this backend runs (a BullMQ Worker's job editing itself): the edit
  *   goes into the attempt's record in memory and is written with the
- *   attempt's fenced finish (completed, failed or retried), as zkq's own
- *   Worker writes a job's logs; the Job object already shows it;
+ *   attempt's fenced finish (completed, failed or retried); the Job object
+ *   already shows it;
  * - a job running elsewhere: refused with JobStateError (code ZKQ_JOB_STATE);
  * - any other job: its record is rewritten (and its pointer moved, for a
  *   new delay or priority) at the version read, in one transaction, planned
  *   again when the job changed meanwhile (a claim moves the version on).
  */
 import {
+  clearJobLogs,
   encodeRecord,
   findPointer,
   type JobRecord,
   JobStateError,
+  type LogOwner,
   laneOf,
   MAX_DELAY_MS,
   MAX_PRIORITY,
   type Move,
   type QueueStore,
+  readJobLogs,
   rewrite,
   type StoredJob,
   toDelayed,
   toReady,
+  writeLogs,
 } from '@zkq/core';
 import { ErrorCode } from 'bullmq';
 import type { AnyJob } from './attempts.js';
 import type { BackendContext, Held } from './context.js';
 import { finishedError } from './json.js';
 
-/** Log lines kept when neither the call nor the job says (as the protocol's finish keeps them). */
-const DEFAULT_KEEP_LOGS = 1000;
 /** Plans of an edit whose job keeps changing under it. */
 const EDIT_ATTEMPTS = 5;
 
@@ -142,33 +147,52 @@ export async function updateData(ctx: BackendContext, job: AnyJob, data: unknown
   await rewriteRecord(ctx, id, 'updateData', (r) => ({ ...r, data: value }), { missing: 'throw', receipt: false });
 }
 
-/** Job.log: appends a line, keeping the last `keepLogs` (else the job's keepLogs, else 1000); resolves with the count kept. */
-export async function addLog(ctx: BackendContext, jobId: string, row: string, keepLogs?: number): Promise<number> {
-  let count = 0;
-  await rewriteRecord(
-    ctx,
-    jobId,
-    'addLog',
-    (r) => {
-      const keep = keepLogs && keepLogs > 0 ? keepLogs : (r.opts.keepLogs ?? DEFAULT_KEEP_LOGS);
-      const logs = [...(r.logs ?? []), String(row)].slice(-keep);
-      count = logs.length;
-      return { ...r, logs };
-    },
-    { missing: 'throw', receipt: true }, // an append sent twice would log twice: settle lost replies exactly
-  );
-  return count;
+/** The owner of a job's log node: the attempt this backend holds, else the stored job; undefined when missing. */
+async function logOwner(ctx: BackendContext, jobId: string): Promise<{ owner: LogOwner; legacy: number } | undefined> {
+  const held = ctx.held.get(jobId);
+  if (held) {
+    const { record, czxid } = held.job;
+    return { owner: { id: jobId, czxid, keepLogs: record.opts.keepLogs }, legacy: record.logs?.length ?? 0 };
+  }
+  const read = await readJobLogs(await ctx.store(), jobId);
+  if (!read) return undefined;
+  const { record, czxid } = read;
+  return { owner: { id: jobId, czxid, keepLogs: record.opts.keepLogs }, legacy: record.logs?.length ?? 0 };
 }
 
-/** Job.clearLogs: keeps the last `keepLogs` lines, or none. A missing job has no logs to clear. */
+/**
+ * Job.log: appends a line to the job's log node, apart from its record (so a
+ * running job's own lines, and those of a job running elsewhere, are written
+ * at once), keeping the last `keepLogs` (else the job's keepLogs, else 1000)
+ * within the log's byte bound; resolves with the count kept.
+ */
+export async function addLog(ctx: BackendContext, jobId: string, row: string, keepLogs?: number): Promise<number> {
+  const found = await logOwner(ctx, jobId);
+  if (!found) throw finishedError(ErrorCode.JobNotExist, jobId, 'addLog');
+  const owner = keepLogs && keepLogs > 0 ? { ...found.owner, keepLogs } : found.owner;
+  const [count] = await writeLogs(await ctx.store(), [{ owner, lines: [String(row)] }]);
+  return (count ?? 0) + found.legacy;
+}
+
+/**
+ * Job.clearLogs: keeps the last `keepLogs` lines, or none. A missing job has
+ * no logs to clear. Lines kept in the record by an older version (before
+ * logs lived apart) are cleared by rewriting it, which a job running
+ * elsewhere refuses.
+ */
 export async function clearLogs(ctx: BackendContext, jobId: string, keepLogs?: number): Promise<void> {
+  const found = await logOwner(ctx, jobId);
+  if (!found) return;
+  const keep = keepLogs && keepLogs > 0 ? keepLogs : 0;
+  await clearJobLogs(await ctx.store(), found.owner, keep);
+  if (found.legacy === 0) return;
   await rewriteRecord(
     ctx,
     jobId,
     'clearLogs',
     (r) => {
       const logs = r.logs ?? [];
-      const kept = keepLogs && keepLogs > 0 ? logs.slice(-keepLogs) : [];
+      const kept = keep > 0 ? logs.slice(-keep) : [];
       return kept.length === logs.length ? r : { ...r, logs: kept };
     },
     { missing: 'ignore', receipt: false },

@@ -9,7 +9,14 @@
  * Flows are not offered by this backend, so no job has children or
  * dependencies: their reads answer truthfully empty.
  */
-import { isMaxed as coreIsMaxed, jobState, NoNodeError, type QueueStore, getMetrics as readMetrics } from '@zkq/core';
+import {
+  isMaxed as coreIsMaxed,
+  jobState,
+  NoNodeError,
+  type QueueStore,
+  readJobLogs,
+  getMetrics as readMetrics,
+} from '@zkq/core';
 import type { JobJson, JobState, JobType } from 'bullmq';
 import { countPerPriority, countStates } from './census.js';
 import type { BackendContext } from './context.js';
@@ -99,7 +106,7 @@ export async function getJobLogs(
   end: number,
   asc: boolean,
 ): Promise<{ logs: string[]; count: number }> {
-  const logs = (await (await ctx.store()).getJob(jobId))?.record.logs ?? [];
+  const logs = (await readJobLogs(await ctx.store(), jobId))?.logs ?? [];
   return { logs: redisRange(asc ? logs : [...logs].reverse(), start, end), count: logs.length };
 }
 

@@ -211,11 +211,13 @@ export class Attempt {
 
   async run(): Promise<void> {
     try {
-      const outcome = await this.outcome();
+      let outcome = await this.outcome();
       if (!outcome || this.driver.forced()) return;
       if (this.revoked) return this.lost(new LostJobError(this.job.id));
       const result = await this.write(outcome);
       if (!result.ok) return this.lost(result.error as Error);
+      // too large to store: the job failed for good instead (sizes.ts)
+      if (result.replaced) outcome = result.replaced;
       if (outcome.kind === 'retry') this.mayWaitAgain = true;
       if (this.limited) this.driver.rateLimited();
       else this.report(outcome, result.trimLater);

@@ -288,7 +288,9 @@ test('moveToWaitingChildren parks a running parent until the children it added a
     async (job) => {
       if (job.name === 'child') return job.data.v;
       if (job.name === 'alone') {
+        await job.log('before');
         assert.equal(await job.moveToWaitingChildren(), false, 'nothing pending: it goes on');
+        await job.log('after');
         return 'went on';
       }
       const done = (await job.getDependenciesCount({ processed: true })).processed ?? 0;
@@ -324,6 +326,7 @@ test('moveToWaitingChildren parks a running parent until the children it added a
   await waitFor(() => parked.length === 1, { what: "QueueEvents' waiting-children" });
   assert.deepEqual(parked, [{ jobId: parent.id, prev: 'active' }]);
   await waitFor(async () => (await alone.getState()) === 'completed', { what: 'the job without children' });
+  assert.deepEqual(await alone.getLogs(), ['before', 'after'], 'a park that found nothing pending wrote no line');
   await waitFor(() => reported.length === 4, { what: 'the completed events' });
   assert.deepEqual(reported.sort(), ['completed alone', 'completed child', 'completed child', 'completed parent']);
 });

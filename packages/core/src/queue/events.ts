@@ -21,7 +21,11 @@ export { EVENTS_KEEP } from './protocol/executor.js';
 
 /** Wait before re-arming a watch whose re-arm failed, ms. */
 const REARM_RETRY_MS = 500;
-/** Values (return values, progress) larger than this are left out of events; read the job instead. */
+/**
+ * Values (return values, progress) whose JSON is larger than this many bytes
+ * are left out of events (read the job instead); a `failed` reason is cut to
+ * MAX_REASON_BYTES, the same size (sizes.ts).
+ */
 export const EVENT_VALUE_LIMIT = 16 * 1024;
 
 /** One queue event as stored in the log. */
@@ -35,7 +39,9 @@ export interface QueueEventRecord {
 /** `value`, or undefined with a marker when its JSON is too large to travel in an event. */
 export function eventValue(value: unknown): unknown {
   const json = JSON.stringify(value ?? null);
-  return json.length > EVENT_VALUE_LIMIT ? { truncated: true, bytes: json.length } : value;
+  if (json.length * 3 <= EVENT_VALUE_LIMIT) return value;
+  const bytes = Buffer.byteLength(json);
+  return bytes > EVENT_VALUE_LIMIT ? { truncated: true, bytes } : value;
 }
 
 export class EventSink {

@@ -98,6 +98,7 @@ export {
   type SchedulerSpec,
   upsertScheduler,
 } from './schedulers.js';
+export * from './sizes.js';
 export { type EnqueueEntry, enqueueEvents, type PauseState, QueueStore, type StoredJob } from './store.js';
 export * from './telemetry.js';
 export type * from './types.js';

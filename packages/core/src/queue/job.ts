@@ -15,6 +15,7 @@ import {
   parentKeys,
   readJobDependencies,
 } from './job-deps.js';
+import { readJobLogs } from './protocol/logs.js';
 import { assertJsonFaithful, type JobRecord } from './record.js';
 import type { QueueStore } from './store.js';
 import type {
@@ -120,7 +121,12 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
     await this.hooks.updateProgress(progress);
   }
 
-  /** Adds a log line to the running attempt; resolves with the number of lines so far. */
+  /**
+   * Adds a log line to the running attempt; resolves with the number of lines so far.
+   * The lines are written apart from the record (its log node) just before the attempt's
+   * outcome: the last `keepLogs` of the job's lines, each cut to MAX_LOG_LINE_BYTES and
+   * MAX_LOG_BYTES in all (sizes.ts).
+   */
   async log(row: string): Promise<number> {
     if (typeof row !== 'string') throw new InvalidArgumentError('log row must be a string', 'row');
     if (!this.hooks) throw new JobStateError(this.id, 'logs can only be written by the worker running the job');
@@ -213,10 +219,9 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
     return queueEvents.waitJobFinished(this.id, ttl) as Promise<ReturnType>;
   }
 
-  /** The stored log lines. */
+  /** The stored log lines, oldest first (bounded: see `log`). */
   async getLogs(): Promise<string[]> {
-    const stored = await this.scope().getJob(this.id);
-    return stored?.record.logs ?? [];
+    return (await readJobLogs(this.scope(), this.id))?.logs ?? [];
   }
 
   /**

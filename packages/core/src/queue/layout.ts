@@ -95,6 +95,12 @@
  *   deps/<shard>/<jobId>/<k>-<queue>:<childId>
  *                                     one per child: k = u unprocessed, p processed (data: its
  *                                     return value), i ignored, f failed (data: the reason)
+ *   logs/<shard>/<jobId>              a job's log lines (`job.log`), sharded like jobs, created on
+ *                                     first use: a JSON array of the last `keepLogs` lines, bounded
+ *                                     in bytes (sizes.ts), never in the record. Lines of a node
+ *                                     created before the job's record (czxid) belong to an earlier
+ *                                     job of that id and are not read. The leader deletes the nodes
+ *                                     of jobs that are gone (protocol/logs.ts); obliterate with the queue
  *   flow-children                     empty; created (once) before the queue first gets a child of a
  *                                     flow: retention then reads the failed jobs it trims, since a
  *                                     failed child may still be pending for its parent
@@ -283,6 +289,7 @@ export class QueueLayout {
   readonly depsDir: string;
   readonly cancelsDir: string;
   readonly flowChildren: string;
+  readonly logsDir: string;
 
   constructor(readonly queue: string) {
     validateQueueName(queue);
@@ -317,6 +324,7 @@ export class QueueLayout {
     this.depsDir = `${this.root}/deps`;
     this.cancelsDir = `${this.root}/cancels`;
     this.flowChildren = `${this.root}/flow-children`;
+    this.logsDir = `${this.root}/logs`;
   }
 
   /** Directories created once per queue (shards included). */
@@ -371,6 +379,16 @@ export class QueueLayout {
   /** One child's entry under its parent's dependency node (`kind`: u, p, i or f). */
   depEntry(parentId: string, kind: DepKind, child: ChildKey): string {
     return `${this.deps(parentId)}/${kind}-${child.queue}:${child.id}`;
+  }
+
+  /** The shard directory of log nodes (created on first use). */
+  logsShard(id: string): string {
+    return `${this.logsDir}/${shardOf(id)}`;
+  }
+
+  /** A job's log node. */
+  logs(id: string): string {
+    return `${this.logsShard(id)}/${id}`;
   }
 
   /** The directory of the cancel requests for the jobs `worker` runs (its claims' `worker`). */

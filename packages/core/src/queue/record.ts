@@ -11,8 +11,9 @@ import type { JobJson, JobProgress, JobsOptions } from './types.js';
 
 /**
  * Largest serialized job record, bytes. ZooKeeper refuses nodes of ~1 MB;
- * half of that leaves room for the return value, logs and the other nodes of
- * the same transaction.
+ * half of that leaves room for the return value, a failure's reason and
+ * stacks (cut to their sizes: sizes.ts) and the other nodes of the same
+ * transaction.
  */
 export const MAX_RECORD_BYTES = 512 * 1024;
 
@@ -44,7 +45,10 @@ export interface JobRecord extends JobJson {
   n?: string;
   /** Due time while delayed. */
   due?: number;
-  /** Log lines (`job.log`), bounded by `keepLogs`. */
+  /**
+   * Log lines kept in the record by versions before logs lived apart
+   * (`logs/<shard>/<id>`, protocol/logs.ts): still read, never written.
+   */
   logs?: string[];
   /** The parent this job is a dependency of (flows). */
   parentLink?: ParentLink;

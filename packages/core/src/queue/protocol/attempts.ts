@@ -17,7 +17,8 @@ import { type HandoffMode, handoffAfterConflict, withHandoff } from '../dedup.js
 import { LostJobError, PayloadTooLargeError } from '../errors.js';
 import { eventValue, type QueueEventRecord } from '../events.js';
 import { MAX_DELAY_MS } from '../options.js';
-import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
+import { decodeRecord, encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
+import { cutReason, keptStacktrace, tooLargeReason } from '../sizes.js';
 import type { QueueStore } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import {
@@ -42,6 +43,7 @@ import {
   type UnitResult,
 } from './executor.js';
 import { dropDepsOps, joinBuilt, mayBePendingChild, parkShare, type Settlement, settleChildOps } from './flows.js';
+import { writeLogs } from './logs.js';
 import { dropTrim, sendingTrim, settleTrim, TrimBatch, type TrimState, trimShare, unsentTrim } from './trims.js';
 
 /** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
@@ -71,6 +73,8 @@ export interface ClaimedJob {
   claimedAt: number;
   /** The job was active when claimed: its previous attempt's worker died (a stall, counted in the record). */
   stalled: boolean;
+  /** The record's czxid: which job of this id it is (its log node's owner, logs.ts). */
+  czxid: number;
   /** The global-concurrency slot this attempt holds (`s-<k>`), claimed under a global concurrency. */
   slot?: string;
   /** The id of the rate-limit window that counted this attempt, claimed under a rate limit. */
@@ -135,6 +139,8 @@ export interface PreparedClaim {
   updated: JobRecord;
   /** The record version read (the claim writes at it). */
   version: number;
+  /** The record's czxid. */
+  czxid: number;
   token: number;
   stalled: boolean;
   record: Buffer;
@@ -176,6 +182,7 @@ export async function prepareClaims(
       candidate: r.candidate,
       updated,
       version: r.version,
+      czxid: r.czxid,
       token: r.version + 1,
       stalled: r.record.state === 'active',
       record: encodeRecord(updated),
@@ -218,6 +225,7 @@ export function claimedJob(
     pointer: c.candidate.pointer,
     claimedAt,
     stalled: c.stalled,
+    czxid: c.czxid,
   };
   if (limits.slot) job.slot = limits.slot;
   if (limits.window) job.window = limits.window;
@@ -296,7 +304,7 @@ export const CLAIM_READ_BATCH = 50;
 /** The candidates' records, read in batches; unreadable ones go to `result.skipped`. */
 async function readRecords(store: QueueStore, candidates: Candidate[], result: ClaimResult) {
   const { session, layout } = store;
-  const reads: { candidate: Candidate; record: JobRecord; version: number }[] = [];
+  const reads: { candidate: Candidate; record: JobRecord; version: number; czxid: number }[] = [];
   for (let i = 0; i < candidates.length; i += CLAIM_READ_BATCH) {
     const batch = candidates.slice(i, i + CLAIM_READ_BATCH);
     const replies = await session.readMulti(batch.map((c) => ({ op: 'getData' as const, path: layout.job(c.id) })));
@@ -313,6 +321,7 @@ async function readRecords(store: QueueStore, candidates: Candidate[], result: C
           candidate,
           record: decodeRecord(reply.data, layout.job(candidate.id)),
           version: reply.stat.version,
+          czxid: reply.stat.czxid,
         });
       } catch (error) {
         result.skipped.push({ candidate, error });
@@ -468,9 +477,15 @@ export type Outcome =
 export interface Finish {
   job: ClaimedJob;
   outcome: Outcome;
-  /** Log lines to store with the record. */
+  /** The attempt's log lines: written to the job's log node (logs.ts) before the finish, never to the record. */
   logs?: string[];
   progress?: unknown;
+  /**
+   * Set on a finish written in place of one too large to store (finishJobs):
+   * `lean`, the same outcome without the attempt's logs, progress and stack;
+   * `failed`, a final failure with a short reason.
+   */
+  sizeFallback?: 'lean' | 'failed';
   /**
    * The bounds of the finished set the job goes to (removeOnComplete or
    * removeOnFail): a count is kept inside the finish (trims.ts); an age, or
@@ -483,7 +498,20 @@ export interface Finish {
  * What became of each finish in a batch. `trimLater`: the finished set's
  * count bound was not enforced in the finish's transaction (a trim should follow).
  */
-export type FinishResult = { ok: true; trimLater?: true } | { ok: false; error: unknown };
+export type FinishResult =
+  | {
+      ok: true;
+      trimLater?: true;
+      /** The outcome written instead of the one asked for, too large to store: a final failure (sizes.ts). */
+      replaced?: Outcome;
+    }
+  | { ok: false; error: unknown };
+
+/**
+ * The limit of a record written by a size fallback: the record as claimed
+ * (under MAX_RECORD_BYTES) plus a short reason and the finish's fields.
+ */
+const FALLBACK_RECORD_BYTES = MAX_RECORD_BYTES + 16 * 1024;
 
 type FinishUnit = TxUnit & {
   finish: Finish;
@@ -510,10 +538,83 @@ interface FinishTrim {
 export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
   // a transaction cannot trim the pointers it creates: at most `count` of them go in one
   const size = Math.min(batch.length, ...batch.map((f) => keptCount(f) ?? batch.length));
-  if (size >= batch.length) return finishBatch(store, batch);
+  // a park's lines are written once it is (one that finds no pending child goes on, and logs on)
+  const parks = (f: Finish) => f.outcome.kind === 'waiting-children';
+  await writeAttemptLogs(
+    store,
+    batch.filter((f) => !parks(f)),
+  );
   const out: FinishResult[] = [];
-  for (let i = 0; i < batch.length; i += size) out.push(...(await finishBatch(store, batch.slice(i, i + size))));
+  if (size >= batch.length) out.push(...(await finishBatch(store, batch)));
+  else {
+    for (let i = 0; i < batch.length; i += size) out.push(...(await finishBatch(store, batch.slice(i, i + size))));
+  }
+  await writeAttemptLogs(
+    store,
+    batch.filter((f, i) => parks(f) && out[i]?.ok),
+  );
+  return failOversized(store, batch, out);
+}
+
+/**
+ * The attempts' log lines go to their jobs' log nodes, all in one read and
+ * one transaction (an attempt revoked meanwhile keeps its lines, as in
+ * BullMQ); a failure to write them is not the finish's: its lines are lost,
+ * its outcome is written.
+ */
+async function writeAttemptLogs(store: QueueStore, batch: Finish[]): Promise<void> {
+  const writes = batch.flatMap((f) => {
+    if (!f.logs?.length) return [];
+    const { record, czxid } = f.job;
+    const lines = f.logs;
+    delete f.logs; // written once, whatever follows (a fallback, a batch cut in two)
+    return [{ owner: { id: record.id, czxid, keepLogs: record.opts.keepLogs }, lines }];
+  });
+  if (writes.length === 0) return;
+  // the outcome matters more than the lines: a write that failed for good (the session
+  // closed, say; a lost reply is read back) does not keep the finish from being written
+  await writeLogs(store, writes).catch(() => undefined);
+}
+
+/**
+ * Finishes refused for their size (a record over its limit, a unit over a
+ * transaction; nothing was sent) are written again: first with their
+ * outcome but without what the attempt added beside it (its logs, progress
+ * and stack), then, if that is still too large, as a failure with a short
+ * reason, final whatever attempts are left. The job is never left active
+ * to run again once its lease runs out.
+ */
+async function failOversized(store: QueueStore, batch: Finish[], out: FinishResult[]): Promise<FinishResult[]> {
+  const again: { index: number; finish: Finish }[] = [];
+  out.forEach((r, index) => {
+    const finish = !r.ok && r.error instanceof PayloadTooLargeError && sizeFallback(batch[index] as Finish, r.error);
+    if (finish) again.push({ index, finish });
+  });
+  if (again.length === 0) return out;
+  const results = await finishJobs(
+    store,
+    again.map((a) => a.finish),
+  );
+  again.forEach(({ index, finish }, k) => {
+    const r = results[k] as FinishResult;
+    out[index] = r.ok ? { ...r, replaced: r.replaced ?? finish.outcome } : r;
+  });
   return out;
+}
+
+/** The finish that replaces one too large to write, if any (none for a final fallback, or a park). */
+function sizeFallback(f: Finish, error: PayloadTooLargeError): Finish | undefined {
+  const o = f.outcome;
+  if (f.sizeFallback === 'failed' || o.kind === 'waiting-children') return undefined;
+  if (!f.sizeFallback) {
+    const outcome = o.kind === 'completed' ? o : { ...o, stacktrace: [] };
+    const lean: Finish = { job: f.job, outcome, sizeFallback: 'lean' };
+    if (f.keep) lean.keep = f.keep;
+    return lean;
+  }
+  const reason = tooLargeReason(o.kind === 'completed' ? 'result' : 'failure', error.message);
+  // the record keeps what it held when claimed (under its limit), with the short reason
+  return { job: f.job, outcome: { kind: 'failed', reason, stacktrace: [], remove: false }, sizeFallback: 'failed' };
 }
 
 /** The count bound of the finished set a finish adds a pointer to, if any (at least 1). */
@@ -577,23 +678,14 @@ function finishUnit(
     sending: () => sendingTrim(trim.state),
     unsent: () => unsentTrim(trim.state),
     build: async () => {
-      let planned = planFinish(f);
+      const planned = planFinish(f);
       const { job } = f;
       const id = job.record.id;
-      let to = planned.to && (await store.destination(planned.to));
-      let record: Buffer | undefined;
-      try {
-        record = planned.record && encodeRecord(parkedAt(planned.record, to));
-      } catch (error) {
-        if (!(error instanceof PayloadTooLargeError) || f.outcome.kind !== 'completed') throw error;
-        // the return value does not fit: the job fails with the reason instead of being lost
-        planned = planFinish({
-          ...f,
-          outcome: { kind: 'failed', reason: error.message, stacktrace: [], remove: false },
-        });
-        to = planned.to && (await store.destination(planned.to));
-        record = planned.record && encodeRecord(planned.record);
-      }
+      const to = planned.to && (await store.destination(planned.to));
+      // too large: the unit fails unsent with PayloadTooLargeError, and finishJobs fails the job instead
+      const record =
+        planned.record &&
+        encodeRecord(parkedAt(planned.record, to), f.sizeFallback === 'failed' ? FALLBACK_RECORD_BYTES : undefined);
       const ops = finishOps(
         store.layout,
         { id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot },
@@ -654,7 +746,6 @@ export function planFinish(f: Finish): {
   const now = Date.now();
   const id = record.id;
   const base: JobRecord = { ...record, finishedOn: now };
-  if (f.logs?.length) base.logs = [...(record.logs ?? []), ...f.logs].slice(-(record.opts.keepLogs ?? 1000));
   if (f.progress !== undefined) base.progress = f.progress as JobRecord['progress'];
   const o = f.outcome;
   const attemptsMade = record.attemptsMade + (o.kind === 'retry' && o.skipAttempt ? 0 : 1);
@@ -670,12 +761,12 @@ export function planFinish(f: Finish): {
     };
   }
   if (o.kind === 'failed') {
-    const event = { event: 'failed', jobId: id, failedReason: o.reason, prev: 'active', ts: now };
+    const event = { event: 'failed', jobId: id, failedReason: cutReason(o.reason), prev: 'active', ts: now };
     const also =
       attemptsMade >= (record.opts.attempts ?? 1)
         ? [{ event: 'retries-exhausted', jobId: id, attemptsMade, ts: now }]
         : [];
-    const settlement: Settlement = { kind: 'failed', reason: o.reason };
+    const settlement: Settlement = { kind: 'failed', reason: cutReason(o.reason) };
     if (o.remove) return { record: undefined, to: undefined, event, also, settlement };
     const failed: JobRecord = { ...base, ...failure(record, o), state: 'failed', attemptsMade };
     delete failed.deferredFailure; // spent once the job failed (as BullMQ drops `defa`): a retry runs it
@@ -689,7 +780,6 @@ export function planFinish(f: Finish): {
   }
   if (o.kind === 'waiting-children') {
     const parked: JobRecord = { ...record, state: 'waiting-children', hasDeps: true };
-    if (f.logs?.length) parked.logs = base.logs;
     if (f.progress !== undefined) parked.progress = base.progress;
     return {
       record: parked,
@@ -714,9 +804,12 @@ export function planFinish(f: Finish): {
   };
 }
 
+/** A failed attempt's reason and stack trace history, cut to their sizes (sizes.ts). */
 function failure(record: JobRecord, o: { reason: string; stacktrace: string[] }): Partial<JobRecord> {
-  const limit = record.opts.stackTraceLimit ?? 10;
-  return { failedReason: o.reason, stacktrace: [...o.stacktrace, ...record.stacktrace].slice(0, Math.max(limit, 1)) };
+  return {
+    failedReason: cutReason(o.reason),
+    stacktrace: keptStacktrace(o.stacktrace, record.stacktrace ?? [], record.opts.stackTraceLimit),
+  };
 }
 
 /**

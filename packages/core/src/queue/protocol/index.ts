@@ -51,5 +51,6 @@ export * from './executor.js';
 export * from './flows.js';
 export * from './limited-claims.js';
 export * from './limits.js';
+export * from './logs.js';
 export * from './moves.js';
 export { prepareTrims } from './trims.js';

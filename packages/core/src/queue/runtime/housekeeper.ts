@@ -13,7 +13,8 @@
  *   containers. A failed promotion is retried after a pause, for as long as
  *   it leads;
  * - removes receipts left by clients that died before deleting them, the
- *   dependency nodes of parents that retention trimmed, cancel requests
+ *   dependency nodes of parents that retention trimmed, the log nodes of jobs
+ *   that are gone (or of an earlier job of the same id), cancel requests
  *   whose attempt ended before its worker saw them, and deduplication keys
  *   whose ttl ran out or whose job is gone (with their empty shards).
  * Every write carries the election's fence: a deposed leader's writes fail
@@ -32,6 +33,7 @@ import {
   sweepCancels,
   sweepDedupKeys,
   sweepOrphanDeps,
+  sweepOrphanLogs,
   sweepReceipts,
 } from '../protocol/index.js';
 import type { QueueStore } from '../store.js';
@@ -163,6 +165,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.lastSweep = performance.now();
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
+    await sweepOrphanLogs(this.store, this.fence);
     await sweepCancels(this.store, this.fence);
     const keys = await sweepDedupKeys(this.store, this.fence, { from: this.dedupFrom, shards: DEDUP_SWEEP_SHARDS });
     this.dedupFrom = keys.next;

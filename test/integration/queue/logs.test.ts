@@ -1,0 +1,120 @@
+/**
+ * A job's log lines live apart from its record (`logs/<shard>/<id>`): read
+ * back by getLogs, owned by the leader's sweep once the job is gone
+ * (removed, trimmed), never shown for a later job of the same id, and the
+ * lines a record kept itself (an older version) still read.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { decodeRecord, encodeRecord, QueueStore, sweepOrphanLogs } from '@zkq/core';
+import { Queue } from '@zkq/producer';
+import { Worker } from '@zkq/worker';
+import { queueEnv } from '../../helpers/queue.js';
+import { waitFor } from '../../helpers/zk.js';
+import { countNodes, prefixSession } from '../../helpers/znodes.js';
+
+test('log lines go to their own node, not the record; the sweep deletes those of removed and trimmed jobs', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('logs', env);
+  t.after(() => queue.close());
+  const worker = new Worker(
+    'logs',
+    async (job) => {
+      await job.log(`line of ${job.data.n}`);
+      return job.data.n;
+    },
+    { ...env, housekeeping: false },
+  );
+  t.after(() => worker.close());
+  const kept = await queue.add('k', { n: 1 });
+  const removed = await queue.add('r', { n: 2 });
+  const trimmed = await queue.add('t', { n: 3 }, { removeOnComplete: true });
+  await waitFor(async () => (await queue.getJobCounts('completed')).completed === 2, {
+    what: 'two completed (one removed as it completed)',
+  });
+  const session = await prefixSession(t, env);
+  const store = new QueueStore(session, 'logs');
+  await store.init();
+  const record = decodeRecord((await session.getData(store.layout.job(kept.id))).data, 'kept');
+  assert.equal(record.logs, undefined, 'no lines in the record');
+  assert.deepEqual(await (await queue.getJob(kept.id))?.getLogs(), ['line of 1']);
+  assert.equal(await queue.remove(removed.id), 1);
+  assert.ok(await session.exists(store.layout.logs(trimmed.id)), "a removed job's lines wait for the sweep");
+  assert.equal(await sweepOrphanLogs(store, () => []), 2);
+  assert.equal(await session.exists(store.layout.logs(removed.id)), null);
+  assert.equal(await session.exists(store.layout.logs(trimmed.id)), null);
+  assert.deepEqual(await (await queue.getJob(kept.id))?.getLogs(), ['line of 1'], 'a live job keeps its lines');
+  assert.equal(await sweepOrphanLogs(store, () => []), 0);
+  // once the last job is removed and swept, nothing of the logs is left but the directory
+  await queue.remove(kept.id);
+  assert.equal(await sweepOrphanLogs(store, () => []), 1);
+  assert.equal(await countNodes(session, store.layout.logsDir), 1);
+});
+
+test("a job added again under a removed job's id does not show that job's lines, and logs its own", async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('reused', env);
+  t.after(() => queue.close());
+  const worker = new Worker('reused', async (job) => void (await job.log(`run of ${job.data.v}`)), {
+    ...env,
+    housekeeping: false,
+  });
+  t.after(() => worker.close());
+  await queue.add('j', { v: 1 }, { jobId: 'same' });
+  await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'first completed' });
+  await queue.remove('same');
+  await worker.pause();
+  await queue.add('j', { v: 2 }, { jobId: 'same' });
+  assert.deepEqual(await (await queue.getJob('same'))?.getLogs(), [], "the earlier job's lines are not this job's");
+  // no sweep in between: the new job's lines replace the earlier job's node
+  worker.resume();
+  await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'second completed' });
+  assert.deepEqual(await (await queue.getJob('same'))?.getLogs(), ['run of 2']);
+  const session = await prefixSession(t, env);
+  const store = new QueueStore(session, 'reused');
+  await store.init();
+  assert.equal(await sweepOrphanLogs(store, () => []), 0, "the node is the live job's now");
+  assert.deepEqual(await (await queue.getJob('same'))?.getLogs(), ['run of 2']);
+});
+
+test("the sweep deletes an earlier job's lines under an id added again, and leaves the new job's", async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('resweep', env);
+  t.after(() => queue.close());
+  const worker = new Worker('resweep', async (job) => void (await job.log(`run of ${job.data.v}`)), {
+    ...env,
+    housekeeping: false,
+  });
+  t.after(() => worker.close());
+  await queue.add('j', { v: 1 }, { jobId: 'same' });
+  await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'first completed' });
+  await queue.remove('same');
+  await worker.pause();
+  await queue.add('j', { v: 2 }, { jobId: 'same' });
+  const session = await prefixSession(t, env);
+  const store = new QueueStore(session, 'resweep');
+  await store.init();
+  assert.equal(await sweepOrphanLogs(store, () => []), 1, "the earlier job's node is swept");
+  assert.equal(await session.exists(store.layout.logs('same')), null);
+  worker.resume();
+  await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'second completed' });
+  assert.deepEqual(await (await queue.getJob('same'))?.getLogs(), ['run of 2']);
+});
+
+test('a record that kept its own lines (before logs lived apart) still reads them, before the new ones', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('legacy', env);
+  t.after(() => queue.close());
+  const job = await queue.add('l', {}, { jobId: 'old' });
+  const session = await prefixSession(t, env);
+  const store = new QueueStore(session, 'legacy');
+  await store.init();
+  const { data, stat } = await session.getData(store.layout.job('old'));
+  const record = { ...decodeRecord(data, 'old'), logs: ['kept in the record'] };
+  await session.setData(store.layout.job('old'), encodeRecord(record), stat.version);
+  assert.deepEqual(await job.getLogs(), ['kept in the record']);
+  const worker = new Worker('legacy', async (j) => void (await j.log('new line')), { ...env, housekeeping: false });
+  t.after(() => worker.close());
+  await waitFor(async () => (await queue.getJobState('old')) === 'completed', { what: 'completed' });
+  assert.deepEqual(await (await queue.getJob('old'))?.getLogs(), ['kept in the record', 'new line']);
+});
