@@ -61,24 +61,31 @@ export function iterationId(schedulerId: string, millis: number): string {
 
 /**
  * Advances the scheduler of `record`, an iteration just claimed by zkq's own
- * Worker (BullMQ's Worker does this itself, through its JobScheduler): the
- * next time by the scheduler's `every` or cron `pattern` (in `tz`), none past
- * its `limit` or `endDate`, and the iteration's options in BullMQ's shape, so
- * either front-end's workers can run the next one. Resolves with the new
- * job id, or null when there is none to add or another process added it.
+ * Worker (BullMQ's Worker does this itself, through its JobScheduler).
+ * Resolves with the new job id, or null when there is none to add or another
+ * process added it.
  */
 export async function advanceAfterClaim(store: QueueStore, record: JobRecord): Promise<string | null> {
   const id = (record.opts as { repeatJobKey?: string }).repeatJobKey;
   if (!id) return null;
   const current = await readScheduler(store, id);
   if (!current) return null;
-  const s = current.record;
-  const now = Date.now();
-  if (s.limit !== undefined && s.ic >= s.limit) return null;
-  if (s.endDate !== undefined && now > s.endDate) return null;
+  return advanceFrom(store, current.record, record.id, Date.now());
+}
+
+/**
+ * Adds the iteration after `producerId`'s: the next time by the scheduler's
+ * `every` or cron `pattern` (in `tz`), none past its `limit` or `endDate`,
+ * and the iteration's options in BullMQ's shape, so either front-end's
+ * workers can run the next one.
+ */
+function advanceFrom(store: QueueStore, s: SchedulerRecord, producerId: string, now: number): Promise<string | null> {
+  const id = s.id;
+  if (s.limit !== undefined && s.ic >= s.limit) return Promise.resolve(null);
+  if (s.endDate !== undefined && now > s.endDate) return Promise.resolve(null);
   let next = s.next;
   if (!s.every) {
-    if (!s.pattern) return null;
+    if (!s.pattern) return Promise.resolve(null);
     const from = new Date(Math.max(now, s.next, s.startDate ?? 0));
     next = CronExpressionParser.parse(s.pattern, { currentDate: from, ...(s.tz ? { tz: s.tz } : {}) })
       .next()
@@ -88,7 +95,7 @@ export async function advanceAfterClaim(store: QueueStore, record: JobRecord): P
     id,
     next,
     now,
-    producerId: record.id,
+    producerId,
     iteration: (at) =>
       ({
         ...s.opts,
@@ -107,6 +114,53 @@ export async function advanceAfterClaim(store: QueueStore, record: JobRecord): P
         },
       }) as JobsOptions,
   });
+}
+
+/** Schedulers read at once while healing. */
+const HEAL_READ = 50;
+
+/**
+ * Gives every scheduler left without its next iteration that iteration: one
+ * whose current iteration (the job at its `next`) was started (claimed at
+ * least once) or is gone, when the advance after its claim failed (retries
+ * exhausted, an error that was no race) or the job was removed. Due on
+ * ZooKeeper's clock `now`: a scheduler whose current iteration is not due
+ * yet is not looked at further. Any number of processes may heal at once:
+ * the advance is fenced by the scheduler node's version and the iteration's
+ * id, so a scheduler gets its next iteration once. Resolves with the ids of
+ * the iterations added.
+ */
+export async function healSchedulers(store: QueueStore, now: number): Promise<string[]> {
+  const names = await store.children(store.layout.schedulersDir);
+  const added: string[] = [];
+  let failure: unknown;
+  for (let i = 0; i < names.length; i += HEAL_READ) {
+    const read = await Promise.all(
+      names
+        .slice(i, i + HEAL_READ)
+        .map((n) => readScheduler(store, decodeURIComponent(n.slice(2))).catch(() => undefined)),
+    );
+    const due = read.flatMap((r) => (r && r.record.next <= now ? [r.record] : []));
+    const orphans = await Promise.all(due.map(async (s) => ((await hasNextIteration(store, s)) ? undefined : s)));
+    for (const s of orphans) {
+      if (!s) continue;
+      // one scheduler that cannot advance (its store refuses the iteration) holds no other back
+      const jobId = await advanceFrom(store, s, iterationId(s.id, s.next), now).catch((err) => {
+        failure ??= err;
+        return null;
+      });
+      if (jobId) added.push(jobId);
+    }
+  }
+  if (failure !== undefined) throw failure;
+  return added;
+}
+
+/** The scheduler's current iteration is there and was never started: it is the next one. */
+async function hasNextIteration(store: QueueStore, s: SchedulerRecord): Promise<boolean> {
+  const job = await store.getJob(iterationId(s.id, s.next)).catch(() => null);
+  if (job === null) return true; // unreadable: not ours to judge
+  return job !== undefined && job.record.attemptsStarted === 0;
 }
 
 /** Slots an `every` scheduler walks past jobs that already hold them. */
