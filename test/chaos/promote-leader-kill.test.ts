@@ -68,3 +68,53 @@ test('the leader SIGKILLed during a stream of delayed jobs: none starts more tha
   // the dead leader's session still held the election: the standby promoted them all
   assert.ok(!standby.lines.includes('leader'), 'no new leader was elected while the jobs were due');
 });
+
+test("the leader SIGKILLed: a worker's retries start within 1 s of their backoff", async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('retry-kill', env);
+  t.after(() => queue.close());
+  const leader = spawnFixture(WORKER, [
+    JSON.stringify({
+      ...env.connection,
+      sessionTimeout: 12_000,
+      prefix: env.prefix,
+      queue: 'retry-kill',
+      paused: true,
+    }),
+  ]);
+  t.after(() => leader.child.kill('SIGKILL'));
+  await leader.waitForLine(/^leader$/);
+  const failedAt = new Map<string, number>();
+  const retriedAt = new Map<string, number>();
+  // this worker stands in the election behind the leader, whose session outlives the test's window
+  const worker = new Worker(
+    'retry-kill',
+    async (job) => {
+      if (job.attemptsMade === 0) {
+        failedAt.set(job.id, Date.now());
+        throw new Error('first attempt fails');
+      }
+      retriedAt.set(job.id, Date.now());
+    },
+    { ...env, concurrency: 10 },
+  );
+  t.after(() => worker.close());
+  await worker.waitUntilReady();
+  leader.child.kill('SIGKILL');
+  await leader.exited;
+  const jobs = [];
+  for (let i = 0; i < 10; i++) {
+    const opts = { attempts: 2, backoff: { type: 'fixed', delay: DELAY_MS } };
+    jobs.push(await queue.add('retry', { i }, opts));
+    await new Promise((r) => setTimeout(r, EVERY_MS));
+  }
+  await waitFor(() => retriedAt.size === jobs.length, { timeoutMs: 60_000, what: 'every job retried' });
+  const late = jobs.map((j) => ({
+    id: j.id,
+    late: (retriedAt.get(j.id) as number) - ((failedAt.get(j.id) as number) + DELAY_MS),
+  }));
+  const worst = late.reduce((a, b) => (b.late > a.late ? b : a));
+  t.diagnostic(`latest retry: ${worst.late} ms past its backoff`);
+  assert.ok(worst.late <= LATE_BOUND_MS, `job ${worst.id} retried ${worst.late} ms past its backoff`);
+  assert.ok(!worker.isLeader, 'the worker was not elected while the retries were due');
+});
