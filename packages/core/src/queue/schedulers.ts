@@ -10,6 +10,9 @@
  * deterministic id (so a tick cannot be added twice). Only the running
  * iteration's job may advance its scheduler (`producerId`): a worker that
  * claims it again after a crash advances it once, and a stale one not at all.
+ * A scheduler whose advance failed for good (or whose iteration was removed)
+ * is advanced by whoever promotes delayed jobs next checks the schedulers
+ * (healSchedulers), by the same fenced transaction.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CronExpressionParser } from 'cron-parser';
