@@ -23,7 +23,7 @@ import type { QueueEventRecord } from './events.js';
 import { laneOf, validateCustomJobId } from './layout.js';
 import { enqueueOps, removeOps } from './protocol/builders.js';
 import type { ProtocolOp, TxUnit } from './protocol/executor.js';
-import { encodeRecord, type JobRecord, newRecord } from './record.js';
+import { decodeRecord, encodeRecord, type JobRecord, newRecord } from './record.js';
 import type { QueueStore } from './store.js';
 import type { JobsOptions } from './types.js';
 
@@ -125,8 +125,9 @@ const HEAL_READ = 50;
 /**
  * Gives every scheduler left without its next iteration that iteration: one
  * whose current iteration (the job at its `next`) was started (claimed at
- * least once) or is gone, when the advance after its claim failed (retries
- * exhausted, an error that was no race) or the job was removed. Due on
+ * least once; a running one claimed CLAIMER_ADVANCES_MS ago at least) or is
+ * gone, when the advance after its claim failed (retries exhausted, an error
+ * that was no race) or the job was removed. Due on
  * ZooKeeper's clock `now`: a scheduler whose current iteration is not due
  * yet is not looked at further. Any number of processes may heal at once:
  * the advance is fenced by the scheduler node's version and the iteration's
@@ -144,7 +145,9 @@ export async function healSchedulers(store: QueueStore, now: number): Promise<st
         .map((n) => readScheduler(store, decodeURIComponent(n.slice(2))).catch(() => undefined)),
     );
     const due = read.flatMap((r) => (r && r.record.next <= now ? [r.record] : []));
-    const orphans = await Promise.all(due.map(async (s) => ((await hasNextIteration(store, s)) ? undefined : s)));
+    const orphans = await Promise.all(
+      due.map(async (s) => ((await lacksNextIteration(store, s, now)) ? s : undefined)),
+    );
     for (const s of orphans) {
       if (!s) continue;
       // one scheduler that cannot advance (its store refuses the iteration) holds no other back
@@ -159,11 +162,27 @@ export async function healSchedulers(store: QueueStore, now: number): Promise<st
   return added;
 }
 
-/** The scheduler's current iteration is there and was never started: it is the next one. */
-async function hasNextIteration(store: QueueStore, s: SchedulerRecord): Promise<boolean> {
-  const job = await store.getJob(iterationId(s.id, s.next)).catch(() => null);
-  if (job === null) return true; // unreadable: not ours to judge
-  return job !== undefined && job.record.attemptsStarted === 0;
+/**
+ * How long after its claim (on ZooKeeper's clock: the record's mtime against
+ * ZooKeeper's time now) a running iteration is left to its claimer, which
+ * advances the scheduler as it starts, ms.
+ */
+const CLAIMER_ADVANCES_MS = 5000;
+
+/**
+ * The scheduler has no next iteration: its current one (the job at its
+ * `next`) was started and is not just being started, or is gone.
+ */
+async function lacksNextIteration(store: QueueStore, s: SchedulerRecord, now: number): Promise<boolean> {
+  const path = store.layout.job(iterationId(s.id, s.next));
+  try {
+    const { data, stat } = await store.session.getData(path);
+    const record = decodeRecord(data, path);
+    if (record.attemptsStarted === 0) return false; // not started: it is the next iteration
+    return record.state !== 'active' || now - stat.mtime >= CLAIMER_ADVANCES_MS;
+  } catch (err) {
+    return err instanceof NoNodeError; // gone; anything else (unreadable) is not ours to judge
+  }
 }
 
 /** Slots an `every` scheduler walks past jobs that already hold them. */
