@@ -57,7 +57,7 @@ const PROMOTE_POLL_MS = 1000;
 /** Pause after a failed promotion round, ms. */
 const PROMOTE_RETRY_MS = 500;
 /** How long past its due time a standby leaves a job to the leader, ms (plus up to as much again, at random). */
-export const STANDBY_GRACE_MS = 100;
+const STANDBY_GRACE_MS = 100;
 /** Shortest time between two looks of a standby, ms. */
 const STANDBY_GAP_MS = 250;
 /** Longest time between two looks of a standby, ms. */
@@ -92,8 +92,10 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private sleeper: { wake: () => void; rearm: () => void } | undefined;
   /** A watch on the delayed containers fired since the promoter's pass began. */
   private delayedChanged = false;
-  /** The earliest due time known (ZooKeeper's clock): from the last look, or noted since. */
+  /** The earliest due time the last look saw (ZooKeeper's clock). */
   private knownDue: number | undefined;
+  /** The earliest due time noted since the last look began (it may not have seen it). */
+  private notedDue: number | undefined;
   /** When the promoter's last look ended (performance.now()). */
   private lastLook = Number.NEGATIVE_INFINITY;
   private lastHeal = Number.NEGATIVE_INFINITY;
@@ -150,8 +152,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
    * scheduler's iteration. A standby wakes for it without looking first.
    */
   noteDue(due: number): void {
-    if (this.knownDue !== undefined && this.knownDue <= due) return;
-    this.knownDue = due;
+    if (this.notedDue !== undefined && this.notedDue <= due) return;
+    this.notedDue = due;
     this.sleeper?.rearm();
   }
 
@@ -230,6 +232,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
    * is overdue by its grace); resolves with how long to sleep after it, ms.
    */
   private async look(leading: boolean): Promise<() => number> {
+    this.notedDue = undefined; // what was written before this look, it sees
     const now = await this.clock.now();
     // a standby judges with the grace it woke for, and draws the next one
     const grace = leading ? 0 : this.grace;
@@ -255,8 +258,9 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
 
   /** Local ms until the earliest known due time plus `grace` (0 when past, infinite when none). */
   private untilKnownDue(grace: number): number {
-    if (this.knownDue === undefined) return Number.POSITIVE_INFINITY;
-    return Math.max(0, this.clock.toLocal(this.knownDue) + grace - Date.now());
+    const due = Math.min(this.knownDue ?? Number.POSITIVE_INFINITY, this.notedDue ?? Number.POSITIVE_INFINITY);
+    if (due === Number.POSITIVE_INFINITY) return due;
+    return Math.max(0, this.clock.toLocal(due) + grace - Date.now());
   }
 
   private async maybeHeal(leading: boolean, now: number): Promise<void> {
