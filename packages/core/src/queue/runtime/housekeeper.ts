@@ -6,7 +6,7 @@
  * and gives schedulers left without their next iteration that iteration
  * back, so no single process is needed for either: a leader that dies (its
  * session lingering until it expires) costs delayed jobs, retries and
- * schedulers nothing. Due times are judged on ZooKeeper's clock (ServerClock,
+ * schedulers a standby's grace, not a session timeout. Due times are judged on ZooKeeper's clock (ServerClock,
  * so a promoter with a skewed clock is neither early nor late). Promotions
  * are fenced by the jobs themselves (see promoteDue): two promoters never
  * both move a job. So that they do not all act at each due time:
@@ -134,8 +134,9 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
 
   /**
    * Steps down, stops promoting and leaves the election. A promotion pass in
-   * flight is not waited for: once the election node is gone its writes fail
-   * their fence (a standby's fail on the jobs others moved), and once the
+   * flight is not waited for: once the election node is gone a leader's
+   * writes fail their fence (a standby's, fenced by the jobs alone, are as
+   * good as any other promoter's), and once the
    * session closes its reads end; waiting for it would hold close() up for
    * as long as its reads are retried (half a minute while ZooKeeper is
    * unreachable).
