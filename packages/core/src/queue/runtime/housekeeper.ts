@@ -58,7 +58,7 @@ const PROMOTE_POLL_MS = 1000;
 const PROMOTE_RETRY_MS = 500;
 /** How long past its due time a standby leaves a job to the leader, ms (plus up to as much again, at random). */
 const STANDBY_GRACE_MS = 100;
-/** Shortest time between two looks of a standby, ms. */
+/** Shortest time between two looks of a standby while the leader promotes, ms. */
 const STANDBY_GAP_MS = 250;
 /** Longest time between two looks of a standby, ms. */
 const STANDBY_POLL_MS = 2000;
@@ -250,11 +250,10 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
       if (promoted.length > 0) return () => 0;
       return () => Math.min(this.promotePollMs, this.untilKnownDue(0));
     }
+    // a standby that promoted stands in for a leader that does not: it keeps to the due times
+    const gap = promoted.length > 0 ? 0 : STANDBY_GAP_MS;
     return () =>
-      Math.min(
-        Math.max(STANDBY_GAP_MS - (performance.now() - this.lastLook), this.untilKnownDue(this.grace)),
-        STANDBY_POLL_MS,
-      );
+      Math.min(Math.max(gap - (performance.now() - this.lastLook), this.untilKnownDue(this.grace)), STANDBY_POLL_MS);
   }
 
   /** Local ms until the earliest known due time plus `grace` (0 when past, infinite when none). */
