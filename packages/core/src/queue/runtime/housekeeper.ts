@@ -6,8 +6,10 @@
  * and gives schedulers left without their next iteration that iteration
  * back, so no single process is needed for either: a leader that dies (its
  * session lingering until it expires) costs delayed jobs, retries and
- * schedulers a standby's grace, not a session timeout. Due times are judged on ZooKeeper's clock (ServerClock,
- * so a promoter with a skewed clock is neither early nor late). Promotions
+ * schedulers a standby's grace, not a session timeout. Due times are judged
+ * on ZooKeeper's clock, at the earliest it can be by the promoter's last
+ * measure (ServerClock.earliest), so a promoter with a skewed clock is
+ * neither early nor late. Promotions
  * are fenced by the jobs themselves (see promoteDue): two promoters never
  * both move a job. So that they do not all act at each due time:
  * - the leader promotes at the due time: it sleeps until the earliest one (at
@@ -234,7 +236,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
    */
   private async look(leading: boolean): Promise<() => number> {
     this.notedDue = undefined; // what was written before this look, it sees
-    const now = await this.clock.now();
+    const now = await this.clock.earliest();
     // a standby judges with the grace it woke for, and draws the next one
     const grace = leading ? 0 : this.grace;
     this.grace = STANDBY_GRACE_MS * (1 + Math.random());
@@ -260,7 +262,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private untilKnownDue(grace: number): number {
     const due = Math.min(this.knownDue ?? Number.POSITIVE_INFINITY, this.notedDue ?? Number.POSITIVE_INFINITY);
     if (due === Number.POSITIVE_INFINITY) return due;
-    return Math.max(0, this.clock.toLocal(due) + grace - Date.now());
+    // by the earliest ZooKeeper's time can be (see look): waking sooner would only look again
+    return Math.max(0, this.clock.toLocal(due) + this.clock.uncertainty + grace - Date.now());
   }
 
   private async maybeHeal(leading: boolean, now: number): Promise<void> {
