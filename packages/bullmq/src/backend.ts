@@ -268,6 +268,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     const fields = opts?.fieldsToUpdate as Record<string, unknown> | undefined;
     const traced = attempts.withTrace(held);
     traced.job.record.delay = Math.max(delay, 0); // BullMQ's job.delay: the backoff applied
+    const due = (await this.ctx.store()).clock.fromLocal(timestamp + Math.max(delay, 0));
     await attempts.finish(
       this.ctx,
       traced,
@@ -275,12 +276,13 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
         kind: 'retry',
         reason: typeof fields?.failedReason === 'string' ? fields.failedReason : '',
         stacktrace: attempts.stacktraceOf(fields),
-        due: (await this.ctx.store()).clock.fromLocal(timestamp + Math.max(delay, 0)),
+        due,
         skipAttempt: opts?.skipAttempt === true,
       },
       'moveToDelayed',
       held.progress,
     );
+    this.ctx.noteDue(due); // this worker promotes it when due, should the leader not
     if (opts?.fetchNext && token && !this.closing) {
       const next = await this.moveToActive(token);
       if (next[0]) return next;

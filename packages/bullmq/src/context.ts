@@ -256,9 +256,10 @@ export class BackendContext {
   }
 
   /**
-   * Starts this process's candidacy for the queue's housekeeping (stale
-   * claims, due delayed jobs, receipts): a Worker's backend runs what zkq's
-   * own workers run, so a BullMQ-only deployment needs nothing else.
+   * Starts this process's housekeeping: it promotes due delayed jobs and
+   * heals schedulers, and stands for the queue's election (stale claims,
+   * receipts); a Worker's backend runs what zkq's own workers run, so a
+   * BullMQ-only deployment needs nothing else.
    */
   async startHousekeeping(): Promise<void> {
     if (this.housekeeper) return;
@@ -270,6 +271,11 @@ export class BackendContext {
     await hk.start();
     await this.register(store);
     store.session.onNewSession(() => this.register(store));
+  }
+
+  /** A due time (ZooKeeper's clock) this backend wrote: its housekeeper promotes it then, should the leader not. */
+  noteDue(due: number): void {
+    this.housekeeper?.noteDue(due);
   }
 
   /** A Worker's membership (`workers/<id>`): BullMQ's getWorkers lists it by its name. */

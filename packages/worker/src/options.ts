@@ -77,9 +77,11 @@ export interface WorkerOptions extends QueueBaseOptions {
   /** Batch start barrier. */
   barrier?: BarrierOptions;
   /**
-   * Take part in the election of the queue's housekeeping leader (stalled-job
-   * recovery, delayed-job promotion). Default true; at least one worker of a
-   * queue should.
+   * Do the queue's housekeeping: promote due delayed jobs and give schedulers
+   * left without their next iteration that iteration back (any such worker
+   * does, the leader at once, the others as standbys), and take part in the
+   * election of its leader (stalled-job recovery). Default true; at least one
+   * worker of a queue should.
    */
   housekeeping?: boolean;
   /**

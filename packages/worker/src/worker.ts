@@ -561,6 +561,8 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
     const result = await this.tracing.finish(f, span, () => (this.finisher as Finisher).finish(f));
     const kind = f.outcome.kind;
     if (result.ok && (kind === 'completed' || kind === 'failed')) this.collector?.record(kind);
+    // a retry's backoff: this worker promotes it when due, should the leader not
+    if (result.ok && f.outcome.kind === 'retry' && f.outcome.due > 0) this.housekeeper?.noteDue(f.outcome.due);
     return result;
   }
 

@@ -55,7 +55,8 @@ export function registerWorkerCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           alias: 'leader',
           type: 'boolean',
           default: true,
-          describe: "Take part in the election of the queue's housekeeping leader (--no-housekeeping: never lead)",
+          describe:
+            "Do the queue's housekeeping: promote delayed jobs, heal schedulers, stand for its leader (--no-housekeeping: none of it)",
         })
         .option('stalled-interval', {
           type: 'number',

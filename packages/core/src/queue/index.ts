@@ -87,6 +87,7 @@ export {
   advanceAfterClaim,
   advanceScheduler,
   everyNext,
+  healSchedulers,
   type IterationOpts,
   iterationId,
   listSchedulers,

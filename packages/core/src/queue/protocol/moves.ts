@@ -347,21 +347,26 @@ export function removal(
   return { id: r.id, build: () => ({ ops, events, wakes }) };
 }
 
-// ---- promotion (the leader) -------------------------------------------------
+// ---- promotion (any worker) -------------------------------------------------
 
 /** Jobs read at once while promoting. */
 const PROMOTE_READ = 100;
 
 /**
- * Promotes every due delayed job (fenced: a deposed leader's promotions fail
- * with FencedError). Removes the buckets, hours and days it leaves empty in
- * the past. Resolves with the ids promoted and the next due time, if any.
+ * Promotes every due delayed job. Any number of processes may promote at
+ * once: each job's move rewrites its record at the version read and deletes
+ * its delayed pointer, so of two promoters that read the same job one moves
+ * it and the other's unit fails on that op, harmlessly (no duplicate, no
+ * loss). `fence` (a leader's election check) makes a deposed leader's
+ * promotions fail with FencedError. Removes the buckets, hours and days it
+ * leaves empty in the past. Resolves with the ids promoted and the next due
+ * time, if any.
  */
 export async function promoteDue(
   store: QueueStore,
-  fence: () => ProtocolOp[],
+  fence: (() => ProtocolOp[]) | undefined,
   watch?: Watcher,
-  /** The time due jobs are judged against (the leader passes ZooKeeper's, see ServerClock). */
+  /** The time due jobs are judged against (ZooKeeper's, see ServerClock). */
   now = Date.now(),
 ): Promise<{ promoted: string[]; nextDue: number | undefined }> {
   const { layout } = store;

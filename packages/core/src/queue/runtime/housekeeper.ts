@@ -1,24 +1,43 @@
 /**
- * Housekeeper: the work one elected worker does for the whole queue.
+ * Housekeeper: what every worker does for the whole queue, and what the
+ * elected one does besides.
+ *
+ * Every worker with housekeeping on promotes delayed jobs when they are due
+ * and gives schedulers left without their next iteration that iteration
+ * back, so no single process is needed for either: a leader that dies (its
+ * session lingering until it expires) costs delayed jobs, retries and
+ * schedulers a standby's grace, not a session timeout. Due times are judged
+ * on ZooKeeper's clock, at the earliest it can be by the promoter's last
+ * measure (ServerClock.earliest), so a promoter with a skewed clock is
+ * neither early nor late. Promotions
+ * are fenced by the jobs themselves (see promoteDue): two promoters never
+ * both move a job. So that they do not all act at each due time:
+ * - the leader promotes at the due time: it sleeps until the earliest one (at
+ *   most PROMOTE_POLL_MS), woken early by watches on the delayed containers;
+ * - any other worker is a standby: it sets no watch and promotes only what
+ *   is overdue by STANDBY_GRACE_MS (plus a random share of it, so standbys
+ *   do not all wake together), waking at the earliest due time it knows
+ *   (from its last look, or noted by its own writes: `noteDue`) plus that
+ *   grace, and looks again at least every STANDBY_POLL_MS. While the leader
+ *   works, a standby's look finds nothing to do; once it is gone, the first
+ *   standby to look promotes.
+ * A failed promotion is retried after a pause. Promoters also check the
+ * schedulers (healSchedulers), the leader every HEAL_EVERY_MS, a standby
+ * every STANDBY_HEAL_EVERY_MS.
  *
  * Worker daemons join the election under `leader/` (LeaderElection). The
- * leader
+ * leader alone also
  * - revokes stale claims every `stalledInterval`: a claim whose version (its
  *   renewals) has not moved for its lease duration on the leader's own
  *   monotonic clock, deleted at the version judged (see LeaseObserver in
  *   @zkq/core); the job is claimed again and fails past maxStalledCount;
- * - promotes delayed jobs when they are due, on ZooKeeper's clock (ServerClock,
- *   so a leader with a skewed clock is neither early nor late): it sleeps until the earliest due
- *   time (at most PROMOTE_POLL_MS), woken early by watches on the delayed
- *   containers. A failed promotion is retried after a pause, for as long as
- *   it leads;
  * - removes receipts left by clients that died before deleting them, the
  *   dependency nodes of parents that retention trimmed, the log nodes of jobs
  *   that are gone (or of an earlier job of the same id), cancel requests
  *   whose attempt ended before its worker saw them, and deduplication keys
  *   whose ttl ran out or whose job is gone (with their empty shards).
- * Every write carries the election's fence: a deposed leader's writes fail
- * instead of racing the new one's, so two leaders never act at once.
+ * Every write of the leader carries the election's fence: a deposed leader's
+ * writes fail instead of racing the new one's, so two leaders never act at once.
  */
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
@@ -36,13 +55,24 @@ import {
   sweepOrphanLogs,
   sweepReceipts,
 } from '../protocol/index.js';
+import { healSchedulers } from '../schedulers.js';
 import type { QueueStore } from '../store.js';
 import type { ServerClock } from './server-clock.js';
 
-/** Longest sleep of the promoter while delayed jobs may exist, ms. */
+/** Longest sleep of the leader's promoter while delayed jobs may exist, ms. */
 const PROMOTE_POLL_MS = 1000;
 /** Pause after a failed promotion round, ms. */
 const PROMOTE_RETRY_MS = 500;
+/** How long past its due time a standby leaves a job to the leader, ms (plus up to as much again, at random). */
+const STANDBY_GRACE_MS = 100;
+/** Shortest time between two looks of a standby while the leader promotes, ms. */
+const STANDBY_GAP_MS = 250;
+/** Longest time between two looks of a standby, ms. */
+const STANDBY_POLL_MS = 2000;
+/** How often the leader checks the schedulers, ms. */
+const HEAL_EVERY_MS = 2000;
+/** How often a standby checks the schedulers, ms. */
+const STANDBY_HEAL_EVERY_MS = 10_000;
 /** How often receipts are swept, ms. */
 const RECEIPT_SWEEP_MS = 60_000;
 
@@ -51,6 +81,8 @@ export interface HousekeeperEvents {
   deposed: [];
   stalled: [jobId: string];
   promoted: [jobIds: string[]];
+  /** Schedulers given back their next iteration: the ids of those iterations. */
+  healed: [jobIds: string[]];
   error: [error: unknown];
 }
 
@@ -63,12 +95,21 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   }
   private stalledTimer: NodeJS.Timeout | undefined;
   private promoting: Promise<void> | undefined;
-  private wakePromoter: (() => void) | undefined;
+  /** The promoter's sleep: `wake` ends it, `rearm` sets its end again (see sleep). */
+  private sleeper: { wake: () => void; rearm: () => void } | undefined;
   /** A watch on the delayed containers fired since the promoter's pass began. */
   private delayedChanged = false;
-  /** Counts terms of leadership: a loop of an earlier term stops by itself. */
-  private term = 0;
+  /** The earliest due time the last look saw (ZooKeeper's clock). */
+  private knownDue: number | undefined;
+  /** The earliest due time noted since the last look began (it may not have seen it). */
+  private notedDue: number | undefined;
+  /** When the promoter's last look ended (performance.now()). */
+  private lastLook = Number.NEGATIVE_INFINITY;
+  private lastHeal = Number.NEGATIVE_INFINITY;
+  /** How long past due the standby's next look leaves jobs to the leader, ms. */
+  private grace = STANDBY_GRACE_MS;
   private leading = false;
+  private closed = false;
   private checking = false;
   private lastSweep = 0;
   /** Receipts seen by earlier sweeps, with the sweep that first saw them. */
@@ -81,7 +122,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     private readonly store: QueueStore,
     workerId: string,
     private readonly stalledInterval: number,
-    /** Longest sleep of the promoter, ms (tests stretch it to prove that watches wake it). */
+    /** Longest sleep of the leader's promoter, ms (tests stretch it to prove that watches wake it). */
     private readonly promotePollMs = PROMOTE_POLL_MS,
     /** How often receipts, orphans, cancel requests and deduplication keys are swept, ms (tests shorten it). */
     private readonly sweepMs = RECEIPT_SWEEP_MS,
@@ -96,28 +137,43 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     return this.leading;
   }
 
+  /** Joins the election and starts promoting (as a standby until elected). */
   async start(): Promise<void> {
+    this.promoting ??= this.promoteLoop();
     await this.election.start();
   }
 
   /**
-   * Steps down and leaves the election. A promotion pass in flight is not
-   * waited for: once the election node is gone its writes fail their fence,
-   * and once the session closes its reads end; waiting for it would hold
-   * close() up for as long as its reads are retried (half a minute while
-   * ZooKeeper is unreachable).
+   * Steps down, stops promoting and leaves the election. A promotion pass in
+   * flight is not waited for: once the election node is gone a leader's
+   * writes fail their fence (a standby's, fenced by the jobs alone, are as
+   * good as any other promoter's), and once the
+   * session closes its reads end; waiting for it would hold close() up for
+   * as long as its reads are retried (half a minute while ZooKeeper is
+   * unreachable).
    */
   async close(): Promise<void> {
+    this.closed = true;
     this.stepDown();
+    this.sleeper?.wake();
     await this.election.close();
+  }
+
+  /**
+   * A due time (ZooKeeper's clock) this process wrote: a retry's backoff, a
+   * scheduler's iteration. A standby wakes for it without looking first.
+   */
+  noteDue(due: number): void {
+    if (this.notedDue !== undefined && this.notedDue <= due) return;
+    this.notedDue = due;
+    this.sleeper?.rearm();
   }
 
   private readonly fence = (): ProtocolOp[] => [{ ...this.election.fence(), role: 'fence' }];
 
   private lead(): void {
-    if (this.leading) return;
+    if (this.leading || this.closed) return;
     this.leading = true;
-    const term = ++this.term;
     this.emit('elected');
     this.lastSweep = performance.now();
     this.stalledTimer = setInterval(() => {
@@ -131,23 +187,20 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
         });
     }, this.stalledInterval);
     this.stalledTimer.unref();
-    // One promote loop at a time: a loop of an earlier term ends before this one starts.
-    const previous = this.promoting ?? Promise.resolve();
-    this.promoting = previous.then(() => this.promoteLoop(term));
+    this.sleeper?.wake(); // promote as the leader from now on
   }
 
   private stepDown(): void {
     if (!this.leading) return;
     this.leading = false;
-    this.term++;
     clearInterval(this.stalledTimer);
     this.observer.clear();
-    this.wakePromoter?.();
+    this.sleeper?.wake();
     this.emit('deposed');
   }
 
   private report(err: unknown): void {
-    if (this.leading && !(err instanceof FencedError)) this.emit('error', err);
+    if (!this.closed && !(err instanceof FencedError)) this.emit('error', err);
   }
 
   /** Revokes every claim whose lease ran out unrenewed; resolves with their ids. */
@@ -171,46 +224,99 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.dedupFrom = keys.next;
   }
 
-  private async promoteLoop(term: number): Promise<void> {
-    while (this.leading && this.term === term) {
-      let wait: number;
+  private async promoteLoop(): Promise<void> {
+    while (!this.closed) {
+      const leading = this.leading;
       this.delayedChanged = false;
+      let wait: () => number;
       try {
-        const now = await this.clock.now();
-        const { promoted, nextDue } = await promoteDue(this.store, this.fence, this.onDelayedChange, now);
-        if (promoted.length > 0) this.emit('promoted', promoted);
-        // After promoting, look again at once: the promotion's own deletes fired the watches this
-        // pass set, so sleeping now would leave a job delayed meanwhile to the poll.
-        wait =
-          promoted.length > 0
-            ? 0
-            : Math.max(
-                0,
-                Math.min(this.promotePollMs, this.clock.toLocal(nextDue ?? Number.POSITIVE_INFINITY) - Date.now()),
-              );
+        wait = await this.look(leading);
       } catch (err) {
         this.report(err);
-        wait = PROMOTE_RETRY_MS;
+        wait = () => PROMOTE_RETRY_MS;
       }
-      // a change seen while this pass ran (its watch fired before the sleep began): look again
-      if (this.delayedChanged) wait = 0;
-      if (wait > 0 && this.leading && this.term === term) await this.sleep(wait);
+      this.lastLook = performance.now();
+      // a change seen while this pass ran (its watch fired before the sleep began), or a new role
+      if ((leading && this.delayedChanged) || leading !== this.leading) continue;
+      await this.sleep(wait);
     }
   }
 
-  private sleep(ms: number): Promise<void> {
+  /**
+   * One look at the delayed jobs, promoting what is due (for a standby, what
+   * is overdue by its grace); resolves with how long to sleep after it, ms.
+   */
+  private async look(leading: boolean): Promise<() => number> {
+    this.notedDue = undefined; // what was written before this look, it sees
+    const now = await this.clock.earliest();
+    // a standby judges with the grace it woke for, and draws the next one
+    const grace = leading ? 0 : this.grace;
+    this.grace = STANDBY_GRACE_MS * (1 + Math.random());
+    const { promoted, nextDue } = leading
+      ? await promoteDue(this.store, this.fence, this.onDelayedChange, now)
+      : await promoteDue(this.store, undefined, undefined, now - grace);
+    if (promoted.length > 0) this.emit('promoted', promoted);
+    this.knownDue = nextDue;
+    await this.maybeHeal(leading, now);
+    if (leading) {
+      // After promoting, look again at once: the promotion's own deletes fired the watches this
+      // pass set, so sleeping now would leave a job delayed meanwhile to the poll.
+      if (promoted.length > 0) return () => 0;
+      return () => Math.min(this.promotePollMs, this.untilKnownDue(0));
+    }
+    // a standby that promoted stands in for a leader that does not: it keeps to the due times
+    const gap = promoted.length > 0 ? 0 : STANDBY_GAP_MS;
+    return () =>
+      Math.min(Math.max(gap - (performance.now() - this.lastLook), this.untilKnownDue(this.grace)), STANDBY_POLL_MS);
+  }
+
+  /** Local ms until the earliest known due time plus `grace` (0 when past, infinite when none). */
+  private untilKnownDue(grace: number): number {
+    const due = Math.min(this.knownDue ?? Number.POSITIVE_INFINITY, this.notedDue ?? Number.POSITIVE_INFINITY);
+    if (due === Number.POSITIVE_INFINITY) return due;
+    // by the earliest ZooKeeper's time can be (see look): waking sooner would only look again
+    return Math.max(0, this.clock.toLocal(due) + this.clock.uncertainty + grace - Date.now());
+  }
+
+  private async maybeHeal(leading: boolean, now: number): Promise<void> {
+    const every = leading ? HEAL_EVERY_MS : STANDBY_HEAL_EVERY_MS;
+    if (performance.now() - this.lastHeal < every) return;
+    this.lastHeal = performance.now();
+    try {
+      const healed = await healSchedulers(this.store, now);
+      if (healed.length > 0) this.emit('healed', healed);
+    } catch (err) {
+      this.report(err); // the promotions of this look stand; the next check tries again
+    }
+  }
+
+  /** Sleeps for `wait()` ms; `rearm` computes it again (a due time noted), `wake` ends the sleep. */
+  private sleep(wait: () => number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
+      let timer: NodeJS.Timeout | undefined;
+      let over = false;
+      const done = () => {
+        if (over) return;
+        over = true;
         clearTimeout(timer);
+        this.sleeper = undefined;
         resolve();
-      }
-      this.wakePromoter = done;
+      };
+      const arm = () => {
+        if (over) return;
+        clearTimeout(timer);
+        const ms = wait();
+        if (ms <= 0) done();
+        else timer = setTimeout(done, Math.min(ms, 2 ** 31 - 1));
+      };
+      this.sleeper = { wake: done, rearm: arm };
+      if (this.closed) done();
+      else arm();
     });
   }
 
   private readonly onDelayedChange = (): void => {
     this.delayedChanged = true;
-    this.wakePromoter?.();
+    this.sleeper?.wake();
   };
 }

@@ -6,7 +6,10 @@
  * early nor late. The offset is measured by a write to the `clock` node (its
  * mtime, against the midpoint of the round trip) and measured again every
  * REFRESH_MS; until the first measure, and when a measure fails, the last
- * known offset (at first 0: the local clock) is used.
+ * known offset (at first 0: the local clock) is used. The write's mtime lies
+ * somewhere within the round trip, so the offset is known to half of it
+ * (`uncertainty`): whoever judges whether a due time has come takes it off
+ * (`earliest`), and starts nothing early.
  */
 import type { QueueStore } from '../store.js';
 
@@ -15,6 +18,7 @@ const REFRESH_MS = 30_000;
 
 export class ServerClock {
   private offset = 0;
+  private spread = 0;
   private measuredAt = Number.NEGATIVE_INFINITY;
   private measuring: Promise<void> | undefined;
 
@@ -24,6 +28,17 @@ export class ServerClock {
   async now(): Promise<number> {
     if (this.stale()) await this.refresh();
     return Date.now() + this.offset;
+  }
+
+  /** How far ZooKeeper's time may be from `now()`, ms: half the round trip of the last measure. */
+  get uncertainty(): number {
+    return this.spread;
+  }
+
+  /** ZooKeeper's time now at the earliest: a due time at or before it has come, whatever the measure's error. */
+  async earliest(): Promise<number> {
+    const now = await this.now();
+    return now - this.spread;
   }
 
   /**
@@ -57,6 +72,7 @@ export class ServerClock {
       const server = await this.store.serverNow();
       const t1 = Date.now();
       this.offset = server - (t0 + t1) / 2;
+      this.spread = (t1 - t0) / 2;
       this.measuredAt = performance.now();
     } catch {
       // keep the last offset; try again at the next look
