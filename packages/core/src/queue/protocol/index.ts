@@ -45,6 +45,7 @@ export * from './builders.js';
 export * from './cancels.js';
 export { Containers } from './containers.js';
 export * from './executor.js';
+export * from './flow-adds.js';
 export * from './flows.js';
 export * from './limited-claims.js';
 export * from './limits.js';

@@ -14,7 +14,8 @@
  *   it leads;
  * - removes receipts left by clients that died before deleting them, the
  *   dependency nodes of parents that retention trimmed, and cancel requests
- *   whose attempt ended before its worker saw them.
+ *   whose attempt ended before its worker saw them; fails the parents a flow
+ *   add cut off midway left waiting (protocol/flow-adds.ts).
  * Every write carries the election's fence: a deposed leader's writes fail
  * instead of racing the new one's, so two leaders never act at once.
  */
@@ -24,8 +25,10 @@ import { LeaderElection } from '../../recipes/leader-election.js';
 import {
   FencedError,
   LeaseObserver,
+  type MarkSightings,
   type ProtocolOp,
   promoteDue,
+  releaseCutFlows,
   revokeClaims,
   sweepCancels,
   sweepOrphanDeps,
@@ -52,6 +55,8 @@ export interface HousekeeperEvents {
 export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private readonly election: LeaderElection;
   private readonly observer = new LeaseObserver();
+  /** Marks of split flow adds, as last seen (cut-off adds are judged on this process's clock). */
+  private readonly flowAdds: MarkSightings = new Map();
   /** Due times are judged on ZooKeeper's clock, not this process's. */
   private get clock(): ServerClock {
     return this.store.clock;
@@ -156,6 +161,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.lastSweep = performance.now();
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
+    await releaseCutFlows(this.store, this.fence, this.flowAdds, performance.now());
     await sweepCancels(this.store, this.fence);
   }
 
