@@ -125,7 +125,11 @@ export async function addSplitFlow(
   }
   const results = await store.executor.run(units, { inFlight: 1 });
   const failed = results.find((r) => !r.ok);
-  if (failed && !failed.ok) throw failed.error;
+  if (failed && !failed.ok) {
+    // what was written stays; the held parents fail now (else the leader does, once the mark is stale)
+    if (mark) await failHeld(store, mark, plan.held, () => []).catch(() => undefined);
+    throw failed.error;
+  }
   if (mark) {
     const [done] = await store.executor.run([{ build: () => ({ ops: [{ op: 'delete', path: mark }] }) }]);
     if (done && !done.ok && !(done.error instanceof NoNodeError)) throw done.error;
@@ -184,14 +188,29 @@ export async function releaseCutFlows(
     }
     if (now - at.since < staleMs) continue;
     const { held } = JSON.parse(read.data.toString()) as FlowAddMark;
-    const units: TxUnit[] = held.map((parent) => ({
-      build: async () => (await failHeldParentOps(store, parent, CUT_FLOW_REASON)) ?? { ops: [] },
-    }));
-    // the mark goes last, at the version judged: an add that wrote meanwhile is judged again
-    units.push({ build: () => ({ ops: [{ op: 'delete', path, version: read.stat.version }] }) });
-    const results = await store.executor.run(units, { fence, inFlight: 1 });
     seen.delete(path);
-    if (results.every((r) => r.ok)) cleared++;
+    if (await failHeld(store, path, held, fence, read.stat.version)) cleared++;
   }
   return cleared;
+}
+
+/**
+ * Fails the parents a cut-off add held (those still waiting for children),
+ * then deletes its mark (at `version`, when given: an add that wrote
+ * meanwhile is judged again). Resolves whether all of it was written.
+ */
+async function failHeld(
+  store: QueueStore,
+  mark: string,
+  held: readonly ChildKey[],
+  fence: () => ProtocolOp[],
+  version?: number,
+): Promise<boolean> {
+  const units: TxUnit[] = held.map((parent) => ({
+    build: async () => (await failHeldParentOps(store, parent, CUT_FLOW_REASON)) ?? { ops: [] },
+  }));
+  const drop: ProtocolOp = version === undefined ? { op: 'delete', path: mark } : { op: 'delete', path: mark, version };
+  units.push({ build: () => ({ ops: [drop] }) });
+  const results = await store.executor.run(units, { fence, inFlight: 1 });
+  return results.every((r) => r.ok);
 }

@@ -815,12 +815,13 @@ async function removeParentHard(
 }
 
 /**
- * Most entries a parent's dependency node may have for it to be deleted
- * inside the change that removes the parent (its finish, its removal); a
- * node with more is left for the leader's sweep, which deletes it in
- * chunks, so the parent's own change always fits one transaction.
+ * Most nodes (entries and their buckets) a parent's dependency node may
+ * hold for it to be deleted inside the change that removes the parent (its
+ * finish, its removal); a node with more is left for the leader's sweep,
+ * which deletes it in chunks, so the parent's own change always fits one
+ * transaction.
  */
-export const DROP_INLINE = 200;
+export const DROP_INLINE = 400;
 /** Entries the sweep deletes per transaction. */
 const DROP_CHUNK = 500;
 
