@@ -1,24 +1,21 @@
 /**
- * Flows past one transaction: a parent's entries live in buckets of its
- * dependency node, a flow too large for one transaction is written in
+ * Flows past one transaction: a flow too large for one is written in
  * several (parents first, each counting every child it gets from the
- * start), and every read of the entries is paged under the packet limit.
- * Guards: a flow of 10,000 children on zkq's FlowProducer and of 2,000 on
- * BullMQ's (both were refused, with PayloadTooLargeError and an untyped
- * BadArgumentsError), a parent given 20,000 children over time (100,000
- * with ZKQ_LONG_TESTS=1), and the typed error for a node too large alone.
+ * start), a parent's entries live in buckets of its dependency node, and
+ * every read of them is paged under the packet limit. Guards: a flow of
+ * 10,000 children on zkq's FlowProducer (refused with an untyped
+ * BadArgumentsError from the read of its ids), and the typed error for a
+ * node too large alone in such a flow (the same BadArgumentsError).
+ * BullMQ's FlowProducer: flows-big-bullmq.test.ts; a parent given children
+ * over time: flows-big-over-time.test.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createZooKeeperBackend } from '@zkq/bullmq';
-import { openSession, PayloadTooLargeError, QueueStore } from '@zkq/core';
+import { PayloadTooLargeError } from '@zkq/core';
 import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { withBackend } from 'bullmq';
-import { bullEnv, queueEnv } from '../../helpers/queue.js';
+import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
-
-const Bull = withBackend(createZooKeeperBackend);
 
 /** A long queue name: longer entry names, so fewer children pass one transaction or one listing. */
 const KIDS = 'children-of-one-very-large-parent-job';
@@ -66,110 +63,6 @@ test('a flow of 10,000 children is added, every child runs, the parent runs once
   assert.equal(Object.keys(page.processed ?? {}).length, 100);
 });
 
-test("a flow of 2,000 children on BullMQ's FlowProducer runs, the parent with all their values", async (t) => {
-  const n = 2000;
-  const { connection } = await bullEnv(t);
-  const flow = new Bull.FlowProducer({ connection });
-  t.after(() => flow.close());
-  const tree = await flow.add({
-    name: 'parent',
-    queueName: 'parents',
-    children: Array.from({ length: n }, (_, i) => ({ name: 'kid', queueName: KIDS, data: { i } })),
-  });
-  assert.equal(tree.children?.length, n);
-  assert.equal(await tree.job.getState(), 'waiting-children');
-  let values: Record<string, number> = {};
-  const kids = new Bull.Worker(KIDS, async (job) => job.data.i as number, { connection, concurrency: 50 });
-  const parent = new Bull.Worker(
-    'parents',
-    async (job) => {
-      values = await job.getChildrenValues();
-      return 'done';
-    },
-    { connection },
-  );
-  t.after(() => Promise.all([kids.close(), parent.close()]));
-  const queue = new Bull.Queue('parents', { connection });
-  t.after(() => queue.close());
-  await waitFor(async () => (await queue.getJob(tree.job.id as string))?.returnvalue === 'done', {
-    timeoutMs: 120_000,
-    what: 'the parent to complete',
-  });
-  assert.equal(Object.keys(values).length, n);
-});
-
-/** Gives a waiting parent `n` children over time, in bulks of `per` (`opts.parent`), then runs them all. */
-async function parentGrownOverTime(
-  t: Parameters<typeof queueEnv>[0] & { after: (fn: () => unknown) => void },
-  n: number,
-) {
-  const per = 1000;
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const parents = new Queue('parents', env);
-  t.after(() => Promise.all([flows.close(), parents.close()]));
-  // a parent waiting for one child, which runs once all the others were added (so they all count) ...
-  const tree = await flows.add({
-    name: 'parent',
-    queueName: 'parents',
-    children: [{ name: 'gate', queueName: 'gate', data: { i: -1 } }],
-  });
-  const parent = { id: tree.job.id, queue: 'parents' };
-  let runs = 0;
-  let count = 0;
-  const kids = new Worker(KIDS, async (job) => job.data.i, { ...env, concurrency: 10 });
-  const worker = new Worker(
-    'parents',
-    async (job) => {
-      runs++;
-      count = Object.keys(await job.getChildrenValues()).length;
-      return 'done';
-    },
-    env,
-  );
-  t.after(() => Promise.all([kids.close(), worker.close()]));
-  // ... given many more while children run: it waits for every one
-  for (let i = 0; i < n; i += per) {
-    await flows.addBulk(
-      Array.from({ length: per }, (_, k) => ({ name: 'kid', queueName: KIDS, data: { i: i + k }, opts: { parent } })),
-    );
-  }
-  const gate = new Worker('gate', async (job) => job.data.i, env);
-  t.after(() => gate.close());
-  // no listing of the parent's dependencies grows with its children: 256 buckets of about n/256
-  const session = await openSession(env.connection, env.prefix);
-  t.after(() => session.close());
-  const deps = new QueueStore(session, 'parents').layout.deps(tree.job.id);
-  const buckets = await session.getChildren(deps);
-  assert.ok(buckets.length <= 256 && buckets.every((b) => /^b-[0-9a-f]{2}$/.test(b)), buckets.slice(0, 5).join());
-  const largest = Math.max(
-    ...(await Promise.all(buckets.map(async (b) => (await session.getChildren(`${deps}/${b}`)).length))),
-  );
-  assert.ok(largest < (3 * n) / 256, `a bucket of ${largest} entries`);
-  await waitFor(async () => (await parents.getJob(tree.job.id))?.returnvalue === 'done', {
-    timeoutMs: 600_000,
-    what: 'the parent to complete',
-  });
-  assert.equal(runs, 1);
-  assert.equal(count, n + 1);
-  assert.deepEqual(await tree.job.getDependenciesCount(), {
-    processed: n + 1,
-    unprocessed: 0,
-    ignored: 0,
-    failed: 0,
-  });
-}
-
-test('a parent given 20,000 children over time runs once, after all of them, with all their values', async (t) => {
-  await parentGrownOverTime(t, 20_000);
-});
-
-test('a parent given 100,000 children over time runs once, after all of them', {
-  skip: !process.env.ZKQ_LONG_TESTS && 'long: set ZKQ_LONG_TESTS=1',
-}, async (t) => {
-  await parentGrownOverTime(t, 100_000);
-});
-
 test('a flow whose one node is too large for any transaction is refused with PayloadTooLargeError, nothing written', async (t) => {
   const env = await queueEnv(t);
   const flows = new FlowProducer(env);
@@ -198,4 +91,51 @@ test('a flow whose one node is too large for any transaction is refused with Pay
   t.after(() => kids.close());
   assert.equal(await parents.count(), 0, 'no parent written');
   assert.equal(await kids.count(), 0, 'no child written');
+});
+
+test('a split flow whose root joins an existing parent: the root waits for its 3,000 children, the parent for the root', async (t) => {
+  const n = 3000;
+  const env = await queueEnv(t);
+  const flows = new FlowProducer(env);
+  const tops = new Queue('tops', env);
+  const parents = new Queue('parents', env);
+  t.after(() => Promise.all([flows.close(), tops.close(), parents.close()]));
+  const top = await flows.add({ name: 'top', queueName: 'tops', children: [{ name: 'gate', queueName: 'gate' }] });
+  const tree = await flows.add({
+    name: 'parent',
+    queueName: 'parents',
+    opts: { parent: { id: top.job.id, queue: 'tops' } },
+    children: Array.from({ length: n }, (_, i) => ({ name: 'kid', queueName: KIDS, data: { i } })),
+  });
+  assert.equal(await tree.job.getState(), 'waiting-children');
+  assert.deepEqual(await top.job.getDependenciesCount({ unprocessed: true }), { unprocessed: 2 });
+  const order: string[] = [];
+  const workers = [
+    new Worker('gate', async () => 'gate', env),
+    new Worker(KIDS, async (job) => job.data.i, { ...env, concurrency: 20 }),
+    new Worker(
+      'parents',
+      async (job) => {
+        order.push('parent');
+        return Object.keys(await job.getChildrenValues()).length;
+      },
+      env,
+    ),
+    new Worker(
+      'tops',
+      async (job) => {
+        order.push('top');
+        return job.getChildrenValues();
+      },
+      env,
+    ),
+  ];
+  t.after(() => Promise.all(workers.map((w) => w.close())));
+  await waitFor(async () => (await tops.getJobState(top.job.id)) === 'completed', {
+    timeoutMs: 240_000,
+    what: 'the top parent to complete',
+  });
+  assert.deepEqual(order, ['parent', 'top']);
+  const values = (await tops.getJob(top.job.id))?.returnvalue as Record<string, unknown>;
+  assert.equal(values[`${env.prefix}:parents:${tree.job.id}`], n);
 });

@@ -102,12 +102,13 @@
  *                                     them and go with the node. A node written before buckets
  *                                     (no `bucketed`) may hold entries right under it too; they
  *                                     are read and settled where they are
- *   deps-adds/<jobId>                 a flow too large for one transaction being added under
- *                                     this parent (see protocol/flow-adds.ts): created with
- *                                     the parent, rewritten by each later transaction, deleted
- *                                     by the last; one older than FLOW_ADD_STALE_MS on
- *                                     ZooKeeper's clock is a cut-off add, whose parent the
- *                                     leader fails
+ *   deps-adds/a-<random>              a flow too large for one transaction being added, from
+ *                                     its first job's queue (see protocol/flow-adds.ts):
+ *                                     {"held": [parents it parks]}, created on first use by its
+ *                                     first transaction, rewritten by each later one, deleted by
+ *                                     the last; one the leader sees unchanged for
+ *                                     FLOW_ADD_STALE_MS on its own clock is a cut-off add, whose
+ *                                     held parents it fails
  *   flow-children                     empty; created (once) before the queue first gets a child of a
  *                                     flow: retention then reads the failed jobs it trims, since a
  *                                     failed child may still be pending for its parent
@@ -398,9 +399,9 @@ export class QueueLayout {
     return `${this.deps(parentId)}/${kind}-${child.queue}:${child.id}`;
   }
 
-  /** The mark of a flow being added in several transactions under parent `id`. */
-  flowAdd(id: string): string {
-    return `${this.flowAddsDir}/${id}`;
+  /** The mark of a flow being added in several transactions (`name`: `a-<random>`). */
+  flowAdd(name: string): string {
+    return `${this.flowAddsDir}/${name}`;
   }
 
   /** The directory of the cancel requests for the jobs `worker` runs (its claims' `worker`). */

@@ -97,8 +97,30 @@ export async function listDepEntries(
 /** Most buckets listed in one request. */
 const DEP_PAGE_MAX = 64;
 
-/** Paths of a parent's dependency node, deepest first (entries, buckets, the node), for its deletion; none without one. */
-export async function depsTree(store: QueueStore, id: string): Promise<string[]> {
+/**
+ * Paths of a parent's dependency node, deepest first (entries, buckets, the
+ * node), for its deletion; none without one. Given `most`, a node of more
+ * paths is not listed (undefined): its buckets' sizes are read from their
+ * stats, so a parent of 100,000 children costs two small reads to learn it.
+ */
+export async function depsTree(store: QueueStore, id: string, most?: number): Promise<string[] | undefined> {
+  if (most !== undefined) {
+    const base = store.layout.deps(id);
+    let top: string[];
+    try {
+      top = await store.session.getChildren(base);
+    } catch (err) {
+      if (err instanceof NoNodeError) return [];
+      throw err;
+    }
+    const buckets = top.filter(isDepBucket);
+    const stats = await readPaged(
+      store.session,
+      buckets.map((b) => ({ op: 'getData' as const, path: `${base}/${b}` })),
+    );
+    const inside = stats.reduce((n, r) => n + (r.ok && 'stat' in r ? r.stat.numChildren : 0), 0);
+    if (top.length + inside + 1 > most) return undefined;
+  }
   const { entries, buckets, exists } = await listDepEntries(store, id);
   if (!exists) return [];
   return [...entries.map((e) => e.path), ...buckets, store.layout.deps(id)];

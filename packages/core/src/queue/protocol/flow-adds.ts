@@ -42,6 +42,7 @@ import {
   joinBuilt,
   type ParentShare,
   planFlow,
+  type ShareMemo,
 } from './flows.js';
 
 /** Children of a parent outside the flow written (and counted in) per transaction. */
@@ -93,16 +94,24 @@ export async function addSplitFlow(
       at.map((i) => childKey({ queue: (jobs[i] as FlowJob).queue, id: (jobs[i] as FlowJob).record.id })),
     );
     const part: ParentShare = { link: sh.link, kids: sh.kids.filter((k) => mine.has(childKey(k.child))) };
+    const memo: ShareMemo = {};
     units.push({
       build: async () => {
         const built: Built[] = [];
         for (const i of at) built.push(await (plan.parts[i] as () => Promise<Built>)());
-        return joinBuilt(...built, await existingParentShare(store, part), { ops: touch });
+        return joinBuilt(...built, await existingParentShare(store, part, memo), { ops: touch });
       },
     });
   };
+  // which batch of children of an outside parent each job waits in (its own children come after it)
+  const batchOf = new Map<string, string>();
   for (const [i, part] of plan.parts.entries()) {
     const key = plan.outside[i];
+    const link = (jobs[i] as FlowJob).record.parentLink;
+    const above = link && batchOf.get(childKey(link));
+    if (above !== undefined && pending.has(above)) flushOutside(above);
+    if (key !== undefined)
+      batchOf.set(childKey({ queue: (jobs[i] as FlowJob).queue, id: (jobs[i] as FlowJob).record.id }), key);
     if (key === undefined) {
       units.push({ build: async () => joinBuilt(await part(), { ops: touch }) });
       continue;

@@ -384,7 +384,9 @@ async function existing(
     jobs.map((j, i) => (listed[2 * i]?.ok ? (stores[i] as QueueStore).getJob(j.record.id) : undefined)),
   );
   const stale = await Promise.all(
-    jobs.map((j, i) => (listed[2 * i + 1]?.ok ? depsTree(stores[i] as QueueStore, j.record.id) : undefined)),
+    jobs.map(async (j, i) =>
+      listed[2 * i + 1]?.ok ? ((await depsTree(stores[i] as QueueStore, j.record.id)) ?? []) : undefined,
+    ),
   );
   return { found, stale };
 }
@@ -511,12 +513,45 @@ export async function flowUnit(
   outcomes: FlowAdded[] = [],
   existingIds: ExistingIds = 'join',
 ): Promise<Built> {
-  const plan = await planFlow(store, jobs, outcomes, existingIds);
+  return buildFlow(store, await planFlow(store, jobs, outcomes, existingIds));
+}
+
+/** A planned flow's ops, in one transaction (see flowUnit); `memos` keep each outside parent's reads between builds. */
+async function buildFlow(store: QueueStore, plan: FlowPlan, memos = new Map<string, ShareMemo>()): Promise<Built> {
   const parts: Built[] = [];
   for (const part of plan.parts) parts.push(await part());
   // parents outside the flow, or existing ones named in it: count their new children in
-  for (const sh of plan.parents.values()) parts.push(await existingParentShare(store, sh));
+  for (const [key, sh] of plan.parents) {
+    const memo = memos.get(key) ?? {};
+    memos.set(key, memo);
+    parts.push(await existingParentShare(store, sh, memo));
+  }
   return joinBuilt(...parts);
+}
+
+/**
+ * The unit of one flow. Built again after a conflict: when only a parent's
+ * dependency node moved on (a sibling finished, or joined, meanwhile), from
+ * the same plan, reading that node again; otherwise planned anew.
+ */
+function flowAddUnit(store: QueueStore, jobs: readonly FlowJob[], outcomes: FlowAdded[], existingIds: ExistingIds) {
+  let plan: FlowPlan | undefined;
+  let nodes = new Set<string>();
+  const memos = new Map<string, ShareMemo>();
+  return {
+    build: async () => {
+      if (!plan) {
+        plan = await planFlow(store, jobs, outcomes, existingIds);
+        nodes = new Set([...plan.parents.values()].map((sh) => store.sibling(sh.link.queue).layout.deps(sh.link.id)));
+      }
+      return buildFlow(store, plan, memos);
+    },
+    dropped: (op: ProtocolOp) => {
+      if (op.op === 'setData' && nodes.has(op.path)) return;
+      plan = undefined;
+      memos.clear();
+    },
+  };
 }
 
 /**
@@ -630,29 +665,21 @@ async function createdShare(
  * that the parent is where it was read. Throws MissingParentError when it
  * does not exist.
  */
-export async function existingParentShare(store: QueueStore, sh: ParentShare): Promise<Built> {
+export async function existingParentShare(store: QueueStore, sh: ParentShare, memo: ShareMemo = {}): Promise<Built> {
   const { link } = sh;
+  const ps = store.sibling(link.queue);
+  const path = ps.layout.deps(link.id);
+  // which children are new to it: read once per plan (many reads for many children), before the
+  // node's version, so that a sibling's finish between the two costs a read, not all of them again
+  memo.kids ??= await newKids(ps, sh);
+  const kids = memo.kids;
+  const have = new Set((await ps.children(path)).map((b) => `${path}/${b}`));
   const read = await readParent(store, link);
   if (!read.parent) throw new MissingParentError(childKey(link));
-  const ps = read.store;
-  const node = read.deps?.node;
-  const where = sh.kids.map((k) => entryPaths(ps.layout, link.id, k.child, node));
-  const present = await readPaged(
-    store.session,
-    where.flat().map((e) => ({ op: 'getChildren' as const, path: e.path })),
-  );
-  const starts: number[] = [];
-  where.reduce((n, w) => starts.push(n) && n + w.length, 0);
-  const kids = sh.kids.filter((_, i) => {
-    const from = starts[i] as number;
-    return !present.slice(from, from + (where[i] as unknown[]).length).some((p) => p.ok);
-  });
   if (kids.length === 0) return { ops: [] };
   await ps.ensureDir(ps.layout.depsShard(link.id));
-  const next: DepsNode = { ...(node ?? { pending: 0, bucketed: true }) };
+  const next: DepsNode = { ...(read.deps?.node ?? { pending: 0, bucketed: true }) };
   next.pending += kids.filter((k) => k.kind === 'u').length;
-  const path = ps.layout.deps(link.id);
-  const have = new Set(read.deps ? (await ps.session.getChildren(path)).map((b) => `${path}/${b}`) : []);
   const ops: ProtocolOp[] = [
     read.deps
       ? { op: 'setData', path, data: depsData(next), version: read.deps.version, role: 'reread' }
@@ -667,6 +694,28 @@ export async function existingParentShare(store: QueueStore, sh: ParentShare): P
     ),
   ];
   return { ops };
+}
+
+/** What a parent's share keeps between its builds: the children found new to it. */
+export interface ShareMemo {
+  kids?: ParentShare['kids'];
+}
+
+/** The children of `sh` that have no entry in the parent's node yet (in a bucket, or under an older node). */
+async function newKids(ps: QueueStore, sh: ParentShare): Promise<ParentShare['kids']> {
+  const { link } = sh;
+  const node = await readDeps(ps, link.id);
+  const where = sh.kids.map((k) => entryPaths(ps.layout, link.id, k.child, node));
+  const present = await readPaged(
+    ps.session,
+    where.flat().map((e) => ({ op: 'getChildren' as const, path: e.path })),
+  );
+  const starts: number[] = [];
+  where.reduce((n, w) => starts.push(n) && n + w.length, 0);
+  return sh.kids.filter((_, i) => {
+    const from = starts[i] as number;
+    return !present.slice(from, from + (where[i] as unknown[]).length).some((p) => p.ok);
+  });
 }
 
 /** One flow's outcome: per job when it was added, or what failed it (nothing written then). */
@@ -691,7 +740,7 @@ export async function addFlows(
   }
   const outcomes = flows.map((): FlowAdded[] => []);
   const results = await store.executor.run(
-    flows.map((jobs, n) => ({ build: () => flowUnit(store, jobs, outcomes[n], existingIds) })),
+    flows.map((jobs, n) => flowAddUnit(store, jobs, outcomes[n] as FlowAdded[], existingIds)),
     { inFlight: 1 },
   );
   const out: FlowResult[] = [];
@@ -802,11 +851,11 @@ async function removeParentHard(
   const tag = (op: ProtocolOp): ProtocolOp => (o.reread ? reread(op) : op);
   const r = parent.record;
   const depsPath = ps.layout.deps(r.id);
-  const tree = await depsTree(ps, r.id);
+  const tree = await depsTree(ps, r.id, DROP_INLINE);
   const ops: ProtocolOp[] = [tag({ op: 'delete', path: ps.layout.job(r.id), version: parent.version })];
   if (r.parked) ops.push(tag({ op: 'delete', path: r.parked }));
   // a node too large for one transaction is left to the leader's sweep of orphans
-  if (tree.length > 0 && tree.length <= DROP_INLINE) {
+  if (tree && tree.length > 0) {
     ops.push(tag({ op: 'check', path: depsPath, version: depsVersion }));
     for (const path of tree) ops.push(tag({ op: 'delete', path }));
   }
@@ -832,8 +881,8 @@ const DROP_CHUNK = 500;
  * `reread` for a unit whose build reads again (else the caller plans again).
  */
 export async function dropDepsOps(store: QueueStore, id: string, role?: 'reread'): Promise<ProtocolOp[]> {
-  const tree = await depsTree(store, id);
-  if (tree.length > DROP_INLINE) return [];
+  const tree = await depsTree(store, id, DROP_INLINE);
+  if (!tree) return [];
   const del = (p: string): ProtocolOp => (role ? { op: 'delete', path: p, role } : { op: 'delete', path: p });
   return tree.map(del);
 }
@@ -871,7 +920,7 @@ export async function sweepOrphanDeps(store: QueueStore, fence: () => ProtocolOp
 async function sweepOne(store: QueueStore, id: string, fence: () => ProtocolOp[]): Promise<boolean> {
   const { layout } = store;
   // entries, then their buckets, then the node: each chunk deletes what it empties before it
-  const paths = await depsTree(store, id);
+  const paths = (await depsTree(store, id)) ?? [];
   for (let i = 0; i < paths.length; i += DROP_CHUNK) {
     const chunk = paths.slice(i, i + DROP_CHUNK);
     const ops: ProtocolOp[] = [
