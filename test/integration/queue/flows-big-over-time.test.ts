@@ -3,9 +3,13 @@
  * entries spread over the buckets of its dependency node (no listing grows
  * with its children: one node held them all, a listing past the packet
  * limit from ~20,000 children of long names), and it runs once, after all
- * of them, with all their values. 20,000 here; 100,000 with
- * ZKQ_LONG_TESTS=1 (minutes on two cores: every child's finish writes the
- * parent's node at its version, one after the other).
+ * of them, with all their values. 20,000 here (about 90 s on two busy
+ * cores); 100,000 with ZKQ_LONG_TESTS=1, past the runner's per-file limit
+ * (every child's finish writes the parent's node at its version, one after
+ * the other), so run it alone with its own server and time limit:
+ *
+ *   ZKQ_LONG_TESTS=1 node --import tsx --conditions=zkq-source --test \
+ *     --test-timeout=3600000 test/integration/queue/flows-big-over-time.test.ts
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
