@@ -4,7 +4,7 @@
  * with its children: one node held them all, a listing past the packet
  * limit from ~20,000 children of long names), and it runs once, after all
  * of them, with all their values. 20,000 here (about 90 s on two busy
- * cores); 100,000 with ZKQ_LONG_TESTS=1, past the runner's per-file limit
+ * cores); 100,000 with ZKQ_LONG_TESTS=1 (about 6 minutes), past the runner's per-file limit
  * (every child's finish writes the parent's node at its version, one after
  * the other), so run it alone with its own server and time limit:
  *
