@@ -157,7 +157,9 @@ export async function moveToWaitingChildren(
   if (!deps || deps.pending === 0) return false;
   if (child) {
     const c: ChildKey = { queue: parentQueueName(child.queue), id: child.id };
-    if (!(await store.session.exists(store.layout.depEntry(jobId, 'u', c)))) return false;
+    // in its bucket, or right under a node written before buckets
+    const at = [store.layout.depEntry(jobId, 'u', c), store.layout.legacyDepEntry(jobId, 'u', c)];
+    if (!(await Promise.all(at.map((p) => store.session.exists(p)))).some((s) => s !== null)) return false;
   }
   if (!held) {
     throw token === '0'

@@ -10,11 +10,13 @@
  * });
  * ```
  *
- * A flow is written whole in one transaction, or not at all. A parent with
- * children starts in waiting-children and is released (to waiting, or
- * delayed by its own delay) by its last child's finish; its processor reads
- * their results with `job.getChildrenValues()`. Every node is validated
- * here, before anything reaches ZooKeeper.
+ * A flow is written whole in one transaction, or not at all, when it fits
+ * one; a larger one in several, parents first, each counting every child it
+ * gets from the start, so none runs early (docs/flows.md, "Large flows"). A
+ * parent with children starts in waiting-children and is released (to
+ * waiting, or delayed by its own delay) by its last child's finish; its
+ * processor reads their results with `job.getChildrenValues()`. Every node
+ * is validated here, before anything reaches ZooKeeper.
  */
 import { EventEmitter } from 'node:events';
 import {
@@ -137,18 +139,20 @@ export class FlowProducer extends EventEmitter<FlowProducerListener> {
   }
 
   /**
-   * Adds a flow in one transaction and resolves with its tree of jobs.
-   * Throws InvalidArgumentError (or InvalidJobDataError, PayloadTooLargeError)
-   * for a bad node, MissingParentError when the root's `opts.parent` does not
-   * exist, JobExistsError when a node's custom `jobId` exists; nothing is
-   * written then.
+   * Adds a flow (in one transaction when it fits one) and resolves with its
+   * tree of jobs. Throws InvalidArgumentError (or InvalidJobDataError,
+   * PayloadTooLargeError for a node too large for any transaction) for a bad
+   * node, MissingParentError when the root's `opts.parent` does not exist,
+   * JobExistsError when a node's custom `jobId` exists; nothing is written
+   * then. A flow written in several transactions that fails midway fails the
+   * parents it holds (docs/flows.md, "Large flows").
    */
   async add(flow: FlowJob, opts?: FlowOpts): Promise<JobNode> {
     const [node] = await this.addFlows([flow], opts, () => 'flow');
     return node as JobNode;
   }
 
-  /** Adds several flows, all in one transaction (all or none), as `add` does one. */
+  /** Adds several flows, in one transaction (all or none) when they fit one, as `add` does one. */
   async addBulk(flows: FlowJob[]): Promise<JobNode[]> {
     if (!Array.isArray(flows)) throw new InvalidArgumentError('addBulk takes an array of flows', 'flows');
     return this.addFlows(flows, undefined, (i) => `flows[${i}]`);

@@ -22,7 +22,15 @@
 import { NoNodeError } from '../zk/errors.js';
 import type { QueueEventRecord } from './events.js';
 import { QueueLayout } from './layout.js';
-import { detachOps, dropDepsOps, joinBuilt, type Move, mayBePendingChild, removeOps } from './protocol/index.js';
+import {
+  detachOps,
+  dropDepsOps,
+  joinBuilt,
+  type Move,
+  mayBePendingChild,
+  readPaged,
+  removeOps,
+} from './protocol/index.js';
 import type { QueueStore, StoredJob } from './store.js';
 
 /** Records read at once by obliterate's walk. */
@@ -54,8 +62,10 @@ export async function flowIdsAmong(store: QueueStore, jobs: ReadJob[], parents: 
     else if (parents) unknown.push(j.id);
   }
   if (unknown.length > 0) {
-    const replies = await store.session.readMulti(
-      unknown.map((id) => ({ op: 'getChildren' as const, path: store.layout.deps(id) })),
+    // a node's existence is all that is read: its data, not its (bucketed) listing, paged under the packet limit
+    const replies = await readPaged(
+      store.session,
+      unknown.map((id) => ({ op: 'getData' as const, path: store.layout.deps(id) })),
     );
     unknown.forEach((id, i) => {
       if (replies[i]?.ok) ids.add(id); // the node exists

@@ -88,13 +88,28 @@
  *                                     parents waiting for their children (flows), created on
  *                                     first use; the record names its pointer (`parked`)
  *   deps/<shard>/<jobId>              a parent's dependencies, sharded like jobs, created with
- *                                     its first child: {"pending": n, "failed"?: child key}.
- *                                     Every change of a child's standing is written at this
- *                                     node's version, so the last child to finish is the one
- *                                     that releases the parent, in its own finish transaction
- *   deps/<shard>/<jobId>/<k>-<queue>:<childId>
+ *                                     its first child: {"pending": n, "failed"?: child key,
+ *                                     "bucketed"?: true}. Every change of a child's standing is
+ *                                     written at this node's version, so the last child to
+ *                                     finish is the one that releases the parent, in its own
+ *                                     finish transaction
+ *   deps/<shard>/<jobId>/b-<xx>/<k>-<queue>:<childId>
  *                                     one per child: k = u unprocessed, p processed (data: its
- *                                     return value), i ignored, f failed (data: the reason)
+ *                                     return value), i ignored, f failed (data: the reason).
+ *                                     `xx`: 2 hex digits of a hash of `<queue>:<childId>`
+ *                                     (DEP_BUCKETS), so a child finds its entry without a
+ *                                     listing and no listing holds more than a 256th of the
+ *                                     children. Buckets are created with the first entry put in
+ *                                     them and go with the node. A node written before buckets
+ *                                     (no `bucketed`) may hold entries right under it too; they
+ *                                     are read and settled where they are
+ *   deps-adds/a-<random>              a flow too large for one transaction being added, from
+ *                                     its first job's queue (see protocol/flow-adds.ts):
+ *                                     {"held": [parents it parks]}, created on first use by its
+ *                                     first transaction, rewritten by each later one, deleted by
+ *                                     the last; one the leader sees unchanged for
+ *                                     FLOW_ADD_STALE_MS on its own clock is a cut-off add, whose
+ *                                     held parents it fails
  *   logs/<shard>/<jobId>              a job's log lines (`job.log`), sharded like jobs, created on
  *                                     first use: a JSON array of the last `keepLogs` lines, bounded
  *                                     in bytes (sizes.ts), never in the record. Lines of a node
@@ -250,6 +265,19 @@ export interface ChildKey {
   id: string;
 }
 
+/** Buckets of a parent's dependency entries (a hash of the child's key picks one). */
+export const DEP_BUCKETS = 256;
+
+/** The bucket name `b-<xx>` of a child's dependency entry under its parent's node. */
+export function depBucketOf(child: ChildKey): string {
+  return `b-${shardOf(`${child.queue}:${child.id}`)}`;
+}
+
+/** Whether a name under a parent's dependency node is a bucket (else an entry written before buckets). */
+export function isDepBucket(name: string): boolean {
+  return /^b-[0-9a-f]{2}$/.test(name);
+}
+
 /** The kind and child named by a dependency entry `<k>-<queue>:<id>`. */
 export function parseDepEntry(name: string): { kind: DepKind; child: ChildKey } | undefined {
   const m = /^([upif])-([A-Za-z0-9._-]+):(.+)$/.exec(name);
@@ -287,6 +315,7 @@ export class QueueLayout {
   readonly dedupDir: string;
   readonly childrenDir: string;
   readonly depsDir: string;
+  readonly flowAddsDir: string;
   readonly cancelsDir: string;
   readonly flowChildren: string;
   readonly logsDir: string;
@@ -322,6 +351,7 @@ export class QueueLayout {
     this.dedupDir = `${this.root}/dedup`;
     this.childrenDir = `${this.root}/waiting-children`;
     this.depsDir = `${this.root}/deps`;
+    this.flowAddsDir = `${this.root}/deps-adds`;
     this.cancelsDir = `${this.root}/cancels`;
     this.flowChildren = `${this.root}/flow-children`;
     this.logsDir = `${this.root}/logs`;
@@ -376,8 +406,18 @@ export class QueueLayout {
     return `${this.depsShard(id)}/${id}`;
   }
 
-  /** One child's entry under its parent's dependency node (`kind`: u, p, i or f). */
+  /** The bucket of a parent's dependency node that holds `child`'s entry. */
+  depBucket(parentId: string, child: ChildKey): string {
+    return `${this.deps(parentId)}/${depBucketOf(child)}`;
+  }
+
+  /** One child's entry in its bucket of its parent's dependency node (`kind`: u, p, i or f). */
   depEntry(parentId: string, kind: DepKind, child: ChildKey): string {
+    return `${this.depBucket(parentId, child)}/${kind}-${child.queue}:${child.id}`;
+  }
+
+  /** One child's entry right under its parent's dependency node, as written before buckets. */
+  legacyDepEntry(parentId: string, kind: DepKind, child: ChildKey): string {
     return `${this.deps(parentId)}/${kind}-${child.queue}:${child.id}`;
   }
 
@@ -389,6 +429,11 @@ export class QueueLayout {
   /** A job's log node. */
   logs(id: string): string {
     return `${this.logsShard(id)}/${id}`;
+  }
+
+  /** The mark of a flow being added in several transactions (`name`: `a-<random>`). */
+  flowAdd(name: string): string {
+    return `${this.flowAddsDir}/${name}`;
   }
 
   /** The directory of the cancel requests for the jobs `worker` runs (its claims' `worker`). */

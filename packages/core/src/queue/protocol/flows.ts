@@ -32,21 +32,29 @@ import {
   JobStateError,
   MissingParentError,
   NoPendingChildrenError,
+  PayloadTooLargeError,
 } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
-import { type ChildKey, type DepKind, parseDepEntry } from '../layout.js';
+import type { ChildKey, DepKind } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord, type ParentLink } from '../record.js';
 import type { QueueStore, StoredJob } from '../store.js';
 import type { Place } from './attempts.js';
 import { moveOps, parkedPath, pointerOp } from './builders.js';
+import { depsTree, listDepEntries, readPaged } from './deps-entries.js';
 import type { Built, ProtocolOp } from './executor.js';
+import { addSplitFlow } from './flow-adds.js';
 
 const EMPTY = Buffer.alloc(0);
 
-/** A parent's dependency node: children still pending, and the first child that failed its parent (fpof). */
+/**
+ * A parent's dependency node: children still pending, the first child that
+ * failed its parent (fpof), and whether every entry lies in a bucket (a node
+ * written before buckets may hold some right under it).
+ */
 export interface DepsNode {
   pending: number;
   failed?: string;
+  bucketed?: boolean;
 }
 
 /** What a child's final outcome means to its parent. */
@@ -57,8 +65,8 @@ interface ParentRead {
   store: QueueStore;
   deps: { node: DepsNode; version: number } | undefined;
   parent: StoredJob | undefined;
-  /** The child's `u` entry exists: it is still a pending dependency. */
-  pending: boolean;
+  /** The child's `u` entry, when it is still a pending dependency (in its bucket, or under an older node). */
+  pending: string | undefined;
 }
 
 /** The key BullMQ-style callers name a child by: `<queue>:<id>`. */
@@ -76,19 +84,20 @@ async function readParent(store: QueueStore, link: ChildKey, child?: ChildKey): 
   // its listeners, followed from now on: a release written from here logs the parent's event there
   if (ps !== store) await ps.events.start().catch(() => undefined);
   const { layout } = ps;
+  const where = child ? [layout.depEntry(link.id, 'u', child), layout.legacyDepEntry(link.id, 'u', child)] : [];
   const reads = [
     { op: 'getData' as const, path: layout.deps(link.id) },
     { op: 'getData' as const, path: layout.job(link.id) },
-    ...(child ? [{ op: 'getData' as const, path: layout.depEntry(link.id, 'u', child) }] : []),
+    ...where.map((path) => ({ op: 'getData' as const, path })),
   ];
-  const [deps, rec, entry] = await store.session.readMulti(reads);
-  const failedRead = [deps, rec, entry].find((r) => r && !r.ok && !(r.error instanceof NoNodeError));
+  const [deps, rec, ...entry] = await store.session.readMulti(reads);
+  const failedRead = [deps, rec, ...entry].find((r) => r && !r.ok && !(r.error instanceof NoNodeError));
   if (failedRead && !failedRead.ok) throw failedRead.error;
   return {
     store: ps,
     deps: deps?.ok ? { node: JSON.parse(deps.data.toString()) as DepsNode, version: deps.stat.version } : undefined,
     parent: rec?.ok ? { record: decodeRecord(rec.data, layout.job(link.id)), version: rec.stat.version } : undefined,
-    pending: entry?.ok === true,
+    pending: where.find((_, i) => entry[i]?.ok === true),
   };
 }
 
@@ -149,6 +158,28 @@ async function releaseParent(ps: QueueStore, parent: StoredJob, deferredFailure?
   return { ops: ops.map(reread), events, wakes: !due };
 }
 
+/** The path of `child`'s entry of `kind` in the directory of `entry` (its bucket, or an older node). */
+function entryBeside(entry: string, kind: DepKind, child: ChildKey): string {
+  return `${entry.slice(0, entry.lastIndexOf('/'))}/${kind}-${childKey(child)}`;
+}
+
+/**
+ * The ops that fail a parent a flow add cut off midway left waiting for
+ * children that will never come (see flow-adds.ts): it leaves
+ * waiting-children with a deferred failure, so it fails at its next claim
+ * without running. None unless it waits for children.
+ */
+export async function failHeldParentOps(
+  store: QueueStore,
+  parent: ChildKey,
+  reason: string,
+): Promise<Built | undefined> {
+  const ps = store.sibling(parent.queue);
+  const stored = await ps.getJob(parent.id);
+  if (stored?.record.state !== 'waiting-children') return undefined;
+  return share(store, ps, await releaseParent(ps, stored, reason));
+}
+
 function reread(op: ProtocolOp): ProtocolOp {
   return op.role ? op : { ...op, role: 'reread' };
 }
@@ -197,9 +228,10 @@ export async function settleChildOps(
   if (failed && !node.failed) node.failed = failed;
   const ops: ProtocolOp[] = [
     { op: 'setData', path: ps.layout.deps(link.id), data: depsData(node), version: read.deps.version, role: 'reread' },
-    { op: 'delete', path: ps.layout.depEntry(link.id, 'u', me), role: 'reread' },
+    { op: 'delete', path: read.pending, role: 'reread' },
   ];
-  if (kind) ops.push({ op: 'create', path: ps.layout.depEntry(link.id, kind, me), data });
+  // the entry stays where it was (its bucket, or right under an older node)
+  if (kind) ops.push({ op: 'create', path: entryBeside(read.pending, kind, me), data });
   const parent = read.parent;
   if (parent?.record.state === 'waiting-children' && (go || node.pending === 0)) {
     return joinBuilt({ ops }, share(store, ps, await releaseParent(ps, parent, failed)));
@@ -229,19 +261,31 @@ export async function rependOps(store: QueueStore, child: JobRecord): Promise<Pr
   const read = await readParent(store, link, me);
   if (!read.deps || read.pending) return [];
   const { layout } = read.store;
-  const kinds = ['p', 'i', 'f'] as const;
-  const found = await store.session.readMulti(
-    kinds.map((k) => ({ op: 'getData' as const, path: layout.depEntry(link.id, k, me) })),
-  );
-  const kind = kinds.find((_, i) => found[i]?.ok);
-  if (!kind) return [];
+  const paths = entryPaths(layout, link.id, me, read.deps.node);
+  const found = await store.session.readMulti(paths.map((p) => ({ op: 'getData' as const, path: p.path })));
+  const at = paths.find((p, i) => p.kind !== 'u' && found[i]?.ok);
+  if (!at) return [];
   const node: DepsNode = { ...read.deps.node, pending: read.deps.node.pending + 1 };
-  if (kind === 'f' && node.failed?.endsWith(`:${childKey(me)} failed`)) delete node.failed;
+  if (at.kind === 'f' && node.failed?.endsWith(`:${childKey(me)} failed`)) delete node.failed;
   return [
     { op: 'setData', path: layout.deps(link.id), data: depsData(node), version: read.deps.version, role: 'reread' },
-    { op: 'delete', path: layout.depEntry(link.id, kind, me), role: 'reread' },
-    { op: 'create', path: layout.depEntry(link.id, 'u', me), data: EMPTY, role: 'reread' },
+    { op: 'delete', path: at.path, role: 'reread' },
+    { op: 'create', path: entryBeside(at.path, 'u', me), data: EMPTY, role: 'reread' },
   ];
+}
+
+/** Where a child's entry of each kind may lie: its bucket, and right under a node written before buckets. */
+function entryPaths(
+  layout: QueueStore['layout'],
+  parentId: string,
+  child: ChildKey,
+  node: DepsNode | undefined,
+): { kind: DepKind; path: string }[] {
+  const kinds: DepKind[] = ['u', 'p', 'i', 'f'];
+  const out = kinds.map((kind) => ({ kind, path: layout.depEntry(parentId, kind, child) }));
+  if (node && !node.bucketed)
+    out.push(...kinds.map((kind) => ({ kind, path: layout.legacyDepEntry(parentId, kind, child) })));
+  return out;
 }
 
 /**
@@ -312,15 +356,16 @@ function refuseCycles(jobs: readonly FlowJob[]): void {
 }
 
 /** A parent's share of a flow: its children, each with the entry it gets. */
-interface ParentShare {
+export interface ParentShare {
   link: ParentLink;
   kids: { child: ChildKey; kind: 'u' | 'p'; data: Buffer }[];
 }
 
 /**
- * The records of `jobs` that exist, and the entries of a dependency node a
- * job left behind (a parent trimmed by retention): read in one request of
- * listings (records have no children), then the existing records.
+ * The records of `jobs` that exist, and the paths of a dependency node a job
+ * left behind (a parent trimmed by retention), deepest first: read in
+ * requests of listings paged under the packet limit (records have no
+ * children), then the existing records.
  */
 async function existing(
   stores: QueueStore[],
@@ -330,38 +375,50 @@ async function existing(
   const at = (i: number) => (stores[i] as QueueStore).layout;
   const reads = jobs.flatMap((j, i) => [
     { op: 'getChildren' as const, path: at(i).job(j.record.id) },
-    { op: 'getChildren' as const, path: at(i).deps(j.record.id) },
+    { op: 'getData' as const, path: at(i).deps(j.record.id) },
   ]);
-  const listed = await store.session.readMulti(reads);
+  const listed = await readPaged(store.session, reads);
   const failed = listed.find((r) => !r.ok && !(r.error instanceof NoNodeError));
   if (failed && !failed.ok) throw failed.error;
   const found = await Promise.all(
     jobs.map((j, i) => (listed[2 * i]?.ok ? (stores[i] as QueueStore).getJob(j.record.id) : undefined)),
   );
-  const stale = jobs.map((_, i) => {
-    const r = listed[2 * i + 1];
-    return r?.ok && 'children' in r ? r.children : undefined;
-  });
+  const stale = await Promise.all(
+    jobs.map(async (j, i) =>
+      listed[2 * i + 1]?.ok ? ((await depsTree(stores[i] as QueueStore, j.record.id)) ?? []) : undefined,
+    ),
+  );
   return { found, stale };
 }
 
 /**
- * The unit that adds a flow, whole, in one transaction: every new record
- * and pointer (a parent waiting for children in the flow parks in
- * waiting-children), each such parent's dependency node and entries (one
- * left by a trimmed job of the same id deleted first), and
- * for a child of a job outside the flow (or of an existing one), that
- * parent's node counted up at the version read. Fills `outcomes` per job.
- * Throws MissingParentError when such a parent does not exist, and
- * JobStateError when an existing job to give a parent is running (its
- * record is its attempt's token: it cannot be written).
+ * A flow planned: each job's own share (its record, pointer, dependency
+ * node and buckets, its entry in a parent created by the flow), built on
+ * call, in the flow's order (parents before their children), and the
+ * shares of parents outside the flow (or existing ones named in it).
  */
-export async function flowUnit(
+export interface FlowPlan {
+  /** Per job: the ops of its share, built anew on each call (none for a job left alone). */
+  parts: (() => Promise<Built>)[];
+  /** Per job: the parent outside the flow that counts it in, if any. */
+  outside: (string | undefined)[];
+  /** Parents outside the flow, by key, with their new children. */
+  parents: Map<string, ParentShare>;
+  /** The jobs the flow creates that wait for children in it (a split add holds them: see flow-adds.ts). */
+  held: ChildKey[];
+}
+
+/**
+ * Plans a flow (see flowUnit). Fills `outcomes` per job. Throws
+ * MissingParentError on a cycle, JobExistsError for a taken id (`refuse`),
+ * JobStateError when an existing job to give a parent is running.
+ */
+export async function planFlow(
   store: QueueStore,
   jobs: readonly FlowJob[],
   outcomes: FlowAdded[] = [],
   existingIds: ExistingIds = 'join',
-): Promise<Built> {
+): Promise<FlowPlan> {
   refuseCycles(jobs);
   const stores = jobs.map((j) => store.sibling(j.queue));
   for (const s of new Set(stores)) await s.init();
@@ -375,27 +432,31 @@ export async function flowUnit(
   jobs.forEach((j, i) => {
     if (!found[i] && !created.has(keyOf(j))) created.set(keyOf(j), i);
   });
-  const parents = new Map<string, ParentShare>();
+  const shares = new Map<string, ParentShare>();
   const shareOf = (link: ParentLink) => {
     const key = childKey(link);
-    const sh = parents.get(key) ?? { link, kids: [] };
-    parents.set(key, sh);
+    const sh = shares.get(key) ?? { link, kids: [] };
+    shares.set(key, sh);
     return sh;
   };
-  const parts: Built[] = [];
+  const extra: (Built | undefined)[] = [];
+  const kidOf: (ParentShare['kids'][number] | undefined)[] = [];
   for (const [i, j] of jobs.entries()) {
     const link = j.record.parentLink;
     const me: ChildKey = { queue: j.queue, id: j.record.id };
     if (created.get(keyOf(j)) === i) {
       outcomes[i] = 'added';
-      if (link) shareOf(link).kids.push({ child: me, kind: 'u', data: EMPTY });
+      kidOf[i] = { child: me, kind: 'u', data: EMPTY };
+      if (link) shareOf(link).kids.push(kidOf[i]);
       continue;
     }
     const js = stores[i] as QueueStore;
     const stored = found[i];
+    const parts: Built[] = [];
     if (stored) {
       const attach = await attachExisting(js, stored, link);
       outcomes[i] = attach.outcome;
+      kidOf[i] = attach.kid;
       if (attach.kid && link) shareOf(link).kids.push(attach.kid);
       if (attach.ops.length) parts.push({ ops: attach.ops });
     } else {
@@ -407,15 +468,90 @@ export async function flowUnit(
       const events = [{ event: 'duplicated', jobId: me.id, ts: Date.now() }];
       parts.push(share(store, js, { ops: [], events, wakes: false }));
     }
+    extra[i] = joinBuilt(...parts);
   }
-  for (const [key, i] of created) {
-    const j = jobs[i] as FlowJob;
-    parts.push(await createdShare(store, stores[i] as QueueStore, j, parents.get(key), stale[i]));
-    parents.delete(key);
-  }
+  const outside = jobs.map((j, i) => {
+    const link = j.record.parentLink;
+    return link && kidOf[i] && !created.has(childKey(link)) ? childKey(link) : undefined;
+  });
+  const held: ChildKey[] = [];
+  const parts = jobs.map((j, i) => {
+    const js = stores[i] as QueueStore;
+    const mine = created.get(keyOf(j)) === i ? shares.get(keyOf(j)) : undefined;
+    if (mine?.kids.some((k) => k.kind === 'u')) held.push({ queue: j.queue, id: j.record.id });
+    const link = j.record.parentLink;
+    const kid = kidOf[i];
+    // its entry in a parent the flow creates (one outside the flow counts it in its own share)
+    const entry =
+      link && kid && outside[i] === undefined
+        ? (): Built => {
+            const ps = store.sibling(link.queue);
+            return { ops: [{ op: 'create', path: ps.layout.depEntry(link.id, kid.kind, kid.child), data: kid.data }] };
+          }
+        : undefined;
+    const own = created.get(keyOf(j)) === i ? () => createdShare(store, js, j, mine, stale[i]) : async () => extra[i];
+    return async () => joinBuilt(await own(), entry?.());
+  });
+  for (const key of created.keys()) shares.delete(key);
+  return { parts, outside, parents: shares, held };
+}
+
+/**
+ * The unit that adds a flow, whole, in one transaction: every new record
+ * and pointer (a parent waiting for children in the flow parks in
+ * waiting-children), each such parent's dependency node, buckets and
+ * entries (one left by a trimmed job of the same id deleted first), and
+ * for a child of a job outside the flow (or of an existing one), that
+ * parent's node counted up at the version read. Fills `outcomes` per job.
+ * Throws MissingParentError when such a parent does not exist, and
+ * JobStateError when an existing job to give a parent is running (its
+ * record is its attempt's token: it cannot be written).
+ */
+export async function flowUnit(
+  store: QueueStore,
+  jobs: readonly FlowJob[],
+  outcomes: FlowAdded[] = [],
+  existingIds: ExistingIds = 'join',
+): Promise<Built> {
+  return buildFlow(store, await planFlow(store, jobs, outcomes, existingIds));
+}
+
+/** A planned flow's ops, in one transaction (see flowUnit); `memos` keep each outside parent's reads between builds. */
+async function buildFlow(store: QueueStore, plan: FlowPlan, memos = new Map<string, ShareMemo>()): Promise<Built> {
+  const parts: Built[] = [];
+  for (const part of plan.parts) parts.push(await part());
   // parents outside the flow, or existing ones named in it: count their new children in
-  for (const sh of parents.values()) parts.push(await existingParentShare(store, sh));
+  for (const [key, sh] of plan.parents) {
+    const memo = memos.get(key) ?? {};
+    memos.set(key, memo);
+    parts.push(await existingParentShare(store, sh, memo));
+  }
   return joinBuilt(...parts);
+}
+
+/**
+ * The unit of one flow. Built again after a conflict: when only a parent's
+ * dependency node moved on (a sibling finished, or joined, meanwhile), from
+ * the same plan, reading that node again; otherwise planned anew.
+ */
+function flowAddUnit(store: QueueStore, jobs: readonly FlowJob[], outcomes: FlowAdded[], existingIds: ExistingIds) {
+  let plan: FlowPlan | undefined;
+  let nodes = new Set<string>();
+  const memos = new Map<string, ShareMemo>();
+  return {
+    build: async () => {
+      if (!plan) {
+        plan = await planFlow(store, jobs, outcomes, existingIds);
+        nodes = new Set([...plan.parents.values()].map((sh) => store.sibling(sh.link.queue).layout.deps(sh.link.id)));
+      }
+      return buildFlow(store, plan, memos);
+    },
+    dropped: (op: ProtocolOp) => {
+      if (op.op === 'setData' && nodes.has(op.path)) return;
+      plan = undefined;
+      memos.clear();
+    },
+  };
 }
 
 /**
@@ -467,11 +603,17 @@ function sameLink(a: ParentLink | undefined, b: ParentLink): boolean {
   return (['fpof', 'cpof', 'idof', 'rdof'] as const).every((k) => Boolean(a[k]) === Boolean(b[k]));
 }
 
+/** The distinct buckets `kids` put their entries in, under parent `id` of `ps`. */
+function bucketsOf(ps: QueueStore, id: string, kids: readonly ParentShare['kids'][number][]): string[] {
+  return [...new Set(kids.map((k) => ps.layout.depBucket(id, k.child)))];
+}
+
 /**
  * A job the flow creates: its record and pointer, and when it has children
- * in the flow, its dependency node and entries. It parks in waiting-children
- * while one is pending; with none (each one an existing completed job) it
- * is released at once, as a child's finish would.
+ * in the flow, its dependency node and the buckets their entries go in
+ * (each child's share creates its entry). It parks in waiting-children
+ * while one is pending, counted from the start; with none (each one an
+ * existing completed job) it is released at once, as a child's finish would.
  */
 async function createdShare(
   store: QueueStore,
@@ -498,17 +640,12 @@ async function createdShare(
     { op: 'create', path: js.layout.job(r.id), data: encodeRecord(record), role: 'reread' },
     pointerOp(js.layout, r.id, to),
   ];
-  if (stale) {
-    // a node left by an earlier job of this id (trimmed without it) is not this job's
-    const path = js.layout.deps(r.id);
-    ops.push(...stale.map((n): ProtocolOp => ({ op: 'delete', path: `${path}/${n}`, role: 'reread' })));
-    ops.push({ op: 'delete', path, role: 'reread' });
-  }
+  // a node left by an earlier job of this id (trimmed without it) is not this job's
+  if (stale) ops.push(...stale.map((path): ProtocolOp => ({ op: 'delete', path, role: 'reread' })));
   if (mine) {
     await js.ensureDir(js.layout.depsShard(r.id));
-    ops.push({ op: 'create', path: js.layout.deps(r.id), data: depsData({ pending }) });
-    for (const k of mine.kids)
-      ops.push({ op: 'create', path: js.layout.depEntry(r.id, k.kind, k.child), data: k.data });
+    ops.push({ op: 'create', path: js.layout.deps(r.id), data: depsData({ pending, bucketed: true }) });
+    for (const path of bucketsOf(js, r.id, mine.kids)) ops.push({ op: 'create', path, data: EMPTY });
   }
   const ts = Date.now();
   const second: QueueEventRecord =
@@ -523,33 +660,35 @@ async function createdShare(
 
 /**
  * An existing parent's share: its node counted up by its new pending
- * children at the version read, their entries (an existing child already
- * among them is left as it is), and a check that the parent is where it
- * was read. Throws MissingParentError when it does not exist.
+ * children at the version read, the buckets they need and their entries
+ * (an existing child already among them is left as it is), and a check
+ * that the parent is where it was read. Throws MissingParentError when it
+ * does not exist.
  */
-async function existingParentShare(store: QueueStore, sh: ParentShare): Promise<Built> {
+export async function existingParentShare(store: QueueStore, sh: ParentShare, memo: ShareMemo = {}): Promise<Built> {
   const { link } = sh;
+  const ps = store.sibling(link.queue);
+  const path = ps.layout.deps(link.id);
+  // which children are new to it: read once per plan (many reads for many children), before the
+  // node's version, so that a sibling's finish between the two costs a read, not all of them again
+  memo.kids ??= await newKids(ps, sh);
+  const kids = memo.kids;
+  const have = new Set((await ps.children(path)).map((b) => `${path}/${b}`));
   const read = await readParent(store, link);
   if (!read.parent) throw new MissingParentError(childKey(link));
-  const ps = read.store;
-  const kinds: DepKind[] = ['u', 'p', 'i', 'f'];
-  const present = await store.session.readMulti(
-    sh.kids.flatMap((k) =>
-      kinds.map((kind) => ({ op: 'getChildren' as const, path: ps.layout.depEntry(link.id, kind, k.child) })),
-    ),
-  );
-  const kids = sh.kids.filter((_, n) => !present.slice(n * kinds.length, (n + 1) * kinds.length).some((p) => p.ok));
   if (kids.length === 0) return { ops: [] };
   await ps.ensureDir(ps.layout.depsShard(link.id));
-  const node: DepsNode = { ...(read.deps?.node ?? { pending: 0 }) };
-  node.pending += kids.filter((k) => k.kind === 'u').length;
-  const path = ps.layout.deps(link.id);
+  const next: DepsNode = { ...(read.deps?.node ?? { pending: 0, bucketed: true }) };
+  next.pending += kids.filter((k) => k.kind === 'u').length;
   const ops: ProtocolOp[] = [
     read.deps
-      ? { op: 'setData', path, data: depsData(node), version: read.deps.version, role: 'reread' }
-      : { op: 'create', path, data: depsData(node), role: 'reread' },
+      ? { op: 'setData', path, data: depsData(next), version: read.deps.version, role: 'reread' }
+      : { op: 'create', path, data: depsData(next), role: 'reread' },
     // the parent is still where it was read (a parent released or removed meanwhile is read again)
     { op: 'check', path: ps.layout.job(link.id), version: read.parent.version, role: 'reread' },
+    ...bucketsOf(ps, link.id, kids)
+      .filter((b) => !have.has(b))
+      .map((b): ProtocolOp => ({ op: 'create', path: b, data: EMPTY, role: 'reread' })),
     ...kids.map(
       (k): ProtocolOp => ({ op: 'create', path: ps.layout.depEntry(link.id, k.kind, k.child), data: k.data }),
     ),
@@ -557,12 +696,35 @@ async function existingParentShare(store: QueueStore, sh: ParentShare): Promise<
   return { ops };
 }
 
+/** What a parent's share keeps between its builds: the children found new to it. */
+export interface ShareMemo {
+  kids?: ParentShare['kids'];
+}
+
+/** The children of `sh` that have no entry in the parent's node yet (in a bucket, or under an older node). */
+async function newKids(ps: QueueStore, sh: ParentShare): Promise<ParentShare['kids']> {
+  const { link } = sh;
+  const node = await readDeps(ps, link.id);
+  const where = sh.kids.map((k) => entryPaths(ps.layout, link.id, k.child, node));
+  const present = await readPaged(
+    ps.session,
+    where.flat().map((e) => ({ op: 'getChildren' as const, path: e.path })),
+  );
+  const starts: number[] = [];
+  where.reduce((n, w) => starts.push(n) && n + w.length, 0);
+  return sh.kids.filter((_, i) => {
+    const from = starts[i] as number;
+    return !present.slice(from, from + (where[i] as unknown[]).length).some((p) => p.ok);
+  });
+}
+
 /** One flow's outcome: per job when it was added, or what failed it (nothing written then). */
 export type FlowResult = { ok: true; outcomes: FlowAdded[] } | { ok: false; error: unknown };
 
 /**
  * Adds flows, each whole in one transaction of its own (see flowUnit): one
- * that fails leaves the others. Resolves with each flow's outcome.
+ * that fails leaves the others. A flow too large for one transaction is
+ * added in several (see flow-adds.ts). Resolves with each flow's outcome.
  */
 export async function addFlows(
   store: QueueStore,
@@ -578,15 +740,25 @@ export async function addFlows(
   }
   const outcomes = flows.map((): FlowAdded[] => []);
   const results = await store.executor.run(
-    flows.map((jobs, n) => ({ build: () => flowUnit(store, jobs, outcomes[n], existingIds) })),
+    flows.map((jobs, n) => flowAddUnit(store, jobs, outcomes[n] as FlowAdded[], existingIds)),
     { inFlight: 1 },
   );
-  return results.map((r, n) =>
-    r.ok ? { ok: true, outcomes: outcomes[n] as FlowAdded[] } : { ok: false, error: r.error },
-  );
+  const out: FlowResult[] = [];
+  for (const [n, r] of results.entries()) {
+    const jobs = flows[n] as readonly FlowJob[];
+    if (!r.ok && r.error instanceof PayloadTooLargeError && !r.op && jobs.length > 1) {
+      // refused whole before anything was sent: added in several transactions
+      const split = await addSplitFlow(store, jobs, existingIds).then(
+        (o): FlowResult => ({ ok: true, outcomes: o }),
+        (error): FlowResult => ({ ok: false, error }),
+      );
+      out.push(split);
+    } else out.push(r.ok ? { ok: true, outcomes: outcomes[n] as FlowAdded[] } : { ok: false, error: r.error });
+  }
+  return out;
 }
 
-/** Adds one flow in one transaction (see flowUnit); throws what failed it, nothing written then. */
+/** Adds one flow (see addFlows); throws what failed it, nothing written then. */
 export async function addFlow(
   store: QueueStore,
   jobs: readonly FlowJob[],
@@ -647,7 +819,7 @@ export async function detachOps(
   if (last && parent && o.hard && ps === store) return removeParentHard(ps, parent, read.deps.version, o);
   const ops: ProtocolOp[] = [
     tag({ op: 'setData', path: ps.layout.deps(link.id), data: depsData(node), version: read.deps.version }),
-    tag({ op: 'delete', path: ps.layout.depEntry(link.id, 'u', me) }),
+    tag({ op: 'delete', path: read.pending }),
   ];
   if (last && parent) {
     const released = await releaseParent(ps, parent);
@@ -679,26 +851,26 @@ async function removeParentHard(
   const tag = (op: ProtocolOp): ProtocolOp => (o.reread ? reread(op) : op);
   const r = parent.record;
   const depsPath = ps.layout.deps(r.id);
-  const names = await ps.children(depsPath);
+  const tree = await depsTree(ps, r.id, DROP_INLINE);
   const ops: ProtocolOp[] = [tag({ op: 'delete', path: ps.layout.job(r.id), version: parent.version })];
   if (r.parked) ops.push(tag({ op: 'delete', path: r.parked }));
   // a node too large for one transaction is left to the leader's sweep of orphans
-  if (names.length <= DROP_INLINE) {
+  if (tree && tree.length > 0) {
     ops.push(tag({ op: 'check', path: depsPath, version: depsVersion }));
-    for (const n of names) ops.push(tag({ op: 'delete', path: `${depsPath}/${n}` }));
-    ops.push(tag({ op: 'delete', path: depsPath }));
+    for (const path of tree) ops.push(tag({ op: 'delete', path }));
   }
   const events: QueueEventRecord[] = [{ event: 'removed', jobId: r.id, prev: 'waiting-children', ts: Date.now() }];
   return joinBuilt({ ops, events }, await detachOps(ps, r, o));
 }
 
 /**
- * Most entries a parent's dependency node may have for it to be deleted
- * inside the change that removes the parent (its finish, its removal); a
- * node with more is left for the leader's sweep, which deletes it in
- * chunks, so the parent's own change always fits one transaction.
+ * Most nodes (entries and their buckets) a parent's dependency node may
+ * hold for it to be deleted inside the change that removes the parent (its
+ * finish, its removal); a node with more is left for the leader's sweep,
+ * which deletes it in chunks, so the parent's own change always fits one
+ * transaction.
  */
-export const DROP_INLINE = 200;
+export const DROP_INLINE = 400;
 /** Entries the sweep deletes per transaction. */
 const DROP_CHUNK = 500;
 
@@ -709,13 +881,10 @@ const DROP_CHUNK = 500;
  * `reread` for a unit whose build reads again (else the caller plans again).
  */
 export async function dropDepsOps(store: QueueStore, id: string, role?: 'reread'): Promise<ProtocolOp[]> {
-  const path = store.layout.deps(id);
-  const names = await store.children(path);
-  if (names.length > DROP_INLINE) return [];
-  const stat = names.length > 0 ? true : await store.session.exists(path);
-  if (!stat) return [];
+  const tree = await depsTree(store, id, DROP_INLINE);
+  if (!tree) return [];
   const del = (p: string): ProtocolOp => (role ? { op: 'delete', path: p, role } : { op: 'delete', path: p });
-  return [...names.map((n) => del(`${path}/${n}`)), del(path)];
+  return tree.map(del);
 }
 
 /** Dependency nodes read at once by the sweep. */
@@ -750,15 +919,13 @@ export async function sweepOrphanDeps(store: QueueStore, fence: () => ProtocolOp
 /** Deletes one orphan node, its entries a chunk per transaction; false when its parent came back or it changed. */
 async function sweepOne(store: QueueStore, id: string, fence: () => ProtocolOp[]): Promise<boolean> {
   const { layout } = store;
-  const path = layout.deps(id);
-  const names = await store.children(path);
-  for (let i = 0; i === 0 || i < names.length; i += DROP_CHUNK) {
-    const chunk = names.slice(i, i + DROP_CHUNK);
-    const last = i + DROP_CHUNK >= names.length;
+  // entries, then their buckets, then the node: each chunk deletes what it empties before it
+  const paths = (await depsTree(store, id)) ?? [];
+  for (let i = 0; i < paths.length; i += DROP_CHUNK) {
+    const chunk = paths.slice(i, i + DROP_CHUNK);
     const ops: ProtocolOp[] = [
       { op: 'create', path: layout.job(id), data: EMPTY },
-      ...chunk.map((n): ProtocolOp => ({ op: 'delete', path: `${path}/${n}` })),
-      ...(last ? [{ op: 'delete', path } as ProtocolOp] : []),
+      ...chunk.map((path): ProtocolOp => ({ op: 'delete', path })),
       { op: 'delete', path: layout.job(id) },
     ];
     const [result] = await store.executor.run([{ build: () => ({ ops }) }], { fence, receipt: false });
@@ -777,13 +944,9 @@ export interface Dependencies {
   failed: { child: ChildKey; reason: string }[];
 }
 
-/** The names of a parent's dependency entries (none without a node). */
+/** A parent's dependency entries (none without a node), from its buckets and, for an older node, from under it. */
 async function entries(store: QueueStore, id: string) {
-  const names = await store.children(store.layout.deps(id));
-  return names.flatMap((n) => {
-    const e = parseDepEntry(n);
-    return e ? [{ name: n, ...e }] : [];
-  });
+  return (await listDepEntries(store, id)).entries;
 }
 
 /** Counts of a parent's dependencies by standing. */
@@ -806,12 +969,9 @@ export async function getDependencies(store: QueueStore, id: string): Promise<De
   const list = (await entries(store, id)).sort((a, b) => a.name.localeCompare(b.name));
   const withData = list.filter((e) => e.kind !== 'u');
   for (const e of list) if (e.kind === 'u') out.unprocessed.push(e.child);
-  const base = store.layout.deps(id);
   for (let i = 0; i < withData.length; i += DEPS_READ) {
     const batch = withData.slice(i, i + DEPS_READ);
-    const replies = await store.session.readMulti(
-      batch.map((e) => ({ op: 'getData' as const, path: `${base}/${e.name}` })),
-    );
+    const replies = await store.session.readMulti(batch.map((e) => ({ op: 'getData' as const, path: e.path })));
     batch.forEach((e, j) => {
       const reply = replies[j];
       if (!reply?.ok) return; // moved meanwhile

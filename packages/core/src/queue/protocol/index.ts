@@ -16,6 +16,9 @@
  *                     dependency node, written at its version by every
  *                     change of a child's standing, in that change's own
  *                     transaction; the last child releases the parent.
+ *                     `deps-entries.ts` reads its bucketed entries in pages;
+ *                     `flow-adds.ts` writes a flow too large for one
+ *                     transaction in several.
  * 10. `cancels.ts`    cancel requests: filed under the worker that runs the
  *                     job, only while it runs; that worker alone is woken.
  * 11. `trims.ts`      retention inside the finish: a finished set bounded
@@ -47,7 +50,9 @@ export * from './builders.js';
 export * from './cancels.js';
 export { Containers } from './containers.js';
 export * from './dedup-sweep.js';
+export * from './deps-entries.js';
 export * from './executor.js';
+export * from './flow-adds.js';
 export * from './flows.js';
 export * from './limited-claims.js';
 export * from './limits.js';

@@ -35,7 +35,8 @@
  *   dependency nodes of parents that retention trimmed, the log nodes of jobs
  *   that are gone (or of an earlier job of the same id), cancel requests
  *   whose attempt ended before its worker saw them, and deduplication keys
- *   whose ttl ran out or whose job is gone (with their empty shards).
+ *   whose ttl ran out or whose job is gone (with their empty shards); fails
+ *   the parents a flow add cut off midway left waiting (protocol/flow-adds.ts).
  * Every write of the leader carries the election's fence: a deposed leader's
  * writes fail instead of racing the new one's, so two leaders never act at once.
  */
@@ -46,8 +47,10 @@ import {
   DEDUP_SWEEP_SHARDS,
   FencedError,
   LeaseObserver,
+  type MarkSightings,
   type ProtocolOp,
   promoteDue,
+  releaseCutFlows,
   revokeClaims,
   sweepCancels,
   sweepDedupKeys,
@@ -89,6 +92,8 @@ export interface HousekeeperEvents {
 export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private readonly election: LeaderElection;
   private readonly observer = new LeaseObserver();
+  /** Marks of split flow adds, as last seen (cut-off adds are judged on this process's clock). */
+  private readonly flowAdds: MarkSightings = new Map();
   /** Due times are judged on ZooKeeper's clock, not this process's. */
   private get clock(): ServerClock {
     return this.store.clock;
@@ -218,6 +223,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.lastSweep = performance.now();
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
+    await releaseCutFlows(this.store, this.fence, this.flowAdds, performance.now());
     await sweepOrphanLogs(this.store, this.fence);
     await sweepCancels(this.store, this.fence);
     const keys = await sweepDedupKeys(this.store, this.fence, { from: this.dedupFrom, shards: DEDUP_SWEEP_SHARDS });
