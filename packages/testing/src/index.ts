@@ -14,6 +14,7 @@ export {
   redisInfo,
   startRedis,
 } from './redis.js';
+export { type SaslServerOptions, saslServerOptions } from './security.js';
 export {
   startEnsemble,
   startZooKeeper,

@@ -37,6 +37,15 @@ export interface ZooKeeperServerOptions {
   startTimeoutMs?: number;
   /** Client port of a standalone server (e.g. 2181 for a dev server). Default: a free port. */
   clientPort?: number;
+  /**
+   * More zoo.cfg settings, written after (and so overriding) the harness's own,
+   * e.g. `{ 'enforce.auth.enabled': true }`. A value of `null` drops a setting.
+   */
+  config?: Record<string, string | number | boolean | null>;
+  /** More JVM flags, e.g. `-Djava.security.auth.login.config=/path/jaas.conf`. */
+  jvmFlags?: readonly string[];
+  /** More jars on the server's classpath (e.g. Netty's, for TLS). */
+  classpath?: readonly string[];
 }
 
 const DEFAULT_TICK_MS = 500;
@@ -120,6 +129,11 @@ export class ZooKeeperProcess {
     if (this.config.peers) {
       lines.push('initLimit=20', 'syncLimit=10', 'electionPortBindRetry=20', ...this.config.peers);
     }
+    for (const [key, value] of Object.entries(o.config ?? {})) {
+      const at = lines.findIndex((line) => line.startsWith(`${key}=`));
+      if (at >= 0) lines.splice(at, 1);
+      if (value !== null) lines.push(`${key}=${String(value)}`);
+    }
     mkdirSync(join(this.config.dir, 'data'), { recursive: true });
     if (this.config.myid !== undefined) writeFileSync(join(this.config.dir, 'data', 'myid'), `${this.config.myid}\n`);
     writeFileSync(this.configFile, `${lines.join('\n')}\n`);
@@ -135,8 +149,9 @@ export class ZooKeeperProcess {
       '-XX:+UseSerialGC',
       '-Dzookeeper.admin.enableServer=false',
       '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn',
+      ...(this.options.jvmFlags ?? []),
       '-cp',
-      this.classpath,
+      [this.classpath, ...(this.options.classpath ?? [])].join(':'),
       'org.apache.zookeeper.server.quorum.QuorumPeerMain',
       this.configFile,
     ];

@@ -26,6 +26,14 @@ export const ZK_CODES = {
   INVALID_CALLBACK: -113,
   INVALID_ACL: -114,
   AUTH_FAILED: -115,
+  SESSION_MOVED: -118,
+  REQUEST_TIMEOUT: -122,
+  /** The server requires SASL authentication and closes the connection (3.7+: `enforce.auth.enabled`). */
+  SESSION_CLOSED_REQUIRE_AUTH: -124,
+  /** A hard quota was exceeded (3.7+). */
+  QUOTA_EXCEEDED: -125,
+  /** The server shed the request under load, without applying it (3.6+). */
+  THROTTLED: -127,
 } as const;
 
 /** Any error reported by ZooKeeper or by the session layer on its behalf. */
@@ -80,6 +88,41 @@ export class NoAuthError extends ZooKeeperError {
 export class AuthFailedError extends ZooKeeperError {
   constructor() {
     super('ZK_AUTH_FAILED', ZK_CODES.AUTH_FAILED, 'authentication failed');
+  }
+}
+
+/**
+ * The server requires authentication (SASL) that this connection has not
+ * done, and closed the connection (ZooKeeper's `SessionClosedRequireAuth`,
+ * -124, with `enforce.auth.enabled`). Nothing was applied; retrying without
+ * credentials cannot succeed, so the session fails for good.
+ */
+export class AuthRequiredError extends ZooKeeperError {
+  constructor(path?: string) {
+    super(
+      'ZK_AUTH_REQUIRED',
+      ZK_CODES.SESSION_CLOSED_REQUIRE_AUTH,
+      'the server requires authentication this connection has not done (configure SASL credentials)',
+      path,
+    );
+  }
+}
+
+/** A hard quota (node count or bytes) set on a parent would be exceeded; nothing was applied. */
+export class QuotaExceededError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_QUOTA_EXCEEDED', ZK_CODES.QUOTA_EXCEEDED, 'quota exceeded', path);
+  }
+}
+
+/**
+ * The server shed the request under load without applying it: safe to send
+ * again after a pause, also for a write (the session's retry policy does for
+ * the requests it retries).
+ */
+export class ThrottledError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_THROTTLED', ZK_CODES.THROTTLED, 'the server is throttling requests', path);
   }
 }
 
@@ -187,9 +230,15 @@ const BY_CODE: Record<number, (path?: string) => ZooKeeperError> = {
   [ZK_CODES.NO_CHILDREN_FOR_EPHEMERALS]: (p) => new NoChildrenForEphemeralsError(p),
   [ZK_CODES.CONNECTION_LOSS]: (p) => new ConnectionLossError(p),
   [ZK_CODES.SESSION_EXPIRED]: (p) => new SessionExpiredError(p),
+  [ZK_CODES.SESSION_CLOSED_REQUIRE_AUTH]: (p) => new AuthRequiredError(p),
+  [ZK_CODES.QUOTA_EXCEEDED]: (p) => new QuotaExceededError(p),
+  [ZK_CODES.THROTTLED]: (p) => new ThrottledError(p),
 };
 
-/** The typed error for a ZooKeeper numeric code. */
+/**
+ * The typed error for a ZooKeeper numeric code. A code this release does not
+ * know (a later server's) is a plain `ZooKeeperError` (`ZK_ERROR`) carrying it.
+ */
 export function errorFromCode(zkCode: number, path?: string): ZooKeeperError {
   const make = BY_CODE[zkCode];
   return make ? make(path) : new ZooKeeperError('ZK_ERROR', zkCode, `ZooKeeper error ${zkCode}`, path);

@@ -22,7 +22,12 @@
  * - `readMulti`, ZooKeeper's read-only multi (3.6+), which the wire client
  *   lacks: many getData / getChildren in one request, each failing alone;
  * - a namespace (every path is relative to it) and digest auth, with the ACL
- *   applied to every node this session creates.
+ *   applied to every node this session creates;
+ * - a server that refuses the connection itself (it requires authentication
+ *   this session has not done, -124, or answers an auth packet or a ping with
+ *   an error) fails the session for good: `failed` carries the typed error,
+ *   pending and later requests reject with it, and the session closes, where
+ *   reconnecting would only be refused again.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -45,10 +50,12 @@ import { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 import { isRetryable, type RetryOptions, withRetry } from './retry.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
+  acceptUnknownErrorCodes,
   assertReadMultiSupported,
   discardTornReplies,
   dropConnection,
   eventType,
+  onConnectionRefused,
   sendMulti,
   sendReadMulti,
   toStat,
@@ -94,6 +101,11 @@ export interface SessionEvents {
   reconnected: [info: { newSession: boolean }];
   lost: [];
   closed: [];
+  /**
+   * The server refused the connection itself (e.g. `AuthRequiredError`): the
+   * session is closing for good and every request rejects with this error.
+   */
+  failed: [error: ZooKeeperError];
   /** A `onNewSession` hook failed; the session itself is fine. */
   hookError: [error: unknown];
 }
@@ -178,6 +190,8 @@ export class Session extends EventEmitter<SessionEvents> {
   /** When the last request was sent (the probe only runs on a quiet session). */
   private lastRequestAt = Date.now();
   private isClosed = false;
+  /** Why the server refused this session for good (see `failed`). */
+  private failure: ZooKeeperError | undefined;
   private closing: Promise<void> | undefined;
   private readonly closeHooks = new Set<() => Promise<unknown>>();
 
@@ -262,8 +276,11 @@ export class Session extends EventEmitter<SessionEvents> {
     });
     // Fewer writes, copies and wrappers per request (wire.ts); a client it does not know stays as it is.
     tuneClient(client);
+    // Error codes the client lacks become errors of their request, not exceptions from its socket.
+    acceptUnknownErrorCodes();
     if (this.options.auth) client.addAuthInfo('digest', Buffer.from(this.options.auth));
     discardTornReplies(client);
+    onConnectionRefused(client, (code) => this.failForGood(client, code));
     this.client = client;
     this.stats.sessionsCreated++;
     const firstSession = this.stats.sessionsCreated === 1;
@@ -290,6 +307,20 @@ export class Session extends EventEmitter<SessionEvents> {
     });
     client.connect();
     return client;
+  }
+
+  /** The server refused the connection itself with `code`: see the header (`failed`). */
+  private failForGood(client: WireClient, code: number): void {
+    if (this.client !== client || this.isClosed || this.failure) return;
+    const failure = errorFromCode(code);
+    this.failure = failure;
+    clearTimeout(this.suspendTimer);
+    this.failPending(client, (path) => errorFromCode(code, path));
+    const pending = [...this.watchers];
+    this.watchers.clear();
+    for (const w of pending) w({ type: 'sessionLost', path: w.path ?? '/' });
+    this.emit('failed', failure);
+    void this.close();
   }
 
   private async announceReconnect(newSession: boolean): Promise<void> {
@@ -470,6 +501,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** Sends one request with a timeout, mapping wire errors to typed errors. */
   private call<T>(path: string, send: (client: WireClient, cb: Callback<T>) => void): Promise<T> {
+    if (this.failure) return Promise.reject(errorFromCode(this.failure.zkCode, path));
     if (this.isClosed) return Promise.reject(new SessionClosedError(path));
     this.stats.requests++;
     this.lastRequestAt = Date.now();

@@ -3,7 +3,9 @@
  * the session layer's own types, and the runtime extensions of the client,
  * each on its exact release only (WIRE_CLIENT_VERSION; unit tests pin the
  * internals they use): the read-only multi, a write multi serialized here,
- * and the request pipe (fewer writes, copies and wrappers per request).
+ * the request pipe (fewer writes, copies and wrappers per request), and
+ * error codes the client does not know (a later server's) made errors of
+ * the request they answer instead of exceptions thrown from its socket.
  * Only this file and session.ts import the client.
  */
 import { createRequire } from 'node:module';
@@ -111,6 +113,121 @@ export function discardTornReplies(client: WireClient): void {
 interface TornReplyHolder {
   pendingBuffer: Buffer | null;
   on(event: 'state', listener: (state: number) => void): void;
+}
+
+// ---- error codes the wire client does not know -------------------------------------
+//
+// The client's Exception.create throws on any code missing from its table
+// (1.1.3 knows none after -115), and it is called inside the socket's data
+// handler: a reply carrying such a code (SessionClosedRequireAuth -124 from a
+// server enforcing SASL, QuotaExceeded -125, Throttled -127, or a code of a
+// later release) would end the process with an exception nobody can catch.
+// `acceptUnknownErrorCodes` replaces the module's `create` (which the connection
+// manager and Transaction look up at each call) by one that returns an
+// Exception carrying any code; known codes keep the client's own objects.
+
+/** Names of codes ZooKeeper 3.5-3.9 may answer that the wire client's table lacks. */
+const LATER_CODES: Record<number, string> = {
+  [-12]: 'UNKNOWN_SESSION',
+  [-13]: 'NEW_CONFIG_NO_QUORUM',
+  [-14]: 'RECONFIG_IN_PROGRESS',
+  [-118]: 'SESSION_MOVED',
+  [-119]: 'NOT_READONLY',
+  [-120]: 'EPHEMERAL_ON_LOCAL_SESSION',
+  [-121]: 'NO_WATCHER',
+  [-122]: 'REQUEST_TIMEOUT',
+  [-123]: 'RECONFIG_DISABLED',
+  [-124]: 'SESSION_CLOSED_REQUIRE_SASL_AUTH',
+  [-125]: 'QUOTA_EXCEEDED',
+  [-127]: 'THROTTLED_OP',
+};
+const ACCEPTS_ANY_CODE = Symbol.for('zkq.wire.anyCode');
+
+interface ExceptionModule {
+  (code: number, name: string, path: string | undefined, ctor: unknown): void;
+  create: ((code: number, path?: string) => unknown) & { [ACCEPTS_ANY_CODE]?: true };
+  prototype: object;
+  [name: string]: unknown;
+}
+
+function loadExceptionModule(): ExceptionModule {
+  return createRequire(import.meta.url)('node-zookeeper-client/lib/Exception.js') as ExceptionModule;
+}
+
+/** What differs, in the given Exception module, from what `acceptUnknownErrorCodes` relies on (empty: all fine). */
+export function unknownCodeProblems(
+  exception: ExceptionModule = loadExceptionModule(),
+  manager: { prototype?: Methods } = createRequire(import.meta.url)('node-zookeeper-client/lib/ConnectionManager.js'),
+): string[] {
+  const problems: string[] = [];
+  if (exception !== (zookeeper.Exception as unknown)) problems.push('the client exports another Exception module');
+  if (typeof exception.create !== 'function' || !String(exception.create).includes('validateCode(code)')) {
+    problems.push('Exception.create no longer does `validateCode(code)`');
+  }
+  if (exception.AUTH_FAILED !== -115 || exception.OK !== 0) problems.push('Exception.AUTH_FAILED or OK changed');
+  const onData = manager.prototype?.onSocketData;
+  if (typeof onData !== 'function' || !String(onData).includes('Exception.create(responseHeader.err)')) {
+    problems.push('ConnectionManager.prototype.onSocketData no longer does `Exception.create(responseHeader.err)`');
+  }
+  return problems;
+}
+
+/**
+ * Makes the wire client's Exception.create accept any code (see above).
+ * Returns what differs from the checked client instead, leaving it as it is.
+ */
+export function acceptUnknownErrorCodes(): string[] {
+  let exception: ExceptionModule;
+  try {
+    exception = loadExceptionModule();
+  } catch (err) {
+    return [`its internals do not load (${String(err)})`];
+  }
+  if (exception.create[ACCEPTS_ANY_CODE]) return [];
+  const problems = unknownCodeProblems(exception);
+  if (problems.length > 0) return problems;
+  const original = exception.create;
+  const known = new Set(Object.values(exception).filter((v): v is number => typeof v === 'number'));
+  const create = (code: number, path?: string): unknown => {
+    if (typeof code !== 'number' || known.has(code)) return original(code, path);
+    // an Exception as the client builds one (getCode, getName, getPath, instanceof), for a code it lacks
+    const error = Object.create(exception.prototype) as Error & { code: number; path?: string };
+    const name = LATER_CODES[code] ?? `UNKNOWN_CODE_${-code}`;
+    Object.assign(error, { code, name, path, message: `Exception: ${name}[${code}]${path ? `@${path}` : ''}` });
+    Error.captureStackTrace(error, create);
+    return error;
+  };
+  (create as typeof exception.create)[ACCEPTS_ANY_CODE] = true;
+  exception.create = create as typeof exception.create;
+  return [];
+}
+
+/** Reply xids the server answers outside any request: pings and auth packets. */
+const XID = { PING: -2, AUTH: -4 } as const;
+/** The server closes the connection after answering this code, whatever the request. */
+const REQUIRE_AUTH_CODE = -124;
+const REFUSED = Symbol.for('zkq.wire.refused');
+
+/**
+ * Calls `listener` with the code when the server answers `client`'s
+ * connection itself with an error: a ping or auth packet answered with any
+ * code but success, or any reply saying SessionClosedRequireAuth (-124; the
+ * server closes the connection after it). Such an answer would otherwise be
+ * dropped or seen by one request only. Needs the request pipe (`tuneClient`),
+ * which reads every reply first.
+ */
+export function onConnectionRefused(client: WireClient, listener: (code: number) => void): void {
+  const manager = (client as unknown as { connectionManager?: Record<symbol, unknown> }).connectionManager;
+  if (manager) manager[REFUSED] = listener;
+}
+
+/** The code of a reply that refuses the connection itself (see onConnectionRefused), or undefined. */
+export function refusalCode(packet: Buffer): number | undefined {
+  if (packet.length < 20) return undefined;
+  const xid = packet.readInt32BE(4);
+  const err = packet.readInt32BE(16);
+  if (err === REQUIRE_AUTH_CODE || ((xid === XID.PING || xid === XID.AUTH) && err !== 0)) return err;
+  return undefined;
 }
 
 // ---- multis ---------------------------------------------------------------------
@@ -932,6 +1049,9 @@ function frameReplies(m: ManagerLike): void {
         const packet = buffer.subarray(at, end);
         at = end;
         m.pendingBuffer = null;
+        const refused = m.state === STATE.CONNECTING ? undefined : refusalCode(packet);
+        if (refused !== undefined)
+          (m as unknown as Record<symbol, ((code: number) => void) | undefined>)[REFUSED]?.(refused);
         parsingOwnMulti = m.pendingQueue[0]?.request instanceof WriteMultiRequest;
         try {
           handlePacket.call(m, packet);
