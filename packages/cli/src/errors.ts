@@ -108,6 +108,15 @@ export function describeError(err: unknown): { message: string; exitCode: number
       return { message: `ZooKeeper did not answer in time (${message})`, exitCode: EXIT.UNREACHABLE };
     case 'ZK_AUTH_FAILED':
       return { message: 'ZooKeeper rejected the credentials given with --auth', exitCode: EXIT.NOT_AUTHORIZED };
+    case 'ZK_AUTH_REQUIRED':
+      return {
+        message: 'ZooKeeper requires authentication (SASL) this connection has not done: give SASL credentials',
+        exitCode: EXIT.NOT_AUTHORIZED,
+      };
+    case 'ZK_QUOTA_EXCEEDED':
+      return { message: `a ZooKeeper quota was exceeded (${message})`, exitCode: EXIT.FAILURE };
+    case 'ZK_THROTTLED':
+      return { message: `ZooKeeper is throttling requests, try again (${message})`, exitCode: EXIT.FAILURE };
     case 'ZK_NO_AUTH':
       return {
         message: `not authorized to ${typeof e.path === 'string' ? `use ${e.path}` : 'do that'} (check --auth and the ACLs of the namespace)`,

@@ -54,7 +54,8 @@ export type OpResult =
  * - `reconnected`: connected again; `newSession` tells whether the old
  *   session survived (false) or a fresh one replaced an expired one (true);
  * - `lost`: the session expired: its ephemeral nodes and watches are gone;
- * - `closed`: closed by its owner.
+ * - `closed`: closed by its owner, or after the server refused the session
+ *   for good (the session's `failed` event says why).
  */
 export type ConnectionState = 'connected' | 'suspended' | 'reconnected' | 'lost' | 'closed';
 
