@@ -1,6 +1,7 @@
 /** Opening the session of a Queue, Worker or QueueEvents from BullMQ-style options. */
 import { InvalidArgumentError } from '../errors.js';
 import { Session } from '../zk/session.js';
+import { tlsOptionsProblem } from '../zk/tls.js';
 import type { ConnectionOptions } from './types.js';
 
 /** The namespace node every queue lives under unless `prefix` says otherwise. */
@@ -24,6 +25,8 @@ export function validateConnection(connection: unknown): asserts connection is C
   if (c.auth !== undefined && (typeof c.auth !== 'string' || !c.auth.includes(':'))) {
     throw new InvalidArgumentError('connection.auth must be "user:password"', 'connection.auth');
   }
+  const tlsProblem = tlsOptionsProblem(c.tls, 'connection.tls');
+  if (tlsProblem) throw new InvalidArgumentError(...tlsProblem);
 }
 
 /** ZooKeeper's own tree (quotas, config): nothing of zkq may live under it. */

@@ -108,6 +108,33 @@ export class AuthRequiredError extends ZooKeeperError {
   }
 }
 
+/**
+ * The secure connection to ZooKeeper could not be made: the server's
+ * certificate is not trusted, has expired or does not name the server, or
+ * the server refused this client's certificate (none, expired, not signed by
+ * a CA it trusts). Retrying cannot help, so the session fails for good at
+ * once instead of reconnecting. `reason` is the TLS error code (e.g.
+ * `CERT_HAS_EXPIRED`, `ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE`); `cause` the error.
+ */
+export class ConnectionSecurityError extends ZooKeeperError {
+  readonly reason: string;
+
+  constructor(cause: unknown, path?: string) {
+    const reason = String((cause as { code?: unknown } | undefined)?.code ?? 'TLS');
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(
+      'ZK_CONNECTION_SECURITY',
+      ZK_CODES.CONNECTION_LOSS,
+      `secure connection to ZooKeeper failed: ${detail}`,
+      path,
+      {
+        cause,
+      },
+    );
+    this.reason = reason;
+  }
+}
+
 /** A hard quota (node count or bytes) set on a parent would be exceeded; nothing was applied. */
 export class QuotaExceededError extends ZooKeeperError {
   constructor(path?: string) {
@@ -201,10 +228,13 @@ export class SessionClosedError extends ZooKeeperError {
   }
 }
 
+/** The release of node-zookeeper-client the session layer extends at runtime. */
+export const WIRE_EXTENSIONS_VERSION = '1.1.3';
+
 /**
  * The installed node-zookeeper-client is not the release the session layer
- * extends at runtime (the read-only multi): thrown on first use of
- * `readMulti`, naming what differs. Nothing was sent.
+ * extends at runtime: thrown on first use of `readMulti`, or by
+ * `Session.connect` with `tls`, naming what differs. Nothing was sent.
  */
 export class WireClientMismatchError extends ZkqError {
   constructor(
@@ -214,7 +244,7 @@ export class WireClientMismatchError extends ZkqError {
   ) {
     super(
       'ZK_WIRE_CLIENT_MISMATCH',
-      `readMulti extends node-zookeeper-client ${expectedVersion} and cannot run on the installed copy: ${problems.join('; ')}`,
+      `zkq extends node-zookeeper-client ${expectedVersion} (readMulti, TLS) and cannot run on the installed copy: ${problems.join('; ')}`,
     );
   }
 }

@@ -18,6 +18,7 @@ export {
   type SessionOptions,
   type SessionStats,
 } from './session.js';
+export { type TlsOptions, tlsOptionsProblem } from './tls.js';
 export type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, WatchEvent, Watcher } from './types.js';
 export {
   DEFAULT_WATCH_RETRY_MAX_MS,

@@ -32,9 +32,11 @@
 
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import type { ConnectionOptions as NodeTlsOptions } from 'node:tls';
 import { CREATOR_ACL, OPEN_ACL } from './acl.js';
 import {
   BadArgumentsError,
+  ConnectionSecurityError,
   ConnectTimeoutError,
   errorFromCode,
   isOutcomeUnknown,
@@ -43,11 +45,14 @@ import {
   RequestTimeoutError,
   SessionClosedError,
   SessionExpiredError,
+  WIRE_EXTENSIONS_VERSION,
+  WireClientMismatchError,
   ZK_CODES,
   type ZooKeeperError,
 } from './errors.js';
 import { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 import { isRetryable, type RetryOptions, withRetry } from './retry.js';
+import { type TlsOptions, tlsOptionsProblem } from './tls.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
   acceptUnknownErrorCodes,
@@ -56,10 +61,13 @@ import {
   dropConnection,
   eventType,
   onConnectionRefused,
+  onSecurityFailure,
   sendMulti,
   sendReadMulti,
+  tlsProblems,
   toStat,
   tuneClient,
+  useTls,
   type WireClient,
   type WireOp,
   type WireReadResult,
@@ -83,6 +91,12 @@ export interface SessionOptions {
   requestTimeout?: number;
   /** Digest credentials, `user:password`. */
   auth?: string;
+  /**
+   * TLS to the servers' secure client port (`secureClientPort`): CA, client
+   * certificate and key (the `x509` identity), server name, verification.
+   * Every connection and reconnection, to any server of the ensemble, uses it.
+   */
+  tls?: TlsOptions;
   /** ACL of every node created: `creator` (default with `auth`), `open` (default without), or entries. */
   acl?: 'open' | 'creator' | readonly AclEntry[];
   /** Retry policy for reads and protected creates. */
@@ -190,8 +204,8 @@ export class Session extends EventEmitter<SessionEvents> {
   /** When the last request was sent (the probe only runs on a quiet session). */
   private lastRequestAt = Date.now();
   private isClosed = false;
-  /** Why the server refused this session for good (see `failed`). */
-  private failure: ZooKeeperError | undefined;
+  /** Why the session failed for good (see `failed`): the error each request then gets, for its path. */
+  private failure: ((path?: string) => ZooKeeperError) | undefined;
   private closing: Promise<void> | undefined;
   private readonly closeHooks = new Set<() => Promise<unknown>>();
 
@@ -206,6 +220,13 @@ export class Session extends EventEmitter<SessionEvents> {
   static async connect(options: SessionOptions): Promise<Session> {
     if (!options.connectionString || typeof options.connectionString !== 'string') {
       throw new BadArgumentsError('connectionString must be a non-empty string like "127.0.0.1:2181"');
+    }
+    const tlsProblem = tlsOptionsProblem(options.tls);
+    if (tlsProblem) throw new BadArgumentsError(tlsProblem[0]);
+    if (options.tls) {
+      // a connection that cannot be made secure is not made in the clear instead
+      const problems = tlsProblems();
+      if (problems.length > 0) throw new WireClientMismatchError(WIRE_EXTENSIONS_VERSION, problems);
     }
     const session = new Session(options);
     await session.open();
@@ -256,15 +277,22 @@ export class Session extends EventEmitter<SessionEvents> {
     const timeoutMs = this.options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MS;
     const client = this.newClient();
     return new Promise((resolve, reject) => {
+      const failed = (error: ZooKeeperError) => {
+        clearTimeout(timer);
+        reject(error);
+      };
       const timer = setTimeout(() => {
+        this.off('failed', failed);
         this.isClosed = true;
         client.close();
         reject(new ConnectTimeoutError(this.options.connectionString, timeoutMs));
       }, timeoutMs);
       client.once('connected', () => {
         clearTimeout(timer);
+        this.off('failed', failed);
         resolve();
       });
+      this.once('failed', failed);
     });
   }
 
@@ -280,7 +308,11 @@ export class Session extends EventEmitter<SessionEvents> {
     acceptUnknownErrorCodes();
     if (this.options.auth) client.addAuthInfo('digest', Buffer.from(this.options.auth));
     discardTornReplies(client);
-    onConnectionRefused(client, (code) => this.failForGood(client, code));
+    onConnectionRefused(client, (code) => this.failForGood(client, (path) => errorFromCode(code, path)));
+    if (this.options.tls) {
+      useTls(client, this.options.tls as NodeTlsOptions);
+      onSecurityFailure(client, (err) => this.failForGood(client, (path) => new ConnectionSecurityError(err, path)));
+    }
     this.client = client;
     this.stats.sessionsCreated++;
     const firstSession = this.stats.sessionsCreated === 1;
@@ -309,13 +341,13 @@ export class Session extends EventEmitter<SessionEvents> {
     return client;
   }
 
-  /** The server refused the connection itself with `code`: see the header (`failed`). */
-  private failForGood(client: WireClient, code: number): void {
+  /** The server refused the connection, or TLS failed for good: see the header (`failed`). */
+  private failForGood(client: WireClient, make: (path?: string) => ZooKeeperError): void {
     if (this.client !== client || this.isClosed || this.failure) return;
-    const failure = errorFromCode(code);
-    this.failure = failure;
+    const failure = make();
+    this.failure = make;
     clearTimeout(this.suspendTimer);
-    this.failPending(client, (path) => errorFromCode(code, path));
+    this.failPending(client, make);
     const pending = [...this.watchers];
     this.watchers.clear();
     for (const w of pending) w({ type: 'sessionLost', path: w.path ?? '/' });
@@ -501,7 +533,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** Sends one request with a timeout, mapping wire errors to typed errors. */
   private call<T>(path: string, send: (client: WireClient, cb: Callback<T>) => void): Promise<T> {
-    if (this.failure) return Promise.reject(errorFromCode(this.failure.zkCode, path));
+    if (this.failure) return Promise.reject(this.failure(path));
     if (this.isClosed) return Promise.reject(new SessionClosedError(path));
     this.stats.requests++;
     this.lastRequestAt = Date.now();
