@@ -40,6 +40,9 @@ function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
   delete env.ZKQ_AUTH;
   delete env.ZKQ_ZK;
+  delete env.ZKQ_TLS_CA;
+  delete env.ZKQ_TLS_CERT;
+  delete env.ZKQ_TLS_KEY;
   return env;
 }
 

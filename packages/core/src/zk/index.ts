@@ -1,4 +1,4 @@
-export { CREATOR_ACL, digestId, OPEN_ACL, permissionBits } from './acl.js';
+export { CREATOR_ACL, digestId, OPEN_ACL, permissionBits, saslAcl, x509Acl } from './acl.js';
 export * from './errors.js';
 export { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 export { backoffDelay, DEFAULT_RETRY, isRetryable, type RetryOptions, withRetry } from './retry.js';

@@ -62,6 +62,11 @@ export type ConnectionState = 'connected' | 'suspended' | 'reconnected' | 'lost'
 /** A permission set: any of `r` read, `w` write, `c` create, `d` delete, `a` admin. */
 export interface AclEntry {
   perms: string;
-  scheme: 'world' | 'auth' | 'digest' | 'ip';
+  /**
+   * `x509`: the subject of a client certificate (TLS with ZooKeeper's
+   * X509AuthenticationProvider), e.g. `O=tenant-a,CN=worker`; `sasl`: a SASL
+   * user name; `auth`: whatever identities the creating connection has.
+   */
+  scheme: 'world' | 'auth' | 'digest' | 'ip' | 'x509' | 'sasl';
   id: string;
 }
