@@ -1,5 +1,6 @@
 /** Opening the session of a Queue, Worker or QueueEvents from BullMQ-style options. */
 import { InvalidArgumentError } from '../errors.js';
+import { saslOptionsProblem } from '../zk/sasl.js';
 import { Session } from '../zk/session.js';
 import { tlsOptionsProblem } from '../zk/tls.js';
 import type { ConnectionOptions } from './types.js';
@@ -27,6 +28,8 @@ export function validateConnection(connection: unknown): asserts connection is C
   }
   const tlsProblem = tlsOptionsProblem(c.tls, 'connection.tls');
   if (tlsProblem) throw new InvalidArgumentError(...tlsProblem);
+  const saslProblem = saslOptionsProblem(c.sasl, 'connection.sasl');
+  if (saslProblem) throw new InvalidArgumentError(...saslProblem);
 }
 
 /** ZooKeeper's own tree (quotas, config): nothing of zkq may live under it. */

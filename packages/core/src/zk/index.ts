@@ -2,6 +2,7 @@ export { CREATOR_ACL, digestId, OPEN_ACL, permissionBits, saslAcl, x509Acl } fro
 export * from './errors.js';
 export { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 export { backoffDelay, DEFAULT_RETRY, isRetryable, type RetryOptions, withRetry } from './retry.js';
+export { type SaslOptions, saslOptionsProblem } from './sasl.js';
 export { SEQUENCE_DIGITS, sequenceOf, sortBySequence } from './sequence.js';
 export {
   DEFAULT_CONNECT_TIMEOUT_MS,

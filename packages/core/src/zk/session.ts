@@ -52,6 +52,7 @@ import {
 } from './errors.js';
 import { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 import { isRetryable, type RetryOptions, withRetry } from './retry.js';
+import { type SaslOptions, saslOptionsProblem } from './sasl.js';
 import { type TlsOptions, tlsOptionsProblem } from './tls.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
@@ -62,11 +63,13 @@ import {
   eventType,
   onConnectionRefused,
   onSecurityFailure,
+  requestPipeProblems,
   sendMulti,
   sendReadMulti,
   tlsProblems,
   toStat,
   tuneClient,
+  useSasl,
   useTls,
   type WireClient,
   type WireOp,
@@ -97,7 +100,13 @@ export interface SessionOptions {
    * Every connection and reconnection, to any server of the ensemble, uses it.
    */
   tls?: TlsOptions;
-  /** ACL of every node created: `creator` (default with `auth`), `open` (default without), or entries. */
+  /**
+   * SASL credentials (DIGEST-MD5, ZooKeeper's DigestLoginModule users): every
+   * connection authenticates with them before any other request, as a server
+   * with `enforce.auth.enabled` requires. The identity is `sasl:<username>`.
+   */
+  sasl?: SaslOptions;
+  /** ACL of every node created: `creator` (default with `auth` or `sasl`), `open` (default without), or entries. */
   acl?: 'open' | 'creator' | readonly AclEntry[];
   /** Retry policy for reads and protected creates. */
   retry?: RetryOptions;
@@ -212,7 +221,7 @@ export class Session extends EventEmitter<SessionEvents> {
   private constructor(private readonly options: SessionOptions) {
     super();
     this.namespace = normalizeNamespace(options.namespace);
-    const acl = options.acl ?? (options.auth ? 'creator' : 'open');
+    const acl = options.acl ?? (options.auth || options.sasl ? 'creator' : 'open');
     this.acl = wireAcl(acl === 'open' ? OPEN_ACL : acl === 'creator' ? CREATOR_ACL : acl);
   }
 
@@ -223,6 +232,13 @@ export class Session extends EventEmitter<SessionEvents> {
     }
     const tlsProblem = tlsOptionsProblem(options.tls);
     if (tlsProblem) throw new BadArgumentsError(tlsProblem[0]);
+    const saslProblem = saslOptionsProblem(options.sasl);
+    if (saslProblem) throw new BadArgumentsError(saslProblem[0]);
+    if (options.sasl) {
+      // without the request pipe, requests would not wait for the exchange
+      const problems = requestPipeProblems();
+      if (problems.length > 0) throw new WireClientMismatchError(WIRE_EXTENSIONS_VERSION, problems);
+    }
     if (options.tls) {
       // a connection that cannot be made secure is not made in the clear instead
       const problems = tlsProblems();
@@ -313,6 +329,7 @@ export class Session extends EventEmitter<SessionEvents> {
       useTls(client, this.options.tls as NodeTlsOptions);
       onSecurityFailure(client, (err) => this.failForGood(client, (path) => new ConnectionSecurityError(err, path)));
     }
+    if (this.options.sasl) useSasl(client, this.options.sasl);
     this.client = client;
     this.stats.sessionsCreated++;
     const firstSession = this.stats.sessionsCreated === 1;
