@@ -23,6 +23,7 @@ export interface GlobalArgs {
   tlsCa: string | undefined;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
+  sasl: string | undefined;
   connectTimeout: number;
   sessionTimeout: number | undefined;
   logLevel: string | undefined;
@@ -94,6 +95,13 @@ export function zooKeeperOptions<T>(y: Argv<T>): Argv<T> {
       describe: 'ACL of created nodes (default: creator with --auth, open without)',
       global: false,
     })
+    .option('sasl', {
+      type: 'string',
+      default: process.env.ZKQ_SASL || undefined,
+      defaultDescription: '$ZKQ_SASL',
+      describe: 'SASL DIGEST-MD5 credentials user:password (nodes are then created creator-only)',
+      global: false,
+    })
     .option('tls-ca', {
       type: 'string',
       default: process.env.ZKQ_TLS_CA || undefined,
@@ -127,7 +135,7 @@ export function zooKeeperOptions<T>(y: Argv<T>): Argv<T> {
       global: false,
     })
     .group(
-      ['zk', 'namespace', 'auth', 'acl', 'tls-ca', 'tls-cert', 'tls-key', 'connect-timeout', 'session-timeout'],
+      ['zk', 'namespace', 'auth', 'sasl', 'acl', 'tls-ca', 'tls-cert', 'tls-key', 'connect-timeout', 'session-timeout'],
       ZOOKEEPER_GROUP,
     );
 }
@@ -136,6 +144,8 @@ export function zooKeeperOptions<T>(y: Argv<T>): Argv<T> {
 export function connectionOf(args: GlobalArgs): ConnectionOptions {
   if (!args.zk?.trim()) throw new UsageError('--zk must be a connection string like 127.0.0.1:2181');
   if (args.auth !== undefined && !args.auth.includes(':')) throw new UsageError('--auth must be user:password');
+  const sasl = args.sasl === undefined ? undefined : /^([^:]+):(.*)$/s.exec(args.sasl);
+  if (args.sasl !== undefined && !sasl) throw new UsageError('--sasl must be user:password');
   positive(args.connectTimeout, '--connect-timeout');
   if (args.sessionTimeout !== undefined) positive(args.sessionTimeout, '--session-timeout');
   return {
@@ -143,6 +153,7 @@ export function connectionOf(args: GlobalArgs): ConnectionOptions {
     connectTimeout: args.connectTimeout,
     ...(args.sessionTimeout !== undefined ? { sessionTimeout: args.sessionTimeout } : {}),
     ...(args.auth ? { auth: args.auth } : {}),
+    ...(sasl ? { sasl: { username: sasl[1] as string, password: sasl[2] as string } } : {}),
     ...(args.acl ? { acl: args.acl } : {}),
     ...tlsOf(args),
   };

@@ -107,10 +107,18 @@ export function describeError(err: unknown): { message: string; exitCode: number
     case 'ZK_REQUEST_TIMEOUT':
       return { message: `ZooKeeper did not answer in time (${message})`, exitCode: EXIT.UNREACHABLE };
     case 'ZK_AUTH_FAILED':
-      return { message: 'ZooKeeper rejected the credentials given with --auth', exitCode: EXIT.NOT_AUTHORIZED };
+      return {
+        message: 'ZooKeeper rejected the credentials given with --auth or --sasl',
+        exitCode: EXIT.NOT_AUTHORIZED,
+      };
     case 'ZK_AUTH_REQUIRED':
       return {
-        message: 'ZooKeeper requires authentication (SASL) this connection has not done: give SASL credentials',
+        message: 'ZooKeeper requires SASL authentication, refused or not given (check --sasl)',
+        exitCode: EXIT.NOT_AUTHORIZED,
+      };
+    case 'ZK_CONNECTION_SECURITY':
+      return {
+        message: `${message} (check --tls-ca, --tls-cert and --tls-key)`,
         exitCode: EXIT.NOT_AUTHORIZED,
       };
     case 'ZK_QUOTA_EXCEEDED':
