@@ -97,7 +97,18 @@ test('the help lists every exit code, and points to nothing that does not ship',
 });
 
 test('ZooKeeper options are listed and accepted only by commands that connect', async () => {
-  const zkOptions = ['--zk', '--namespace', '--auth', '--acl', '--connect-timeout', '--session-timeout'];
+  const zkOptions = [
+    '--zk',
+    '--namespace',
+    '--auth',
+    '--sasl',
+    '--acl',
+    '--tls-ca',
+    '--tls-cert',
+    '--tls-key',
+    '--connect-timeout',
+    '--session-timeout',
+  ];
   const [dev, demo, stats] = await Promise.all([
     zkq(['dev-server', '--help']),
     zkq(['demo', '--help']),
