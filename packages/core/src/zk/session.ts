@@ -23,11 +23,14 @@
  *   lacks: many getData / getChildren in one request, each failing alone;
  * - a namespace (every path is relative to it) and digest auth, with the ACL
  *   applied to every node this session creates;
+ * - TLS (`tls`) and SASL DIGEST-MD5 (`sasl`, before any other request) on
+ *   every connection, through wire.ts;
  * - a server that refuses the connection itself (it requires authentication
- *   this session has not done, -124, or answers an auth packet or a ping with
- *   an error) fails the session for good: `failed` carries the typed error,
- *   pending and later requests reject with it, and the session closes, where
- *   reconnecting would only be refused again.
+ *   this session has not done, -124, or answers an auth packet, a SASL token
+ *   or a ping with an error), or a TLS connection that cannot be made secure,
+ *   fails the session for good: `failed` carries the typed error, pending and
+ *   later requests reject with it, and the session closes, where reconnecting
+ *   would only be refused again.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -125,8 +128,9 @@ export interface SessionEvents {
   lost: [];
   closed: [];
   /**
-   * The server refused the connection itself (e.g. `AuthRequiredError`): the
-   * session is closing for good and every request rejects with this error.
+   * The server refused the connection itself (e.g. `AuthRequiredError`), or
+   * TLS failed for good (`ConnectionSecurityError`): the session is closing
+   * for good and every request rejects with this error.
    */
   failed: [error: ZooKeeperError];
   /** A `onNewSession` hook failed; the session itself is fine. */
@@ -454,9 +458,10 @@ export class Session extends EventEmitter<SessionEvents> {
     clearInterval(this.probeTimer);
     const client = this.client;
     // The wire client's own 'state' listener must stay: it emits the
-    // 'disconnected' awaited here (isClosed already mutes ours).
+    // 'disconnected' awaited here (isClosed already mutes ours). A session
+    // that failed for good has no server willing to hear its goodbye.
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 2000);
+      const timer = setTimeout(resolve, this.failure ? 0 : 2000);
       client.once('disconnected', () => {
         clearTimeout(timer);
         resolve();
