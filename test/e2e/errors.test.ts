@@ -53,6 +53,8 @@ test('bad usage and bad input: one line naming the problem, exit 2', async (t) =
     [['barrier', 'a/b', '--members', '2'], /^zkq: invalid barrier name 'a\/b'/],
     [['add-bulk', 'q', '--file', 'no-such.ndjson'], /^zkq: cannot read no-such\.ndjson: no such file$/],
     [['stats', 'q', '--auth', 'nocolon'], /^zkq: --auth must be user:password$/],
+    [['stats', 'q', '--sasl', 'nocolon'], /^zkq: --sasl must be user:password$/],
+    [['stats', 'q', '--tls-cert', 'client.pem'], /^zkq: --tls-cert and --tls-key go together$/],
   ];
   for (const [args, expected] of cases) {
     const r = await zkq([...args, ...env.global]);
