@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { AuthRequiredError, NoAuthError, Session, type SessionOptions, saslAcl } from '@zkq/core';
+import { AuthFailedError, AuthRequiredError, NoAuthError, Session, type SessionOptions, saslAcl } from '@zkq/core';
 import { saslServerOptions, startZooKeeper, uniqueRoot, type ZooKeeperServer } from '@zkq/testing';
 import { nextEvent } from '../helpers/zk.js';
 
@@ -79,3 +79,23 @@ for (const [what, sasl] of [
     assert.ok(Date.now() - started < CONNECT_TIMEOUT_MS);
   });
 }
+
+test('a server that takes SASL without enforcing it refuses a wrong password with AuthFailedError', async (t) => {
+  const lenient = await startZooKeeper({
+    heapMb: 128,
+    ...saslServerOptions({ users: { alice: 'secret' }, enforce: false }),
+  });
+  t.after(() => lenient.stop());
+  await assert.rejects(
+    Session.connect({
+      connectionString: lenient.connectionString,
+      namespace: '/lenient',
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      sasl: { username: 'alice', password: 'wrong' },
+    }),
+    AuthFailedError,
+  );
+  const anonymous = await Session.connect({ connectionString: lenient.connectionString, namespace: '/lenient' });
+  t.after(() => anonymous.close());
+  assert.ok(await anonymous.exists('/'), 'without enforcement, a connection without SASL is served');
+});
