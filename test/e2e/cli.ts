@@ -36,11 +36,11 @@ export async function cliEnv(t: { name?: string }): Promise<CliEnv> {
   return { zk, namespace, global: [`--zk=${zk}`, `--namespace=${namespace}`] };
 }
 
+/** This process's environment without zkq's own variables (a test sets those it means), then `extra`. */
 function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
-  delete env.ZKQ_AUTH;
-  delete env.ZKQ_ZK;
-  return env;
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['ZKQ_AUTH', 'ZKQ_ZK', 'ZKQ_SASL', 'ZKQ_TLS_CA', 'ZKQ_TLS_CERT', 'ZKQ_TLS_KEY']) delete env[name];
+  return { ...env, ...extra };
 }
 
 /** Runs `zkq <args>` to its end (killed after `timeoutMs`). */

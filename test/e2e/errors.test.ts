@@ -53,6 +53,8 @@ test('bad usage and bad input: one line naming the problem, exit 2', async (t) =
     [['barrier', 'a/b', '--members', '2'], /^zkq: invalid barrier name 'a\/b'/],
     [['add-bulk', 'q', '--file', 'no-such.ndjson'], /^zkq: cannot read no-such\.ndjson: no such file$/],
     [['stats', 'q', '--auth', 'nocolon'], /^zkq: --auth must be user:password$/],
+    [['stats', 'q', '--sasl', 'nocolon'], /^zkq: --sasl must be user:password$/],
+    [['stats', 'q', '--tls-cert', 'client.pem'], /^zkq: --tls-cert and --tls-key go together$/],
   ];
   for (const [args, expected] of cases) {
     const r = await zkq([...args, ...env.global]);
@@ -97,7 +99,18 @@ test('the help lists every exit code, and points to nothing that does not ship',
 });
 
 test('ZooKeeper options are listed and accepted only by commands that connect', async () => {
-  const zkOptions = ['--zk', '--namespace', '--auth', '--acl', '--connect-timeout', '--session-timeout'];
+  const zkOptions = [
+    '--zk',
+    '--namespace',
+    '--auth',
+    '--sasl',
+    '--acl',
+    '--tls-ca',
+    '--tls-cert',
+    '--tls-key',
+    '--connect-timeout',
+    '--session-timeout',
+  ];
   const [dev, demo, stats] = await Promise.all([
     zkq(['dev-server', '--help']),
     zkq(['demo', '--help']),

@@ -1,8 +1,9 @@
 /**
  * A loopback proxy in front of ZooKeeper that understands the wire framing,
  * to inject a fault at ONE chosen request: cut the connection just before it
- * reaches the server, lose its reply after the server applied it, or hold its
- * reply (and everything behind it) back for a while.
+ * reaches the server, lose its reply after the server applied it, hold its
+ * reply (and everything behind it) back for a while, or rewrite the error
+ * code its reply carries.
  *
  * Requests are chosen by op code and by the bytes they carry (a path or a job
  * id), not by who sends them or in which order, so a test keeps its meaning
@@ -29,6 +30,7 @@ export const OP = {
   multi: 14,
   create2: 15,
   multiRead: 22,
+  auth: 100,
 } as const;
 
 /** Op codes that change nothing on the server. */
@@ -65,7 +67,8 @@ export interface Fault {
 type Action =
   | { kind: 'cut'; refuseMs: number }
   | { kind: 'loseReply'; until: Promise<unknown> | undefined }
-  | { kind: 'delayReply'; ms: number };
+  | { kind: 'delayReply'; ms: number }
+  | { kind: 'rewriteError'; code: number };
 
 interface Rule {
   match: (r: WireRequest) => boolean;
@@ -130,6 +133,15 @@ export class FaultProxy {
   /** Sends the next matching request and holds its reply, and every later one on that connection, for `ms`. */
   delayReply(match: (r: WireRequest) => boolean, ms: number): Fault {
     return this.addRule(match, { kind: 'delayReply', ms });
+  }
+
+  /**
+   * Sends the next matching request and puts `code` in its reply's error
+   * field (the reply's body is passed on as the server sent it): how a
+   * server answers with a code the client may not know.
+   */
+  rewriteError(match: (r: WireRequest) => boolean, code: number): Fault {
+    return this.addRule(match, { kind: 'rewriteError', code });
   }
 
   async stop(): Promise<void> {
@@ -270,6 +282,14 @@ export class FaultProxy {
         if (until) this.refuseUntil(until, rule);
         else rule.finish();
         return;
+      }
+      if (rule?.action.kind === 'rewriteError') {
+        const rewritten = Buffer.from(packet);
+        rewritten.writeInt32BE(rule.action.code, 16); // length, xid, zxid (8), then err
+        rule.fire();
+        rule.finish();
+        this.toClient(pipe, rewritten);
+        continue;
       }
       if (rule?.action.kind === 'delayReply') {
         rule.fire();

@@ -33,3 +33,9 @@ test('predefined ACLs: open is world:anyone, creator is auth with every permissi
   assert.deepEqual(OPEN_ACL, [{ perms: 'rwcda', scheme: 'world', id: 'anyone' }]);
   assert.deepEqual(CREATOR_ACL, [{ perms: 'rwcda', scheme: 'auth', id: '' }]);
 });
+
+test('x509Acl and saslAcl: every permission for one certificate subject or SASL user, or the ones given', async () => {
+  const { saslAcl, x509Acl } = await import('@zkq/core');
+  assert.deepEqual(x509Acl('CN=worker,O=tenant-a'), [{ perms: 'rwcda', scheme: 'x509', id: 'CN=worker,O=tenant-a' }]);
+  assert.deepEqual(saslAcl('alice', 'r'), [{ perms: 'r', scheme: 'sasl', id: 'alice' }]);
+});

@@ -2,7 +2,8 @@
  * Global options shared by every command, and what commands build from
  * them: connection options, a Queue, a raw session in the namespace.
  */
-import { type ConnectionOptions, openSession, type Session } from '@zkq/core';
+import { readFileSync } from 'node:fs';
+import { type ConnectionOptions, openSession, type Session, type TlsOptions } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import type { Argv } from 'yargs';
 import { UsageError } from './errors.js';
@@ -19,6 +20,10 @@ export interface GlobalArgs {
   namespace: string;
   auth: string | undefined;
   acl: 'open' | 'creator' | undefined;
+  tlsCa: string | undefined;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  sasl: string | undefined;
   connectTimeout: number;
   sessionTimeout: number | undefined;
   logLevel: string | undefined;
@@ -90,6 +95,34 @@ export function zooKeeperOptions<T>(y: Argv<T>): Argv<T> {
       describe: 'ACL of created nodes (default: creator with --auth, open without)',
       global: false,
     })
+    .option('sasl', {
+      type: 'string',
+      default: process.env.ZKQ_SASL || undefined,
+      defaultDescription: '$ZKQ_SASL',
+      describe: 'SASL DIGEST-MD5 credentials user:password (nodes are then created creator-only)',
+      global: false,
+    })
+    .option('tls-ca', {
+      type: 'string',
+      default: process.env.ZKQ_TLS_CA || undefined,
+      defaultDescription: '$ZKQ_TLS_CA',
+      describe: "TLS to ZooKeeper's secure port: PEM file of the CA that signs the servers' certificates",
+      global: false,
+    })
+    .option('tls-cert', {
+      type: 'string',
+      default: process.env.ZKQ_TLS_CERT || undefined,
+      defaultDescription: '$ZKQ_TLS_CERT',
+      describe: "TLS: this client's certificate, PEM file (its x509 identity); with --tls-key",
+      global: false,
+    })
+    .option('tls-key', {
+      type: 'string',
+      default: process.env.ZKQ_TLS_KEY || undefined,
+      defaultDescription: '$ZKQ_TLS_KEY',
+      describe: "TLS: the client certificate's private key, PEM file",
+      global: false,
+    })
     .option('connect-timeout', {
       type: 'number',
       default: DEFAULT_CONNECT_TIMEOUT_MS,
@@ -101,13 +134,18 @@ export function zooKeeperOptions<T>(y: Argv<T>): Argv<T> {
       describe: 'Requested ZooKeeper session timeout, ms (default 30000)',
       global: false,
     })
-    .group(['zk', 'namespace', 'auth', 'acl', 'connect-timeout', 'session-timeout'], ZOOKEEPER_GROUP);
+    .group(
+      ['zk', 'namespace', 'auth', 'sasl', 'acl', 'tls-ca', 'tls-cert', 'tls-key', 'connect-timeout', 'session-timeout'],
+      ZOOKEEPER_GROUP,
+    );
 }
 
 /** Connection options from the global options. */
 export function connectionOf(args: GlobalArgs): ConnectionOptions {
   if (!args.zk?.trim()) throw new UsageError('--zk must be a connection string like 127.0.0.1:2181');
   if (args.auth !== undefined && !args.auth.includes(':')) throw new UsageError('--auth must be user:password');
+  const sasl = args.sasl === undefined ? undefined : /^([^:]+):(.*)$/s.exec(args.sasl);
+  if (args.sasl !== undefined && !sasl) throw new UsageError('--sasl must be user:password');
   positive(args.connectTimeout, '--connect-timeout');
   if (args.sessionTimeout !== undefined) positive(args.sessionTimeout, '--session-timeout');
   return {
@@ -115,7 +153,31 @@ export function connectionOf(args: GlobalArgs): ConnectionOptions {
     connectTimeout: args.connectTimeout,
     ...(args.sessionTimeout !== undefined ? { sessionTimeout: args.sessionTimeout } : {}),
     ...(args.auth ? { auth: args.auth } : {}),
+    ...(sasl ? { sasl: { username: sasl[1] as string, password: sasl[2] as string } } : {}),
     ...(args.acl ? { acl: args.acl } : {}),
+    ...tlsOf(args),
+  };
+}
+
+/** TLS options from --tls-ca, --tls-cert and --tls-key (files read here); none of them: no TLS. */
+function tlsOf(args: GlobalArgs): { tls?: TlsOptions } {
+  if (!args.tlsCa && !args.tlsCert && !args.tlsKey) return {};
+  if (Boolean(args.tlsCert) !== Boolean(args.tlsKey)) throw new UsageError('--tls-cert and --tls-key go together');
+  const read = (file: string, option: string) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (err) {
+      const why = (err as { code?: unknown }).code === 'ENOENT' ? 'no such file' : String((err as Error).message);
+      throw new UsageError(`${option}: cannot read ${file}: ${why}`);
+    }
+  };
+  return {
+    tls: {
+      ...(args.tlsCa ? { ca: read(args.tlsCa, '--tls-ca') } : {}),
+      ...(args.tlsCert && args.tlsKey
+        ? { cert: read(args.tlsCert, '--tls-cert'), key: read(args.tlsKey, '--tls-key') }
+        : {}),
+    },
   };
 }
 

@@ -110,7 +110,24 @@ export function describeError(err: unknown): { message: string; exitCode: number
     case 'ZK_REQUEST_TIMEOUT':
       return { message: `ZooKeeper did not answer in time (${message})`, exitCode: EXIT.UNREACHABLE };
     case 'ZK_AUTH_FAILED':
-      return { message: 'ZooKeeper rejected the credentials given with --auth', exitCode: EXIT.NOT_AUTHORIZED };
+      return {
+        message: 'ZooKeeper rejected the credentials given with --auth or --sasl',
+        exitCode: EXIT.NOT_AUTHORIZED,
+      };
+    case 'ZK_AUTH_REQUIRED':
+      return {
+        message: 'ZooKeeper requires SASL authentication, refused or not given (check --sasl)',
+        exitCode: EXIT.NOT_AUTHORIZED,
+      };
+    case 'ZK_CONNECTION_SECURITY':
+      return {
+        message: `${message} (check --tls-ca, --tls-cert and --tls-key)`,
+        exitCode: EXIT.NOT_AUTHORIZED,
+      };
+    case 'ZK_QUOTA_EXCEEDED':
+      return { message: `a ZooKeeper quota was exceeded (${message})`, exitCode: EXIT.FAILURE };
+    case 'ZK_THROTTLED':
+      return { message: `ZooKeeper is throttling requests, try again (${message})`, exitCode: EXIT.FAILURE };
     case 'ZK_NO_AUTH':
       return {
         message: `not authorized to ${typeof e.path === 'string' ? `use ${e.path}` : 'do that'} (check --auth and the ACLs of the namespace)`,

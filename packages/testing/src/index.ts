@@ -1,6 +1,13 @@
+export {
+  type ClientCertificate,
+  makeTestCertificates,
+  pem,
+  type TestCertificateOptions,
+  type TestCertificates,
+} from './certificates.js';
 export { ChromiumNotInstalledError, type ChromiumSystem, ensureChromium, findChromium } from './chromium.js';
 export { fourLetterWord } from './four-letter.js';
-export { ensureZooKeeper, findZooKeeperClasspath, ZooKeeperNotInstalledError } from './install.js';
+export { ensureZooKeeper, findZooKeeperClasspath, nettyClasspath, ZooKeeperNotInstalledError } from './install.js';
 export { freePort, freePorts } from './ports.js';
 export { TcpProxy } from './proxy.js';
 export {
@@ -14,7 +21,9 @@ export {
   redisInfo,
   startRedis,
 } from './redis.js';
+export { type SaslServerOptions, saslServerOptions } from './security.js';
 export {
+  type ServerTlsOptions,
   startEnsemble,
   startZooKeeper,
   type ZooKeeperEnsemble,

@@ -66,3 +66,21 @@ export function ensureZooKeeper(options: { install?: boolean } = {}): string {
   if (!installed) throw new ZooKeeperNotInstalledError(`${INSTALL_SCRIPT} ran but no ZooKeeper jars were found`);
   return installed;
 }
+
+/** The Netty jars a TLS server needs (Debian's zookeeper.jar manifest does not name them all). */
+const NETTY_JARS = [
+  'buffer',
+  'codec',
+  'common',
+  'handler',
+  'resolver',
+  'transport',
+  'transport-native-unix-common',
+  'transport-native-epoll',
+];
+
+/** The Netty jars for a server's secure client port (from ZOOKEEPER_HOME's lib when set, else Debian's). */
+export function nettyClasspath(env: NodeJS.ProcessEnv = process.env): string[] {
+  if (env.ZOOKEEPER_HOME) return jarsIn(join(env.ZOOKEEPER_HOME, 'lib')).filter((j) => /netty-/.test(j));
+  return NETTY_JARS.map((name) => join(DEBIAN_JAR_DIR, `netty-${name}.jar`)).filter(existsSync);
+}

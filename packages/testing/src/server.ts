@@ -13,8 +13,9 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { TestCertificates } from './certificates.js';
 import { fourLetterWord } from './four-letter.js';
-import { ensureZooKeeper } from './install.js';
+import { ensureZooKeeper, nettyClasspath } from './install.js';
 import { freePorts } from './ports.js';
 
 /** How a test server is configured. Defaults suit tests on a small machine. */
@@ -37,6 +38,31 @@ export interface ZooKeeperServerOptions {
   startTimeoutMs?: number;
   /** Client port of a standalone server (e.g. 2181 for a dev server). Default: a free port. */
   clientPort?: number;
+  /**
+   * More zoo.cfg settings, written after (and so overriding) the harness's own,
+   * e.g. `{ 'enforce.auth.enabled': true }`. A value of `null` drops a setting.
+   */
+  config?: Record<string, string | number | boolean | null>;
+  /** More JVM flags, e.g. `-Djava.security.auth.login.config=/path/jaas.conf`. */
+  jvmFlags?: readonly string[];
+  /** More jars on the server's classpath. */
+  classpath?: readonly string[];
+  /** Serve TLS on a secure client port (Netty); `connectionString` is then that port's. */
+  tls?: ServerTlsOptions;
+}
+
+/** A server's TLS: its certificates, and whether clients must present one. */
+export interface ServerTlsOptions {
+  /** From `makeTestCertificates()`: the key and trust stores, and the client certificate the harness probes with. */
+  certificates: TestCertificates;
+  /**
+   * `need`: a client without a certificate signed by the CA is refused;
+   * `want` (default): asked for, not required; `none`. A client's certificate
+   * is its `x509` identity (X509AuthenticationProvider).
+   */
+  clientAuth?: 'need' | 'want' | 'none';
+  /** Keep the plain client port as well. Default false: TLS only. */
+  plainPort?: boolean;
 }
 
 const DEFAULT_TICK_MS = 500;
@@ -64,6 +90,8 @@ export class ZooKeeperStartError extends Error {
 interface PeerConfig {
   dir: string;
   clientPort: number;
+  /** The TLS port, with `options.tls`. */
+  securePort?: number;
   myid?: number;
   peers?: string[];
 }
@@ -84,9 +112,9 @@ export class ZooKeeperProcess {
     this.writeConfig();
   }
 
-  /** `127.0.0.1:<port>` of this server alone. */
+  /** `127.0.0.1:<port>` of this server alone (its TLS port with `tls`). */
   get connectionString(): string {
-    return `127.0.0.1:${this.config.clientPort}`;
+    return `127.0.0.1:${this.config.securePort ?? this.config.clientPort}`;
   }
 
   get clientPort(): number {
@@ -120,6 +148,13 @@ export class ZooKeeperProcess {
     if (this.config.peers) {
       lines.push('initLimit=20', 'syncLimit=10', 'electionPortBindRetry=20', ...this.config.peers);
     }
+    if (o.tls) lines.push(...tlsConfig(o.tls, this.config.securePort as number));
+    if (o.tls && !o.tls.plainPort) lines.splice(lines.indexOf(`clientPort=${this.config.clientPort}`), 2);
+    for (const [key, value] of Object.entries(o.config ?? {})) {
+      const at = lines.findIndex((line) => line.startsWith(`${key}=`));
+      if (at >= 0) lines.splice(at, 1);
+      if (value !== null) lines.push(`${key}=${String(value)}`);
+    }
     mkdirSync(join(this.config.dir, 'data'), { recursive: true });
     if (this.config.myid !== undefined) writeFileSync(join(this.config.dir, 'data', 'myid'), `${this.config.myid}\n`);
     writeFileSync(this.configFile, `${lines.join('\n')}\n`);
@@ -135,8 +170,9 @@ export class ZooKeeperProcess {
       '-XX:+UseSerialGC',
       '-Dzookeeper.admin.enableServer=false',
       '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn',
+      ...(this.options.jvmFlags ?? []),
       '-cp',
-      this.classpath,
+      [this.classpath, ...(this.options.tls ? nettyClasspath() : []), ...(this.options.classpath ?? [])].join(':'),
       'org.apache.zookeeper.server.quorum.QuorumPeerMain',
       this.configFile,
     ];
@@ -168,8 +204,12 @@ export class ZooKeeperProcess {
 
   /** The `Mode:` line of `srvr`, or undefined when the server does not answer. */
   async mode(): Promise<string | undefined> {
+    const tls = this.options.tls;
     try {
-      const reply = await fourLetterWord(this.config.clientPort, 'srvr', 1000);
+      const reply =
+        tls && !tls.plainPort
+          ? await fourLetterWord(this.config.securePort as number, 'srvr', 1000, probeTls(tls))
+          : await fourLetterWord(this.config.clientPort, 'srvr', 1000);
       return /Mode: (\S+)/.exec(reply)?.[1];
     } catch {
       return undefined;
@@ -205,6 +245,34 @@ export class ZooKeeperProcess {
   }
 }
 
+function tlsConfig(tls: ServerTlsOptions, port: number): string[] {
+  const c = tls.certificates;
+  return [
+    `secureClientPort=${port}`,
+    'secureClientPortAddress=127.0.0.1',
+    'serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory',
+    `ssl.keyStore.location=${c.keyStore}`,
+    `ssl.keyStore.password=${c.password}`,
+    'ssl.keyStore.type=PKCS12',
+    `ssl.trustStore.location=${c.trustStore}`,
+    `ssl.trustStore.password=${c.password}`,
+    'ssl.trustStore.type=PKCS12',
+    `ssl.clientAuth=${tls.clientAuth ?? 'want'}`,
+    'authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider',
+  ];
+}
+
+/** How the harness itself talks to a TLS-only server (readiness probes): the CA and the client certificate. */
+function probeTls(tls: ServerTlsOptions) {
+  const c = tls.certificates;
+  return {
+    ca: readFileSync(c.ca),
+    cert: readFileSync(c.client.cert),
+    key: readFileSync(c.client.key),
+    servername: 'localhost',
+  };
+}
+
 /** A running standalone server. */
 export interface ZooKeeperServer {
   /** Connection string for clients, `127.0.0.1:<port>`. */
@@ -226,8 +294,13 @@ function tempDir(prefix: string, given?: string): { dir: string; owned: boolean 
 export async function startZooKeeper(options: ZooKeeperServerOptions = {}): Promise<ZooKeeperServer> {
   const classpath = ensureZooKeeper({ install: options.install ?? true });
   const { dir, owned } = tempDir('zkq-zk-', options.dataDir);
-  const clientPort = options.clientPort ?? (await freePorts(1))[0];
-  const proc = new ZooKeeperProcess({ dir, clientPort: clientPort as number }, options, classpath);
+  const [free, securePort] = await freePorts(2);
+  const clientPort = options.clientPort ?? free;
+  const proc = new ZooKeeperProcess(
+    { dir, clientPort: clientPort as number, ...(options.tls ? { securePort } : {}) },
+    options,
+    classpath,
+  );
   proc.start();
   try {
     await proc.waitServing();
@@ -262,7 +335,7 @@ export async function startEnsemble(
   const size = options.size ?? 3;
   const classpath = ensureZooKeeper({ install: options.install ?? true });
   const { dir, owned } = tempDir('zkq-ensemble-', options.dataDir);
-  const ports = await freePorts(size * 3);
+  const ports = await freePorts(size * 4);
   const peers = Array.from(
     { length: size },
     (_, i) => `server.${i + 1}=127.0.0.1:${ports[size + i * 2]}:${ports[size + i * 2 + 1]}`,
@@ -271,7 +344,13 @@ export async function startEnsemble(
     { length: size },
     (_, i) =>
       new ZooKeeperProcess(
-        { dir: join(dir, `server-${i + 1}`), clientPort: ports[i] as number, myid: i + 1, peers },
+        {
+          dir: join(dir, `server-${i + 1}`),
+          clientPort: ports[i] as number,
+          myid: i + 1,
+          peers,
+          ...(options.tls ? { securePort: ports[size * 3 + i] as number } : {}),
+        },
         options,
         classpath,
       ),

@@ -1,6 +1,8 @@
 /** Opening the session of a Queue, Worker or QueueEvents from BullMQ-style options. */
 import { InvalidArgumentError } from '../errors.js';
+import { saslOptionsProblem } from '../zk/sasl.js';
 import { Session } from '../zk/session.js';
+import { tlsOptionsProblem } from '../zk/tls.js';
 import type { ConnectionOptions } from './types.js';
 
 /** The namespace node every queue lives under unless `prefix` says otherwise. */
@@ -24,6 +26,10 @@ export function validateConnection(connection: unknown): asserts connection is C
   if (c.auth !== undefined && (typeof c.auth !== 'string' || !c.auth.includes(':'))) {
     throw new InvalidArgumentError('connection.auth must be "user:password"', 'connection.auth');
   }
+  const tlsProblem = tlsOptionsProblem(c.tls, 'connection.tls');
+  if (tlsProblem) throw new InvalidArgumentError(...tlsProblem);
+  const saslProblem = saslOptionsProblem(c.sasl, 'connection.sasl');
+  if (saslProblem) throw new InvalidArgumentError(...saslProblem);
 }
 
 /** ZooKeeper's own tree (quotas, config): nothing of zkq may live under it. */

@@ -3,6 +3,8 @@
  * BullMQ compiles with its imports and connection options changed.
  */
 import type { RetryOptions } from '../zk/retry.js';
+import type { SaslOptions } from '../zk/sasl.js';
+import type { TlsOptions } from '../zk/tls.js';
 import type { AclEntry } from '../zk/types.js';
 import type { Telemetry } from './telemetry.js';
 
@@ -16,6 +18,10 @@ export interface ConnectionOptions {
   auth?: string;
   /** ACL for created nodes (default: creator-only with `auth`, open without). */
   acl?: 'open' | 'creator' | readonly AclEntry[];
+  /** TLS to ZooKeeper's secure client port: CA, client certificate and key, server name (PEM contents). */
+  tls?: TlsOptions;
+  /** SASL DIGEST-MD5 credentials, sent before any request on every connection (nodes are then creator-only). */
+  sasl?: SaslOptions;
   /** Wait for the first connection at most this long, ms. Default 15000. */
   connectTimeout?: number;
   /** Wait for any reply at most this long, ms. Default 10000. */

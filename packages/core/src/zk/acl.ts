@@ -25,3 +25,13 @@ export function permissionBits(perms: string): number {
 export function digestId(user: string, password: string): string {
   return `${user}:${createHash('sha1').update(`${user}:${password}`).digest('base64')}`;
 }
+
+/** Everything for the holder of a client certificate with this subject (`x509` scheme), e.g. `O=tenant-a,CN=worker`. */
+export function x509Acl(subject: string, perms = 'rwcda'): AclEntry[] {
+  return [{ perms, scheme: 'x509', id: subject }];
+}
+
+/** Everything for a SASL user (`sasl` scheme). */
+export function saslAcl(user: string, perms = 'rwcda'): AclEntry[] {
+  return [{ perms, scheme: 'sasl', id: user }];
+}

@@ -26,6 +26,14 @@ export const ZK_CODES = {
   INVALID_CALLBACK: -113,
   INVALID_ACL: -114,
   AUTH_FAILED: -115,
+  SESSION_MOVED: -118,
+  REQUEST_TIMEOUT: -122,
+  /** The server requires SASL authentication and closes the connection (3.7+: `enforce.auth.enabled`). */
+  SESSION_CLOSED_REQUIRE_AUTH: -124,
+  /** A hard quota was exceeded (3.7+). */
+  QUOTA_EXCEEDED: -125,
+  /** The server shed the request under load, without applying it (3.6+). */
+  THROTTLED: -127,
 } as const;
 
 /** Any error reported by ZooKeeper or by the session layer on its behalf. */
@@ -80,6 +88,68 @@ export class NoAuthError extends ZooKeeperError {
 export class AuthFailedError extends ZooKeeperError {
   constructor() {
     super('ZK_AUTH_FAILED', ZK_CODES.AUTH_FAILED, 'authentication failed');
+  }
+}
+
+/**
+ * The server requires authentication (SASL) that this connection has not
+ * done, and closed the connection (ZooKeeper's `SessionClosedRequireAuth`,
+ * -124, with `enforce.auth.enabled`). Nothing was applied; retrying without
+ * credentials cannot succeed, so the session fails for good.
+ */
+export class AuthRequiredError extends ZooKeeperError {
+  constructor(path?: string) {
+    super(
+      'ZK_AUTH_REQUIRED',
+      ZK_CODES.SESSION_CLOSED_REQUIRE_AUTH,
+      'the server requires authentication this connection has not done (configure SASL credentials)',
+      path,
+    );
+  }
+}
+
+/**
+ * The secure connection to ZooKeeper could not be made: the server's
+ * certificate is not trusted, has expired or does not name the server, or
+ * the server refused this client's certificate (none, expired, not signed by
+ * a CA it trusts). Retrying cannot help, so the session fails for good at
+ * once instead of reconnecting. `reason` is the TLS error code (e.g.
+ * `CERT_HAS_EXPIRED`, `ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE`); `cause` the error.
+ */
+export class ConnectionSecurityError extends ZooKeeperError {
+  readonly reason: string;
+
+  constructor(cause: unknown, path?: string) {
+    const reason = String((cause as { code?: unknown } | undefined)?.code ?? 'TLS');
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(
+      'ZK_CONNECTION_SECURITY',
+      ZK_CODES.CONNECTION_LOSS,
+      `secure connection to ZooKeeper failed: ${detail}`,
+      path,
+      {
+        cause,
+      },
+    );
+    this.reason = reason;
+  }
+}
+
+/** A hard quota (node count or bytes) set on a parent would be exceeded; nothing was applied. */
+export class QuotaExceededError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_QUOTA_EXCEEDED', ZK_CODES.QUOTA_EXCEEDED, 'quota exceeded', path);
+  }
+}
+
+/**
+ * The server shed the request under load without applying it: safe to send
+ * again after a pause, also for a write (the session's retry policy does for
+ * the requests it retries).
+ */
+export class ThrottledError extends ZooKeeperError {
+  constructor(path?: string) {
+    super('ZK_THROTTLED', ZK_CODES.THROTTLED, 'the server is throttling requests', path);
   }
 }
 
@@ -158,10 +228,13 @@ export class SessionClosedError extends ZooKeeperError {
   }
 }
 
+/** The release of node-zookeeper-client the session layer extends at runtime. */
+export const WIRE_EXTENSIONS_VERSION = '1.1.3';
+
 /**
  * The installed node-zookeeper-client is not the release the session layer
- * extends at runtime (the read-only multi): thrown on first use of
- * `readMulti`, naming what differs. Nothing was sent.
+ * extends at runtime: thrown on first use of `readMulti`, or by
+ * `Session.connect` with `tls`, naming what differs. Nothing was sent.
  */
 export class WireClientMismatchError extends ZkqError {
   constructor(
@@ -171,7 +244,7 @@ export class WireClientMismatchError extends ZkqError {
   ) {
     super(
       'ZK_WIRE_CLIENT_MISMATCH',
-      `readMulti extends node-zookeeper-client ${expectedVersion} and cannot run on the installed copy: ${problems.join('; ')}`,
+      `zkq extends node-zookeeper-client ${expectedVersion} (readMulti, TLS) and cannot run on the installed copy: ${problems.join('; ')}`,
     );
   }
 }
@@ -187,9 +260,15 @@ const BY_CODE: Record<number, (path?: string) => ZooKeeperError> = {
   [ZK_CODES.NO_CHILDREN_FOR_EPHEMERALS]: (p) => new NoChildrenForEphemeralsError(p),
   [ZK_CODES.CONNECTION_LOSS]: (p) => new ConnectionLossError(p),
   [ZK_CODES.SESSION_EXPIRED]: (p) => new SessionExpiredError(p),
+  [ZK_CODES.SESSION_CLOSED_REQUIRE_AUTH]: (p) => new AuthRequiredError(p),
+  [ZK_CODES.QUOTA_EXCEEDED]: (p) => new QuotaExceededError(p),
+  [ZK_CODES.THROTTLED]: (p) => new ThrottledError(p),
 };
 
-/** The typed error for a ZooKeeper numeric code. */
+/**
+ * The typed error for a ZooKeeper numeric code. A code this release does not
+ * know (a later server's) is a plain `ZooKeeperError` (`ZK_ERROR`) carrying it.
+ */
 export function errorFromCode(zkCode: number, path?: string): ZooKeeperError {
   const make = BY_CODE[zkCode];
   return make ? make(path) : new ZooKeeperError('ZK_ERROR', zkCode, `ZooKeeper error ${zkCode}`, path);

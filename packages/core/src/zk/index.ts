@@ -1,7 +1,8 @@
-export { CREATOR_ACL, digestId, OPEN_ACL, permissionBits } from './acl.js';
+export { CREATOR_ACL, digestId, OPEN_ACL, permissionBits, saslAcl, x509Acl } from './acl.js';
 export * from './errors.js';
 export { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 export { backoffDelay, DEFAULT_RETRY, isRetryable, type RetryOptions, withRetry } from './retry.js';
+export { type SaslOptions, saslOptionsProblem } from './sasl.js';
 export { SEQUENCE_DIGITS, sequenceOf, sortBySequence } from './sequence.js';
 export {
   DEFAULT_CLOSE_WAIT_MS,
@@ -20,6 +21,7 @@ export {
   type SessionStats,
 } from './session.js';
 export { untilSilent } from './silence.js';
+export { type TlsOptions, tlsOptionsProblem } from './tls.js';
 export type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, WatchEvent, Watcher } from './types.js';
 export {
   DEFAULT_WATCH_RETRY_MAX_MS,

@@ -5,7 +5,7 @@
  * to run twice.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConnectionLossError, RequestTimeoutError, SessionExpiredError } from './errors.js';
+import { ConnectionLossError, RequestTimeoutError, SessionExpiredError, ThrottledError } from './errors.js';
 
 export interface RetryOptions {
   /** Attempts in all, the first included. Default 5. */
@@ -25,9 +25,14 @@ export const DEFAULT_RETRY: Required<RetryOptions> = {
   deadlineMs: 30_000,
 };
 
-/** Errors after which trying again may succeed. */
+/** Errors after which trying again may succeed (a throttled request was not applied: it may be sent again). */
 export function isRetryable(err: unknown): boolean {
-  return err instanceof ConnectionLossError || err instanceof RequestTimeoutError || err instanceof SessionExpiredError;
+  return (
+    err instanceof ConnectionLossError ||
+    err instanceof RequestTimeoutError ||
+    err instanceof SessionExpiredError ||
+    err instanceof ThrottledError
+  );
 }
 
 /** The wait before attempt `attempt + 1` (0-based): full jitter over an exponential cap. */

@@ -25,14 +25,24 @@
  * - `readMulti`, ZooKeeper's read-only multi (3.6+), which the wire client
  *   lacks: many getData / getChildren in one request, each failing alone;
  * - a namespace (every path is relative to it) and digest auth, with the ACL
- *   applied to every node this session creates.
+ *   applied to every node this session creates;
+ * - TLS (`tls`) and SASL DIGEST-MD5 (`sasl`, before any other request) on
+ *   every connection, through wire.ts;
+ * - a server that refuses the connection itself (it requires authentication
+ *   this session has not done, -124, or answers an auth packet, a SASL token
+ *   or a ping with an error), or a TLS connection that cannot be made secure,
+ *   fails the session for good: `failed` carries the typed error, pending and
+ *   later requests reject with it, and the session closes, where reconnecting
+ *   would only be refused again.
  */
 
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import type { ConnectionOptions as NodeTlsOptions } from 'node:tls';
 import { CREATOR_ACL, OPEN_ACL } from './acl.js';
 import {
   BadArgumentsError,
+  ConnectionSecurityError,
   ConnectTimeoutError,
   errorFromCode,
   isOutcomeUnknown,
@@ -41,21 +51,32 @@ import {
   RequestTimeoutError,
   SessionClosedError,
   SessionExpiredError,
+  WIRE_EXTENSIONS_VERSION,
+  WireClientMismatchError,
   ZK_CODES,
   type ZooKeeperError,
 } from './errors.js';
 import { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 import { isRetryable, type RetryOptions, withRetry } from './retry.js';
+import { type SaslOptions, saslOptionsProblem } from './sasl.js';
+import { type TlsOptions, tlsOptionsProblem } from './tls.js';
 import type { AclEntry, ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
+  acceptUnknownErrorCodes,
   assertReadMultiSupported,
   discardTornReplies,
   dropConnection,
   eventType,
+  onConnectionRefused,
+  onSecurityFailure,
+  requestPipeProblems,
   sendMulti,
   sendReadMulti,
+  tlsProblems,
   toStat,
   tuneClient,
+  useSasl,
+  useTls,
   type WireClient,
   type WireOp,
   type WireReadResult,
@@ -79,7 +100,19 @@ export interface SessionOptions {
   requestTimeout?: number;
   /** Digest credentials, `user:password`. */
   auth?: string;
-  /** ACL of every node created: `creator` (default with `auth`), `open` (default without), or entries. */
+  /**
+   * TLS to the servers' secure client port (`secureClientPort`): CA, client
+   * certificate and key (the `x509` identity), server name, verification.
+   * Every connection and reconnection, to any server of the ensemble, uses it.
+   */
+  tls?: TlsOptions;
+  /**
+   * SASL credentials (DIGEST-MD5, ZooKeeper's DigestLoginModule users): every
+   * connection authenticates with them before any other request, as a server
+   * with `enforce.auth.enabled` requires. The identity is `sasl:<username>`.
+   */
+  sasl?: SaslOptions;
+  /** ACL of every node created: `creator` (default with `auth` or `sasl`), `open` (default without), or entries. */
   acl?: 'open' | 'creator' | readonly AclEntry[];
   /** Retry policy for reads and protected creates. */
   retry?: RetryOptions;
@@ -97,6 +130,12 @@ export interface SessionEvents {
   reconnected: [info: { newSession: boolean }];
   lost: [];
   closed: [];
+  /**
+   * The server refused the connection itself (e.g. `AuthRequiredError`), or
+   * TLS failed for good (`ConnectionSecurityError`): the session is closing
+   * for good and every request rejects with this error.
+   */
+  failed: [error: ZooKeeperError];
   /** A `onNewSession` hook failed; the session itself is fine. */
   hookError: [error: unknown];
 }
@@ -192,13 +231,15 @@ export class Session extends EventEmitter<SessionEvents> {
   /** The wire client is connected (a handshake answered, no disconnection since). */
   private linkUp = false;
   private isClosed = false;
+  /** Why the session failed for good (see `failed`): the error each request then gets, for its path. */
+  private failure: ((path?: string) => ZooKeeperError) | undefined;
   private closing: Promise<void> | undefined;
   private readonly closeHooks = new Set<() => Promise<unknown>>();
 
   private constructor(private readonly options: SessionOptions) {
     super();
     this.namespace = normalizeNamespace(options.namespace);
-    const acl = options.acl ?? (options.auth ? 'creator' : 'open');
+    const acl = options.acl ?? (options.auth || options.sasl ? 'creator' : 'open');
     this.acl = wireAcl(acl === 'open' ? OPEN_ACL : acl === 'creator' ? CREATOR_ACL : acl);
   }
 
@@ -212,6 +253,20 @@ export class Session extends EventEmitter<SessionEvents> {
       throw new BadArgumentsError('connectionString must be a non-empty string like "127.0.0.1:2181"');
     }
     if (signal?.aborted) throw new SessionClosedError('/');
+    const tlsProblem = tlsOptionsProblem(options.tls);
+    if (tlsProblem) throw new BadArgumentsError(tlsProblem[0]);
+    const saslProblem = saslOptionsProblem(options.sasl);
+    if (saslProblem) throw new BadArgumentsError(saslProblem[0]);
+    if (options.sasl) {
+      // without the request pipe, requests would not wait for the exchange
+      const problems = requestPipeProblems();
+      if (problems.length > 0) throw new WireClientMismatchError(WIRE_EXTENSIONS_VERSION, problems);
+    }
+    if (options.tls) {
+      // a connection that cannot be made secure is not made in the clear instead
+      const problems = tlsProblems();
+      if (problems.length > 0) throw new WireClientMismatchError(WIRE_EXTENSIONS_VERSION, problems);
+    }
     const session = new Session(options);
     await session.open(signal);
     session.startProbe();
@@ -264,13 +319,22 @@ export class Session extends EventEmitter<SessionEvents> {
     const timeoutMs = this.options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MS;
     const client = this.newClient();
     return new Promise((resolve, reject) => {
-      const fail = (err: Error) => {
+      const settle = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
+        this.off('failed', failed);
+      };
+      const fail = (err: Error) => {
+        settle();
         this.isClosed = true;
         client.close();
         dropConnection(client);
         reject(err);
+      };
+      // refused for good (failForGood): the client is closed already
+      const failed = (error: ZooKeeperError) => {
+        settle();
+        reject(error);
       };
       const onAbort = () => fail(new SessionClosedError('/'));
       const timer = setTimeout(
@@ -279,10 +343,10 @@ export class Session extends EventEmitter<SessionEvents> {
       );
       signal?.addEventListener('abort', onAbort, { once: true });
       client.once('connected', () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        settle();
         resolve();
       });
+      this.once('failed', failed);
     });
   }
 
@@ -294,8 +358,16 @@ export class Session extends EventEmitter<SessionEvents> {
     });
     // Fewer writes, copies and wrappers per request (wire.ts); a client it does not know stays as it is.
     tuneClient(client);
+    // Error codes the client lacks become errors of their request, not exceptions from its socket.
+    acceptUnknownErrorCodes();
     if (this.options.auth) client.addAuthInfo('digest', Buffer.from(this.options.auth));
     discardTornReplies(client);
+    onConnectionRefused(client, (code) => this.failForGood(client, (path) => errorFromCode(code, path)));
+    if (this.options.tls) {
+      useTls(client, this.options.tls as NodeTlsOptions);
+      onSecurityFailure(client, (err) => this.failForGood(client, (path) => new ConnectionSecurityError(err, path)));
+    }
+    if (this.options.sasl) useSasl(client, this.options.sasl);
     this.client = client;
     this.stats.sessionsCreated++;
     const firstSession = this.stats.sessionsCreated === 1;
@@ -327,6 +399,20 @@ export class Session extends EventEmitter<SessionEvents> {
     });
     client.connect();
     return client;
+  }
+
+  /** The server refused the connection, or TLS failed for good: see the header (`failed`). */
+  private failForGood(client: WireClient, make: (path?: string) => ZooKeeperError): void {
+    if (this.client !== client || this.isClosed || this.failure) return;
+    const failure = make();
+    this.failure = make;
+    clearTimeout(this.suspendTimer);
+    this.failPending(client, make);
+    const pending = [...this.watchers];
+    this.watchers.clear();
+    for (const w of pending) w({ type: 'sessionLost', path: w.path ?? '/' });
+    this.emit('failed', failure);
+    void this.close();
   }
 
   private async announceReconnect(newSession: boolean): Promise<void> {
@@ -419,9 +505,10 @@ export class Session extends EventEmitter<SessionEvents> {
     clearTimeout(this.probeTimer);
     const client = this.client;
     // The wire client's own 'state' listener must stay: it emits the
-    // 'disconnected' awaited here (isClosed already mutes ours).
+    // 'disconnected' awaited here (isClosed already mutes ours). A session
+    // that failed for good has no server willing to hear its goodbye.
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
+      const timer = setTimeout(resolve, this.failure ? 0 : Math.max(0, deadline - performance.now()));
       client.once('disconnected', () => {
         clearTimeout(timer);
         resolve();
@@ -550,6 +637,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** Sends one request with a timeout, mapping wire errors to typed errors. */
   private call<T>(path: string, send: (client: WireClient, cb: Callback<T>) => void): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure(path));
     if (this.isClosed) return Promise.reject(new SessionClosedError(path));
     this.stats.requests++;
     const sentAt = performance.now();

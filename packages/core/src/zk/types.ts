@@ -54,13 +54,19 @@ export type OpResult =
  * - `reconnected`: connected again; `newSession` tells whether the old
  *   session survived (false) or a fresh one replaced an expired one (true);
  * - `lost`: the session expired: its ephemeral nodes and watches are gone;
- * - `closed`: closed by its owner.
+ * - `closed`: closed by its owner, or after the server refused the session
+ *   for good (the session's `failed` event says why).
  */
 export type ConnectionState = 'connected' | 'suspended' | 'reconnected' | 'lost' | 'closed';
 
 /** A permission set: any of `r` read, `w` write, `c` create, `d` delete, `a` admin. */
 export interface AclEntry {
   perms: string;
-  scheme: 'world' | 'auth' | 'digest' | 'ip';
+  /**
+   * `x509`: the subject of a client certificate (TLS with ZooKeeper's
+   * X509AuthenticationProvider), e.g. `O=tenant-a,CN=worker`; `sasl`: a SASL
+   * user name; `auth`: whatever identities the creating connection has.
+   */
+  scheme: 'world' | 'auth' | 'digest' | 'ip' | 'x509' | 'sasl';
   id: string;
 }

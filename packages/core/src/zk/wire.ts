@@ -3,13 +3,19 @@
  * the session layer's own types, and the runtime extensions of the client,
  * each on its exact release only (WIRE_CLIENT_VERSION; unit tests pin the
  * internals they use): the read-only multi, a write multi serialized here,
- * and the request pipe (fewer writes, copies and wrappers per request).
+ * the request pipe (fewer writes, copies and wrappers per request), and
+ * error codes the client does not know (a later server's) made errors of
+ * the request they answer instead of exceptions thrown from its socket, and
+ * TLS (the client only opens plain TCP sockets).
  * Only this file and session.ts import the client.
  */
 import { createRequire } from 'node:module';
+import { isIP } from 'node:net';
+import { type ConnectionOptions as NodeTlsOptions, connect as tlsConnect } from 'node:tls';
 import zookeeper from 'node-zookeeper-client';
 import { permissionBits } from './acl.js';
 import { WireClientMismatchError } from './errors.js';
+import { DigestMd5Client, type SaslOptions } from './sasl.js';
 import type { AclEntry, CreateMode, Stat, WatchEvent } from './types.js';
 
 export type WireClient = zookeeper.Client;
@@ -111,6 +117,343 @@ export function discardTornReplies(client: WireClient): void {
 interface TornReplyHolder {
   pendingBuffer: Buffer | null;
   on(event: 'state', listener: (state: number) => void): void;
+}
+
+// ---- error codes the wire client does not know -------------------------------------
+//
+// The client's Exception.create throws on any code missing from its table
+// (1.1.3 knows none after -115), and it is called inside the socket's data
+// handler: a reply carrying such a code (SessionClosedRequireAuth -124 from a
+// server enforcing SASL, QuotaExceeded -125, Throttled -127, or a code of a
+// later release) would end the process with an exception nobody can catch.
+// `acceptUnknownErrorCodes` replaces the module's `create` (which the connection
+// manager and Transaction look up at each call) by one that returns an
+// Exception carrying any code; known codes keep the client's own objects.
+
+/** Names of codes ZooKeeper 3.5-3.9 may answer that the wire client's table lacks. */
+const LATER_CODES: Record<number, string> = {
+  [-12]: 'UNKNOWN_SESSION',
+  [-13]: 'NEW_CONFIG_NO_QUORUM',
+  [-14]: 'RECONFIG_IN_PROGRESS',
+  [-118]: 'SESSION_MOVED',
+  [-119]: 'NOT_READONLY',
+  [-120]: 'EPHEMERAL_ON_LOCAL_SESSION',
+  [-121]: 'NO_WATCHER',
+  [-122]: 'REQUEST_TIMEOUT',
+  [-123]: 'RECONFIG_DISABLED',
+  [-124]: 'SESSION_CLOSED_REQUIRE_SASL_AUTH',
+  [-125]: 'QUOTA_EXCEEDED',
+  [-127]: 'THROTTLED_OP',
+};
+const ACCEPTS_ANY_CODE = Symbol.for('zkq.wire.anyCode');
+
+interface ExceptionModule {
+  (code: number, name: string, path: string | undefined, ctor: unknown): void;
+  create: ((code: number, path?: string) => unknown) & { [ACCEPTS_ANY_CODE]?: true };
+  prototype: object;
+  [name: string]: unknown;
+}
+
+function loadExceptionModule(): ExceptionModule {
+  return createRequire(import.meta.url)('node-zookeeper-client/lib/Exception.js') as ExceptionModule;
+}
+
+/** What differs, in the given Exception module, from what `acceptUnknownErrorCodes` relies on (empty: all fine). */
+export function unknownCodeProblems(
+  exception: ExceptionModule = loadExceptionModule(),
+  manager: { prototype?: Methods } = createRequire(import.meta.url)('node-zookeeper-client/lib/ConnectionManager.js'),
+): string[] {
+  const problems: string[] = [];
+  if (exception !== (zookeeper.Exception as unknown)) problems.push('the client exports another Exception module');
+  if (typeof exception.create !== 'function' || !String(exception.create).includes('validateCode(code)')) {
+    problems.push('Exception.create no longer does `validateCode(code)`');
+  }
+  if (exception.AUTH_FAILED !== -115 || exception.OK !== 0) problems.push('Exception.AUTH_FAILED or OK changed');
+  const onData = manager.prototype?.onSocketData;
+  if (typeof onData !== 'function' || !String(onData).includes('Exception.create(responseHeader.err)')) {
+    problems.push('ConnectionManager.prototype.onSocketData no longer does `Exception.create(responseHeader.err)`');
+  }
+  return problems;
+}
+
+/**
+ * Makes the wire client's Exception.create accept any code (see above).
+ * Returns what differs from the checked client instead, leaving it as it is.
+ */
+export function acceptUnknownErrorCodes(): string[] {
+  let exception: ExceptionModule;
+  try {
+    exception = loadExceptionModule();
+  } catch (err) {
+    return [`its internals do not load (${String(err)})`];
+  }
+  if (exception.create[ACCEPTS_ANY_CODE]) return [];
+  const problems = unknownCodeProblems(exception);
+  if (problems.length > 0) return problems;
+  const original = exception.create;
+  const known = new Set(Object.values(exception).filter((v): v is number => typeof v === 'number'));
+  const create = (code: number, path?: string): unknown => {
+    if (typeof code !== 'number' || known.has(code)) return original(code, path);
+    // an Exception as the client builds one (getCode, getName, getPath, instanceof), for a code it lacks
+    const error = Object.create(exception.prototype) as Error & { code: number; path?: string };
+    const name = LATER_CODES[code] ?? `UNKNOWN_CODE_${-code}`;
+    Object.assign(error, { code, name, path, message: `Exception: ${name}[${code}]${path ? `@${path}` : ''}` });
+    Error.captureStackTrace(error, create);
+    return error;
+  };
+  (create as typeof exception.create)[ACCEPTS_ANY_CODE] = true;
+  exception.create = create as typeof exception.create;
+  return [];
+}
+
+/** Reply xids the server answers outside any request: pings and auth packets. */
+const XID = { PING: -2, AUTH: -4 } as const;
+/** The server closes the connection after answering this code, whatever the request. */
+const REQUIRE_AUTH_CODE = -124;
+const REFUSED = Symbol.for('zkq.wire.refused');
+
+/**
+ * Calls `listener` with the code when the server answers `client`'s
+ * connection itself with an error: a ping or auth packet answered with any
+ * code but success, or any reply saying SessionClosedRequireAuth (-124; the
+ * server closes the connection after it). Such an answer would otherwise be
+ * dropped or seen by one request only. Needs the request pipe (`tuneClient`),
+ * which reads every reply first.
+ */
+export function onConnectionRefused(client: WireClient, listener: (code: number) => void): void {
+  const manager = (client as unknown as { connectionManager?: Record<symbol, unknown> }).connectionManager;
+  if (manager) manager[REFUSED] = listener;
+}
+
+/** The code of a reply that refuses the connection itself (see onConnectionRefused), or undefined. */
+export function refusalCode(packet: Buffer): number | undefined {
+  if (packet.length < 20) return undefined;
+  const xid = packet.readInt32BE(4);
+  const err = packet.readInt32BE(16);
+  if (err === REQUIRE_AUTH_CODE || ((xid === XID.PING || xid === XID.AUTH) && err !== 0)) return err;
+  return undefined;
+}
+
+// ---- TLS ----------------------------------------------------------------------------
+//
+// The connection manager opens each connection with `net.connect(server)` in
+// its `connect`. `useTls` gives one client's manager a `connect` of its own
+// doing the same with `tls.connect`: the same server rotation
+// (findNextServer), connect timeout and socket handlers, the handshake
+// (ConnectRequest) sent once TLS is up ('secureConnect'), so a handshake that
+// hangs runs into the connect timeout. Kept for every reconnection, to
+// whichever server comes next. A TLS error that retrying cannot cure (an
+// untrusted, expired or misnamed certificate; the server refusing ours) is
+// reported to the `onSecurityFailure` listener instead of being retried.
+
+const SECURITY = Symbol.for('zkq.wire.security');
+const TLS_STATEMENTS = [
+  'self.setState(STATES.CONNECTING);',
+  'self.findNextServer(function (server) {',
+  'self.socket = net.connect(server);',
+  'self.connectTimeoutHandler = setTimeout(',
+  'self.onSocketConnectTimeout.bind(self),',
+  'self.connectTimeout',
+  'self.socket.setNoDelay();',
+  "self.socket.on('connect', self.onSocketConnected.bind(self));",
+  "self.socket.on('data', self.onSocketData.bind(self));",
+  "self.socket.on('drain', self.onSocketDrain.bind(self));",
+  "self.socket.on('close', self.onSocketClosed.bind(self));",
+  "self.socket.on('error', self.onSocketError.bind(self));",
+];
+
+/** What differs, in the given connection manager, from what `useTls` re-implements (empty: all fine). */
+export function tlsProblems(
+  manager: { prototype?: Methods } = createRequire(import.meta.url)('node-zookeeper-client/lib/ConnectionManager.js'),
+): string[] {
+  const connect = manager.prototype?.connect;
+  const source = typeof connect === 'function' ? String(connect) : '';
+  const problems = TLS_STATEMENTS.filter((statement) => !source.includes(statement)).map(
+    (statement) => `ConnectionManager.prototype.connect no longer does \`${statement}\``,
+  );
+  for (const method of ['findNextServer', 'onSocketConnected', 'onSocketConnectTimeout', 'setState']) {
+    if (typeof manager.prototype?.[method] !== 'function')
+      problems.push(`ConnectionManager.prototype.${method} is missing`);
+  }
+  return problems;
+}
+
+/** TLS error codes after which connecting again cannot succeed. */
+const TLS_VERIFY_CODES = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** True for a TLS failure that retrying cannot cure: a certificate refused by either side, or no common protocol. */
+export function isSecurityFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (typeof code !== 'string') return false;
+  return TLS_VERIFY_CODES.has(code) || code.startsWith('ERR_SSL_');
+}
+
+interface TlsManager {
+  state: number;
+  connect(): void;
+  socket?: unknown;
+  connectTimeout: number;
+  connectTimeoutHandler: NodeJS.Timeout | null;
+  setState(state: number): void;
+  findNextServer(callback: (server: { host: string; port: number }) => void): void;
+  onSocketConnected(): void;
+  onSocketConnectTimeout(): void;
+  onSocketData(buffer: Buffer): void;
+  onSocketDrain(): void;
+  onSocketClosed(hadError: boolean): void;
+  onSocketError(err: Error): void;
+}
+
+/**
+ * Makes every connection of `client` (not yet connected) TLS with `options`
+ * (Node's tls.connect options; `servername` defaults to each server's host
+ * unless it is an IP address). Returns what differs from the checked wire
+ * client instead, leaving the client as it is: the caller must then refuse
+ * to connect, as the connection would not be secure.
+ */
+export function useTls(client: WireClient, options: NodeTlsOptions): string[] {
+  const problems = tlsProblems();
+  if (problems.length > 0) return problems;
+  const m = (client as unknown as { connectionManager?: TlsManager }).connectionManager;
+  if (!m) return ['the client has no connection manager'];
+  const connecting = (m.constructor as { STATES?: { CONNECTING?: number } }).STATES?.CONNECTING ?? STATE.CONNECTING;
+  m.connect = function connect(this: TlsManager): void {
+    this.setState(connecting);
+    this.findNextServer((server) => {
+      const servername = options.servername ?? (isIP(server.host) ? undefined : server.host);
+      const socket = tlsConnect({
+        ...options,
+        host: server.host,
+        port: server.port,
+        ...(servername ? { servername } : {}),
+      });
+      this.socket = socket;
+      this.connectTimeoutHandler = setTimeout(this.onSocketConnectTimeout.bind(this), this.connectTimeout);
+      socket.setNoDelay();
+      socket.on('secureConnect', this.onSocketConnected.bind(this));
+      socket.on('data', this.onSocketData.bind(this));
+      socket.on('drain', this.onSocketDrain.bind(this));
+      socket.on('close', this.onSocketClosed.bind(this));
+      socket.on('error', (err: Error) => {
+        if (this.socket === socket && isSecurityFailure(err)) {
+          (this as unknown as Record<symbol, ((err: Error) => void) | undefined>)[SECURITY]?.(err);
+        }
+        this.onSocketError(err);
+      });
+    });
+  };
+  return [];
+}
+
+/** Calls `listener` with the error when a TLS connection of `client` fails for good (see useTls). */
+export function onSecurityFailure(client: WireClient, listener: (err: Error) => void): void {
+  const manager = (client as unknown as { connectionManager?: Record<symbol, unknown> }).connectionManager;
+  if (manager) manager[SECURITY] = listener;
+}
+
+// ---- SASL -------------------------------------------------------------------------
+//
+// ZooKeeper's SASL requests (op 102, a token each way) are not in the wire
+// client. `useSasl` runs the exchange on each new connection of a client
+// carrying the request pipe, before anything else is sent: when the manager
+// reports the connection up, the pipe holds every queued request (the
+// session's, its auth and set-watches packets, pings) while the tokens go
+// out and their replies, recognized by xid, are read here without reaching
+// the manager (it does not know op 102). Once the server has proved it knows
+// the password, the held requests go, in order. A refusal (an error in a
+// reply, a proof that does not match) is reported to the onConnectionRefused
+// listener: AuthFailed (-115), or SessionClosedRequireAuth (-124) from a
+// server enforcing SASL.
+
+const SASL = Symbol.for('zkq.wire.sasl');
+const SASL_OP = 102;
+const AUTH_FAILED_CODE = -115;
+
+interface SaslExchange {
+  options: SaslOptions;
+  client: DigestMd5Client | undefined;
+  /** The xid of the SASL request awaiting its reply. */
+  xid: number | undefined;
+  /** Requests are held until the exchange completes on the current connection. */
+  gated: boolean;
+}
+
+function refuse(m: ManagerLike, code: number): void {
+  (m as unknown as Record<symbol, ((code: number) => void) | undefined>)[REFUSED]?.(code);
+}
+
+/**
+ * Authenticates every connection of `client` (tuned by `tuneClient`, not yet
+ * connected) with SASL DIGEST-MD5 before any other request. Returns what
+ * prevents it instead (no request pipe), leaving the client as it is: the
+ * caller must then not connect, as a server enforcing SASL would refuse it.
+ */
+export function useSasl(client: WireClient, options: SaslOptions): string[] {
+  const m = (client as unknown as { connectionManager?: ManagerLike }).connectionManager;
+  if (!m || !(m as unknown as Record<symbol, unknown>)[TUNED]) return ['the request pipe is not installed'];
+  const exchange: SaslExchange = { options, client: undefined, xid: undefined, gated: true };
+  (m as unknown as Record<symbol, SaslExchange>)[SASL] = exchange;
+  (m as unknown as NodeJS.EventEmitter).on('state', (state: number) => {
+    if (state === STATE.CONNECTED || state === STATE.CONNECTED_READ_ONLY) {
+      exchange.gated = true;
+      exchange.client = new DigestMd5Client(options);
+      sendSaslToken(m, exchange, exchange.client.next(Buffer.alloc(0)));
+    } else if (state !== STATE.CLOSING) {
+      exchange.gated = true;
+      exchange.xid = undefined;
+    }
+  });
+  return [];
+}
+
+function sendSaslToken(m: ManagerLike, exchange: SaslExchange, token: Buffer): void {
+  const xid = m.xid;
+  m.xid += 1;
+  exchange.xid = xid;
+  const packet = Buffer.allocUnsafe(16 + token.length);
+  packet.writeInt32BE(12 + token.length, 0);
+  packet.writeInt32BE(xid, 4);
+  packet.writeInt32BE(SASL_OP, 8);
+  packet.writeInt32BE(token.length, 12);
+  token.copy(packet, 16);
+  (m.socket as SocketLike).write(packet);
+}
+
+/** A reply of the SASL exchange: header (xid, zxid, err), then SetSASLResponse (a buffer). */
+function onSaslReply(m: ManagerLike, exchange: SaslExchange, packet: Buffer, refused: boolean): void {
+  exchange.xid = undefined;
+  const err = packet.readInt32BE(16);
+  if (err !== 0) {
+    if (!refused) refuse(m, err);
+    return;
+  }
+  const length = packet.length >= 24 ? packet.readInt32BE(20) : -1;
+  const challenge = length > 0 ? packet.subarray(24, 24 + length) : Buffer.alloc(0);
+  let token: Buffer;
+  try {
+    token = (exchange.client as DigestMd5Client).next(challenge);
+  } catch {
+    refuse(m, AUTH_FAILED_CODE); // a challenge this client cannot answer, or a server without the password
+    return;
+  }
+  if (!exchange.client?.done) {
+    sendSaslToken(m, exchange, token);
+    return;
+  }
+  exchange.gated = false;
+  process.nextTick(() => m.onPacketQueueReadable());
 }
 
 // ---- multis ---------------------------------------------------------------------
@@ -865,6 +1208,8 @@ function coalesceWrites(m: ManagerLike): void {
 /** The manager's onPacketQueueReadable, sending everything queued in one write. */
 function sendQueued(m: ManagerLike): void {
   if (m.state !== STATE.CONNECTED && m.state !== STATE.CONNECTED_READ_ONLY && m.state !== STATE.CLOSING) return;
+  // nothing but the SASL exchange goes out before it completes (a server enforcing it would close the connection)
+  if (m.state !== STATE.CLOSING && (m as unknown as Record<symbol, SaslExchange | undefined>)[SASL]?.gated) return;
   let chunks: Buffer[] = [];
   let bytes = 0;
   for (let packet = m.packetQueue.shift(); packet !== undefined; packet = m.packetQueue.shift()) {
@@ -932,6 +1277,13 @@ function frameReplies(m: ManagerLike): void {
         const packet = buffer.subarray(at, end);
         at = end;
         m.pendingBuffer = null;
+        const refused = m.state === STATE.CONNECTING ? undefined : refusalCode(packet);
+        if (refused !== undefined) refuse(m, refused);
+        const sasl = (m as unknown as Record<symbol, SaslExchange | undefined>)[SASL];
+        if (sasl?.xid !== undefined && m.state !== STATE.CONNECTING && packet.readInt32BE(4) === sasl.xid) {
+          onSaslReply(m, sasl, packet, refused !== undefined);
+          continue;
+        }
         parsingOwnMulti = m.pendingQueue[0]?.request instanceof WriteMultiRequest;
         try {
           handlePacket.call(m, packet);
