@@ -14,7 +14,7 @@
  *   it leads;
  * - removes receipts left by clients that died before deleting them, the
  *   dependency nodes of parents that retention trimmed, the log nodes of jobs
- *   that are gone (or of an earlier job of the same id), cancel requests
+ *   that are gone (a few shards a pass), cancel requests
  *   whose attempt ended before its worker saw them, and deduplication keys
  *   whose ttl ran out or whose job is gone (with their empty shards).
  * Every write carries the election's fence: a deposed leader's writes fail
@@ -27,6 +27,7 @@ import {
   DEDUP_SWEEP_SHARDS,
   FencedError,
   LeaseObserver,
+  LOG_SWEEP_SHARDS,
   type ProtocolOp,
   promoteDue,
   revokeClaims,
@@ -76,6 +77,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private sweeps = 0;
   /** The deduplication key shard the next sweep starts at. */
   private dedupFrom: string | undefined;
+  /** The log shard the next sweep starts at. */
+  private logsFrom: string | undefined;
 
   constructor(
     private readonly store: QueueStore,
@@ -165,7 +168,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.lastSweep = performance.now();
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
-    await sweepOrphanLogs(this.store, this.fence);
+    const logs = await sweepOrphanLogs(this.store, this.fence, { from: this.logsFrom, shards: LOG_SWEEP_SHARDS });
+    this.logsFrom = logs.next;
     await sweepCancels(this.store, this.fence);
     const keys = await sweepDedupKeys(this.store, this.fence, { from: this.dedupFrom, shards: DEDUP_SWEEP_SHARDS });
     this.dedupFrom = keys.next;
