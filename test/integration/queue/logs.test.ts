@@ -14,7 +14,7 @@ import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 import { countNodes, prefixSession } from '../../helpers/znodes.js';
 
-test('log lines go to their own node, not the record; the sweep deletes those of removed and trimmed jobs', async (t) => {
+test('log lines go to their own node, not the record; the sweep deletes those of removed jobs, and a job removed as it completes writes none', async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('logs', env);
   t.after(() => queue.close());
@@ -40,10 +40,10 @@ test('log lines go to their own node, not the record; the sweep deletes those of
   assert.equal(record.logs, undefined, 'no lines in the record');
   assert.deepEqual(await (await queue.getJob(kept.id))?.getLogs(), ['line of 1']);
   assert.equal(await queue.remove(removed.id), 1);
-  assert.ok(await session.exists(store.layout.logs(trimmed.id)), "a removed job's lines wait for the sweep");
-  assert.equal((await sweepOrphanLogs(store, () => [])).deleted, 2);
+  assert.ok(await session.exists(store.layout.logs(removed.id)), "a removed job's lines wait for the sweep");
+  assert.equal(await session.exists(store.layout.logs(trimmed.id)), null, 'a job removed as it completes wrote none');
+  assert.equal((await sweepOrphanLogs(store, () => [])).deleted, 1);
   assert.equal(await session.exists(store.layout.logs(removed.id)), null);
-  assert.equal(await session.exists(store.layout.logs(trimmed.id)), null);
   assert.deepEqual(await (await queue.getJob(kept.id))?.getLogs(), ['line of 1'], 'a live job keeps its lines');
   assert.equal((await sweepOrphanLogs(store, () => [])).deleted, 0);
   // once the last job is removed and swept, nothing of the logs is left but the directory

@@ -540,6 +540,8 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
   const size = Math.min(batch.length, ...batch.map((f) => keptCount(f) ?? batch.length));
   // a park's lines are written once it is (one that finds no pending child goes on, and logs on)
   const parks = (f: Finish) => f.outcome.kind === 'waiting-children';
+  // a job removed as it finishes takes its lines with it: they would only wait for the sweep
+  for (const f of batch) if (removedAtOnce(f)) delete f.logs;
   await writeAttemptLogs(
     store,
     batch.filter((f) => !parks(f)),
@@ -615,6 +617,12 @@ function sizeFallback(f: Finish, error: PayloadTooLargeError): Finish | undefine
   const reason = tooLargeReason(o.kind === 'completed' ? 'result' : 'failure', error.message);
   // the record keeps what it held when claimed (under its limit), with the short reason
   return { job: f.job, outcome: { kind: 'failed', reason, stacktrace: [], remove: false }, sizeFallback: 'failed' };
+}
+
+/** Whether a finish deletes its job (removeOnComplete / removeOnFail `true`). */
+function removedAtOnce(f: Finish): boolean {
+  const o = f.outcome;
+  return (o.kind === 'completed' || o.kind === 'failed') && o.remove;
 }
 
 /** The count bound of the finished set a finish adds a pointer to, if any (at least 1). */
