@@ -223,23 +223,38 @@ export async function sweepOrphanLogs(
     let kept = ids.length;
     for (let i = 0; i < ids.length; i += SWEEP_BATCH) {
       const gone = await goneJobs(store, ids.slice(i, i + SWEEP_BATCH));
-      const units = gone.map((id) => ({
-        build: () => ({
-          ops: [
-            { op: 'create', path: layout.job(id), data: Buffer.alloc(0) },
-            { op: 'delete', path: layout.logs(id) },
-            { op: 'delete', path: layout.job(id) },
-          ] as ProtocolOp[],
-        }),
-      }));
-      const results = await store.executor.run(units, { fence, receipt: false });
-      const deleted = results.filter((r) => r.ok).length;
+      const deleted = await dropLogsOfGoneJobs(store, gone, fence);
       out.deleted += deleted;
       kept -= deleted;
     }
     if (kept === 0) await dropEmptyShard(store, dir);
   }
   return out;
+}
+
+/**
+ * Deletes the log nodes of `ids`, each with its job's record created and
+ * deleted in the same transaction (proving the job gone: one added again
+ * meanwhile keeps its node). Resolves with the nodes deleted.
+ */
+export async function dropLogsOfGoneJobs(
+  store: QueueStore,
+  ids: readonly string[],
+  fence?: () => ProtocolOp[],
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const { layout } = store;
+  const units = ids.map((id) => ({
+    build: () => ({
+      ops: [
+        { op: 'create', path: layout.job(id), data: Buffer.alloc(0) },
+        { op: 'delete', path: layout.logs(id) },
+        { op: 'delete', path: layout.job(id) },
+      ] as ProtocolOp[],
+    }),
+  }));
+  const results = await store.executor.run(units, { receipt: false, ...(fence ? { fence } : {}) });
+  return results.filter((r) => r.ok).length;
 }
 
 /** Which of `ids` have no record (a listing of each record node, in one read-only multi: its reply is a few bytes). */
