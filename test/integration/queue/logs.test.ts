@@ -7,11 +7,20 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decodeRecord, encodeRecord, LOG_SWEEP_SHARDS, QueueStore, sweepOrphanLogs, writeLogs } from '@zkq/core';
+import {
+  decodeRecord,
+  encodeRecord,
+  Housekeeper,
+  LOG_SWEEP_SHARDS,
+  openSession,
+  QueueStore,
+  sweepOrphanLogs,
+  writeLogs,
+} from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
-import { waitFor } from '../../helpers/zk.js';
+import { nextEvent, waitFor } from '../../helpers/zk.js';
 import { countNodes, prefixSession } from '../../helpers/znodes.js';
 
 test('log lines go to their own node, not the record; the sweep deletes those of removed jobs, and a job removed as it completes writes none', async (t) => {
@@ -149,6 +158,37 @@ test('a sweep pass costs a few requests per shard, not per logged job, and the p
   for (const id of gone) assert.equal(await session.exists(store.layout.logs(id)), null);
   const live = jobs[1]?.id as string;
   assert.deepEqual(await (await queue.getJob(live))?.getLogs(), [`line of ${live}`]);
+});
+
+test("the leader's housekeeping, a few shards a pass, comes round to every removed job's lines", async (t) => {
+  const env = await queueEnv(t);
+  const session = await openSession(env.connection, env.prefix);
+  const store = new QueueStore(session, 'rounds');
+  const queue = new Queue('rounds', env);
+  t.after(() => queue.close());
+  await store.init();
+  // sweeping every 100 ms: the 256 shards take 16 passes
+  const keeper = new Housekeeper(store, 'leader', 100, undefined, 100);
+  t.after(async () => {
+    await keeper.close();
+    await session.close();
+  });
+  const elected = nextEvent(keeper, 'elected');
+  await keeper.start();
+  await elected;
+  const jobs = await queue.addBulk(Array.from({ length: 40 }, (_, n) => ({ name: 'r', data: { n } })));
+  await writeLogs(
+    store,
+    jobs.map((job) => ({ owner: { id: job.id as string, czxid: 0 }, lines: ['a line'] })),
+  );
+  const [kept, ...removed] = jobs.map((job) => job.id as string);
+  for (const id of removed) await queue.remove(id);
+  await waitFor(
+    async () =>
+      (await Promise.all(removed.map((id) => session.exists(store.layout.logs(id))))).every((s) => s === null),
+    { timeoutMs: 30_000, what: "every removed job's lines swept" },
+  );
+  assert.deepEqual(await (await queue.getJob(kept as string))?.getLogs(), ['a line']);
 });
 
 test('a record that kept its own lines (before logs lived apart) still reads them, before the new ones', async (t) => {
