@@ -267,6 +267,7 @@ export async function finish(
   const f: Finish = { job: held.job, outcome };
   if (progress !== undefined) f.progress = progress;
   if (retention) f.keep = retention.keep;
+  if (held.logged) f.logged = true;
   const result = await (await ctx.finisher()).finish(f);
   release(ctx, id, held.job.token);
   if (!result.ok) {

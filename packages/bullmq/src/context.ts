@@ -53,6 +53,8 @@ export interface Held {
   lock: string;
   /** The latest progress reported (kept in the claim while the job runs). */
   progress?: unknown;
+  /** A line was logged for it through this backend: its log node is there. */
+  logged?: boolean;
 }
 
 /** The default lease of a claim, ms (BullMQ's lockDuration default). */

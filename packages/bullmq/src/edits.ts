@@ -171,6 +171,8 @@ export async function addLog(ctx: BackendContext, jobId: string, row: string, ke
   if (!found) throw finishedError(ErrorCode.JobNotExist, jobId, 'addLog');
   const owner = keepLogs && keepLogs > 0 ? { ...found.owner, keepLogs } : found.owner;
   const [count] = await writeLogs(await ctx.store(), [{ owner, lines: [String(row)] }]);
+  const held = ctx.held.get(jobId);
+  if (held && held.job.czxid === owner.czxid) held.logged = true;
   return (count ?? 0) + found.legacy;
 }
 

@@ -15,7 +15,7 @@ import {
   QueueLayout,
   Session,
 } from '@zkq/core';
-import { Queue, QueueEvents } from '@zkq/producer';
+import { FlowProducer, type Job, Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
@@ -171,6 +171,57 @@ test('a return value too large to store fails the job at once with a short reaso
   await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
   assert.equal(runs, 1);
   assert.equal(await queue.getJobState(job.id), 'failed');
+});
+
+test('a flow child whose return value fits its record but not twice (record and parent entry) fails at once, ran once; a smaller one reaches the parent', async (t) => {
+  const env = await queueEnv(t);
+  const flows = new FlowProducer(env);
+  const parents = new Queue('big-parent', env);
+  t.after(() => Promise.all([flows.close(), parents.close()]));
+  let runs = 0;
+  // multi-byte characters: 2 bytes each in the record and in the entry
+  const children = new Worker(
+    'big-child',
+    async (job) => {
+      runs++;
+      return 'é'.repeat(job.data.chars);
+    },
+    { ...env, ...FAST },
+  );
+  const values: unknown[] = [];
+  const parent = new Worker('big-parent', async (job) => void values.push(await job.getChildrenValues()), env);
+  t.after(() => Promise.all([children.close(), parent.close()]));
+  const over = MAX_RECORD_BYTES / 2 - 2048; // 508 KiB of JSON: under the record limit, not twice in a transaction
+  const tree = await flows.add({
+    name: 'p',
+    queueName: 'big-parent',
+    data: {},
+    children: [{ name: 'c', queueName: 'big-child', data: { chars: over } }],
+  });
+  const child = tree.children?.[0]?.job as Job;
+  const childQueue = new Queue('big-child', env);
+  t.after(() => childQueue.close());
+  await waitFor(async () => (await childQueue.getJobState(child.id)) === 'failed', {
+    timeoutMs: 30_000,
+    what: 'the child failed',
+  });
+  assert.match((await childQueue.getJob(child.id))?.failedReason ?? '', /^PayloadTooLargeError: result too large/);
+  await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
+  assert.equal(runs, 1, 'never run again');
+  assert.equal(await parents.getJobState(tree.job.id), 'waiting-children', 'its parent waits as for any failed child');
+  // 400 KB of JSON fits twice: the parent gets it whole
+  const fits = await flows.add({
+    name: 'p',
+    queueName: 'big-parent',
+    data: {},
+    children: [{ name: 'c', queueName: 'big-child', data: { chars: 200_000 } }],
+  });
+  await waitFor(async () => (await parents.getJobState(fits.job.id)) === 'completed', {
+    timeoutMs: 30_000,
+    what: 'the parent of the smaller value completed',
+  });
+  const [got] = Object.values(values[0] as Record<string, string>);
+  assert.equal(got, 'é'.repeat(200_000));
 });
 
 test('700 log lines of 1 KB then a return: completed once, every line readable, none in the record', async (t) => {

@@ -115,7 +115,8 @@
  *                                     in bytes (sizes.ts), never in the record. Lines of a node
  *                                     created before the job's record (czxid) belong to an earlier
  *                                     job of that id and are not read. The leader deletes the nodes
- *                                     of jobs that are gone (protocol/logs.ts); obliterate with the queue
+ *                                     of jobs that are gone, a few shards a pass (protocol/logs.ts);
+ *                                     obliterate with the queue
  *   flow-children                     empty; created (once) before the queue first gets a child of a
  *                                     flow: retention then reads the failed jobs it trims, since a
  *                                     failed child may still be pending for its parent

@@ -43,7 +43,7 @@ import {
   type UnitResult,
 } from './executor.js';
 import { dropDepsOps, joinBuilt, mayBePendingChild, parkShare, type Settlement, settleChildOps } from './flows.js';
-import { writeLogs } from './logs.js';
+import { dropLogsOfGoneJobs, writeLogs } from './logs.js';
 import { dropTrim, sendingTrim, settleTrim, TrimBatch, type TrimState, trimShare, unsentTrim } from './trims.js';
 
 /** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
@@ -479,6 +479,12 @@ export interface Finish {
   outcome: Outcome;
   /** The attempt's log lines: written to the job's log node (logs.ts) before the finish, never to the record. */
   logs?: string[];
+  /**
+   * The job's log node is known to be there (its lines were written while it
+   * ran): a finish that removes the job deletes it right after, rather than
+   * leaving it to the leader's sweep.
+   */
+  logged?: boolean;
   progress?: unknown;
   /**
    * Set on a finish written in place of one too large to store (finishJobs):
@@ -540,6 +546,8 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
   const size = Math.min(batch.length, ...batch.map((f) => keptCount(f) ?? batch.length));
   // a park's lines are written once it is (one that finds no pending child goes on, and logs on)
   const parks = (f: Finish) => f.outcome.kind === 'waiting-children';
+  // a job removed as it finishes takes its lines with it: they would only wait for the sweep
+  for (const f of batch) if (removedAtOnce(f)) delete f.logs;
   await writeAttemptLogs(
     store,
     batch.filter((f) => !parks(f)),
@@ -553,7 +561,18 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
     store,
     batch.filter((f, i) => parks(f) && out[i]?.ok),
   );
-  return failOversized(store, batch, out);
+  const done = await failOversized(store, batch, out);
+  const gone = batch.filter((f, i) => {
+    const r = done[i];
+    return f.logged && r?.ok && removedAtOnce({ ...f, outcome: r.replaced ?? f.outcome });
+  });
+  // the sweep deletes them otherwise: a failure here loses nothing
+  if (gone.length > 0)
+    await dropLogsOfGoneJobs(
+      store,
+      gone.map((f) => f.job.record.id),
+    ).catch(() => undefined);
+  return done;
 }
 
 /**
@@ -615,6 +634,12 @@ function sizeFallback(f: Finish, error: PayloadTooLargeError): Finish | undefine
   const reason = tooLargeReason(o.kind === 'completed' ? 'result' : 'failure', error.message);
   // the record keeps what it held when claimed (under its limit), with the short reason
   return { job: f.job, outcome: { kind: 'failed', reason, stacktrace: [], remove: false }, sizeFallback: 'failed' };
+}
+
+/** Whether a finish deletes its job (removeOnComplete / removeOnFail `true`). */
+function removedAtOnce(f: Finish): boolean {
+  const o = f.outcome;
+  return (o.kind === 'completed' || o.kind === 'failed') && o.remove;
 }
 
 /** The count bound of the finished set a finish adds a pointer to, if any (at least 1). */

@@ -14,12 +14,14 @@
  *   czxid lower) holds an earlier job's lines; it is not read, and the next
  *   append replaces it.
  * - Owner: the leader deletes the nodes of jobs that are gone (removed,
- *   trimmed by retention, removed with a flow), and the stale ones, on its
- *   periodic sweep; obliterate deletes them with the queue.
+ *   trimmed by retention, removed with a flow) on its periodic sweep, a few
+ *   shards a pass; an earlier job's node goes with the job now under its id;
+ *   obliterate deletes them with the queue.
  * - Records written before logs lived apart keep their lines in `logs`:
  *   they are read before the node's.
  */
 import { BadVersionError, NodeExistsError, NoNodeError } from '../../zk/errors.js';
+import { PACKET_LIMIT_BYTES } from '../../zk/limits.js';
 import type { Stat } from '../../zk/types.js';
 import { decodeRecord, type JobRecord } from '../record.js';
 import { keptLogs } from '../sizes.js';
@@ -35,8 +37,14 @@ export interface LogOwner {
 
 /** Plans of one append that keeps meeting other appends. */
 const APPEND_ATTEMPTS = 8;
-/** Log nodes the sweep looks at per round of reads. */
+/** Log nodes whose jobs the sweep looks for in one read. */
 const SWEEP_BATCH = 100;
+/** Shards the leader sweeps a pass (of 256): each is swept every 16 passes. */
+export const LOG_SWEEP_SHARDS = 16;
+/** The name length a shard's listing is budgeted for. */
+const LOG_LISTING_NAME_BYTES = 100;
+/** The most log nodes of one shard the sweep lists: their listing stays under the packet limit. */
+const LOG_LISTING_MAX = Math.floor((PACKET_LIMIT_BYTES - 64 * 1024) / (4 + LOG_LISTING_NAME_BYTES));
 
 /** The lines a log node read holds for `owner` (none when it is an earlier job's). */
 function linesOf(data: Buffer, stat: Stat, czxid: number): string[] {
@@ -160,46 +168,105 @@ export async function readJobLogs(
   return { record, czxid: job.stat.czxid, logs: lines };
 }
 
+/** What a pass of the log sweep did. */
+export interface LogSweep {
+  /** Log nodes deleted. */
+  deleted: number;
+  /** Shards too large to list this time (paths). */
+  crowded: string[];
+  /** The shard the next pass starts at (undefined: from the first again). */
+  next?: string;
+}
+
+/** Which shards a pass sweeps: `shards` of them from `from` on (default: all). */
+export interface LogSweepRange {
+  from?: string;
+  shards?: number;
+}
+
 /**
- * Deletes the log nodes of jobs that are gone, and those of an earlier job
- * of the same id: the leader's tidy-up, a shard at a time. A node whose job
- * is gone is deleted with the job's record created and deleted in the same
- * transaction (proving it absent: a job added again meanwhile keeps its
- * node), each at the version read (an append meanwhile keeps it until the
- * next sweep). Empty shard directories are removed. Resolves with the nodes deleted.
+ * Deletes the log nodes of jobs that are gone (removed, trimmed by
+ * retention, removed with a flow): the leader's tidy-up, LOG_SWEEP_SHARDS
+ * shards a pass from where the last one ended (`range`, `next`), so a pass
+ * costs a listing per shard and a read per SWEEP_BATCH nodes (whether their
+ * jobs are there, in one read-only multi) whatever the number of logged jobs.
+ * A node is deleted with its job's record created and deleted in the same
+ * transaction, proving the job absent: a job added again meanwhile keeps it.
+ * An earlier job's node under an id added again is left to the job there now
+ * (it is not read; its next append creates the node anew; it goes once that
+ * job is gone): deleted at a version read, it could be the new job's, created
+ * anew meanwhile at the same version. A shard too large to list in one reply
+ * is left for a later pass (`crowded`); one left empty is removed.
  */
-export async function sweepOrphanLogs(store: QueueStore, fence: () => ProtocolOp[]): Promise<number> {
+export async function sweepOrphanLogs(
+  store: QueueStore,
+  fence: () => ProtocolOp[],
+  range: LogSweepRange = {},
+): Promise<LogSweep> {
   const { session, layout } = store;
-  let swept = 0;
-  for (const shard of await store.children(layout.logsDir)) {
+  const out: LogSweep = { deleted: 0, crowded: [] };
+  const all = (await store.children(layout.logsDir)).sort();
+  const from = range.from;
+  const start = from === undefined ? 0 : all.findIndex((s) => s >= from);
+  const shards = start < 0 ? [] : all.slice(start, start + (range.shards ?? all.length));
+  const after = all[start + shards.length];
+  if (start >= 0 && after !== undefined) out.next = after;
+  for (const shard of shards) {
     const dir = `${layout.logsDir}/${shard}`;
-    const ids = await store.children(dir);
-    for (let i = 0; i < ids.length; i += SWEEP_BATCH) {
-      const batch = ids.slice(i, i + SWEEP_BATCH);
-      const stats = await Promise.all(
-        batch.map(async (id) => {
-          const [node, job] = await Promise.all([session.exists(layout.logs(id)), session.exists(layout.job(id))]);
-          return { id, node, job };
-        }),
-      );
-      const units = stats.flatMap(({ id, node, job }) => {
-        if (!node || (job && job.czxid < node.czxid)) return []; // gone already, or its job's own
-        const del: ProtocolOp = { op: 'delete', path: layout.logs(id), version: node.version };
-        const ops: ProtocolOp[] = job
-          ? [del] // an earlier job's lines: the job there now was created after them
-          : [
-              { op: 'create', path: layout.job(id), data: Buffer.alloc(0) },
-              del,
-              { op: 'delete', path: layout.job(id) },
-            ];
-        return [{ build: () => ({ ops }) }];
-      });
-      const results = await store.executor.run(units, { fence, receipt: false });
-      swept += results.filter((r) => r.ok).length;
+    const stat = await session.exists(dir);
+    if (!stat) continue;
+    if (stat.numChildren > LOG_LISTING_MAX) {
+      out.crowded.push(dir);
+      continue;
     }
-    await dropEmptyShard(store, dir);
+    const ids = await store.children(dir);
+    let kept = ids.length;
+    for (let i = 0; i < ids.length; i += SWEEP_BATCH) {
+      const gone = await goneJobs(store, ids.slice(i, i + SWEEP_BATCH));
+      const deleted = await dropLogsOfGoneJobs(store, gone, fence);
+      out.deleted += deleted;
+      kept -= deleted;
+    }
+    if (kept === 0) await dropEmptyShard(store, dir);
   }
-  return swept;
+  return out;
+}
+
+/**
+ * Deletes the log nodes of `ids`, each with its job's record created and
+ * deleted in the same transaction (proving the job gone: one added again
+ * meanwhile keeps its node). Resolves with the nodes deleted.
+ */
+export async function dropLogsOfGoneJobs(
+  store: QueueStore,
+  ids: readonly string[],
+  fence?: () => ProtocolOp[],
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const { layout } = store;
+  const units = ids.map((id) => ({
+    build: () => ({
+      ops: [
+        { op: 'create', path: layout.job(id), data: Buffer.alloc(0) },
+        { op: 'delete', path: layout.logs(id) },
+        { op: 'delete', path: layout.job(id) },
+      ] as ProtocolOp[],
+    }),
+  }));
+  const results = await store.executor.run(units, { receipt: false, ...(fence ? { fence } : {}) });
+  return results.filter((r) => r.ok).length;
+}
+
+/** Which of `ids` have no record (a listing of each record node, in one read-only multi: its reply is a few bytes). */
+async function goneJobs(store: QueueStore, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const replies = await store.session.readMulti(
+    ids.map((id) => ({ op: 'getChildren' as const, path: store.layout.job(id) })),
+  );
+  return ids.filter((_, i) => {
+    const r = replies[i];
+    return r !== undefined && !r.ok && r.error instanceof NoNodeError;
+  });
 }
 
 /** Deletes a shard directory left empty (an append that recreates it meanwhile wins: it is not empty then). */

@@ -33,7 +33,7 @@
  *   @zkq/core); the job is claimed again and fails past maxStalledCount;
  * - removes receipts left by clients that died before deleting them, the
  *   dependency nodes of parents that retention trimmed, the log nodes of jobs
- *   that are gone (or of an earlier job of the same id), cancel requests
+ *   that are gone (a few shards a pass), cancel requests
  *   whose attempt ended before its worker saw them, and deduplication keys
  *   whose ttl ran out or whose job is gone (with their empty shards); fails
  *   the parents a flow add cut off midway left waiting (protocol/flow-adds.ts).
@@ -48,6 +48,7 @@ import {
   FencedError,
   LeaseObserver,
   type MarkSightings,
+  LOG_SWEEP_SHARDS,
   type ProtocolOp,
   promoteDue,
   releaseCutFlows,
@@ -122,6 +123,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private sweeps = 0;
   /** The deduplication key shard the next sweep starts at. */
   private dedupFrom: string | undefined;
+  /** The log shard the next sweep starts at. */
+  private logsFrom: string | undefined;
 
   constructor(
     private readonly store: QueueStore,
@@ -224,7 +227,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     await sweepReceipts(this.store, this.receipts, ++this.sweeps);
     await sweepOrphanDeps(this.store, this.fence);
     await releaseCutFlows(this.store, this.fence, this.flowAdds, performance.now());
-    await sweepOrphanLogs(this.store, this.fence);
+    const logs = await sweepOrphanLogs(this.store, this.fence, { from: this.logsFrom, shards: LOG_SWEEP_SHARDS });
+    this.logsFrom = logs.next;
     await sweepCancels(this.store, this.fence);
     const keys = await sweepDedupKeys(this.store, this.fence, { from: this.dedupFrom, shards: DEDUP_SWEEP_SHARDS });
     this.dedupFrom = keys.next;
