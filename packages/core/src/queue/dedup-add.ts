@@ -14,7 +14,7 @@ import { findPointer } from './control.js';
 import { DEDUP_ROUNDS, dedupEvent, dedupOf, encodeKey, keyOnAdd, keyTtl, look, type Seen } from './dedup.js';
 import type { QueueEventRecord } from './events.js';
 import { MAX_DELAY_MS } from './options.js';
-import { dedupKeyOp, moveOps, parkOps, removeOps } from './protocol/builders.js';
+import { dedupKeyOp, keptJobCheckOp, moveOps, parkOps, removeOps } from './protocol/builders.js';
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
@@ -151,7 +151,8 @@ async function plan(
     case 'take': {
       const data = encodeKey(action.ttl === undefined ? { job: record.id } : { job: record.id, ttl: action.ttl });
       if (!read) await store.ensureDir(layout.dedupShard(o.id));
-      return add(dedupKeyOp(layout, { id: o.id, data, version: read?.version }), []);
+      const taken = await add(dedupKeyOp(layout, { id: o.id, data, version: read?.version }), []);
+      return kept ? { ...taken, ops: [...taken.ops, keptJobCheckOp(layout, kept.record.id)] } : taken;
     }
     case 'replace': {
       if (!read || !kept) throw new Error('unreachable: replace without a kept job');
@@ -178,6 +179,7 @@ async function plan(
       if (action.rewrite) {
         const data = encodeKey({ ...read.key, ttl: action.rewrite.ttl });
         ops.push(dedupKeyOp(layout, { id: o.id, data, version: read.version }));
+        if (kept) ops.push(keptJobCheckOp(layout, kept.record.id));
       }
       if (action.reschedule && kept) {
         // BullMQ's reschedule: the kept job's new due time is the duplicate's delay from its timestamp

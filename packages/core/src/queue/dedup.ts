@@ -33,6 +33,12 @@
  *   written by an older zkq) and the shard directories it leaves empty.
  * Retention trims leave keys alone: a key without ttl went at the finish.
  *
+ * A key deleted and created again by a newer add starts again at version 0,
+ * so a version read is no fence on its own: a reader reads the key again
+ * after its job (`look`) and judges it only while it still names that job,
+ * and a write planned from a key naming a job that exists checks that the
+ * job still does (its removal deletes the key); the sweep does the same.
+ *
  * `extend` rewrites a live ttl key on each duplicate (a new mtime);
  * `replace` removes the kept job while it is still delayed and adds the new
  * one in its place (the key keeps its remaining ttl unless `extend`);
@@ -45,7 +51,7 @@ import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../zk/errors.
 import type { QueueEventRecord } from './events.js';
 import { laneOf, type QueueLayout } from './layout.js';
 import { MAX_DELAY_MS } from './options.js';
-import { dedupDeleteOp, dedupKeyOp } from './protocol/builders.js';
+import { dedupDeleteOp, dedupKeyOp, keptJobCheckOp } from './protocol/builders.js';
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord, type RecordState } from './record.js';
 import type { QueueStore, StoredJob } from './store.js';
@@ -135,17 +141,36 @@ export interface Seen {
   now: number | undefined;
 }
 
-/** Reads key `id` and judges it; with `wantActive`, also whether the kept job runs. */
+/** Whether two reads of a key saw the same node naming the same job (a key created again names another). */
+function sameKey(a: KeyRead, b: KeyRead | undefined): b is KeyRead {
+  return b !== undefined && a.version === b.version && a.key.job === b.key.job;
+}
+
+/**
+ * Reads key `id` and judges it; with `wantActive`, also whether the kept job
+ * runs. The key is read again after its job (the requests of a session are
+ * served in order), and `read` is that second read: a key deleted with its
+ * job (a finish, a removal) and created again by a newer add starts again at
+ * the version read first, so only a key that still names the job read is
+ * judged by it; one that changed is looked at again.
+ */
 export async function look(store: QueueStore, id: string, wantActive = false): Promise<Seen> {
-  const read = await readKey(store, id);
-  if (!read) return { read, live: false, kept: undefined, active: false, now: undefined };
-  const job = read.key.job;
-  const [kept, now, claim] = await Promise.all([
-    job ? store.getJob(job) : undefined,
-    read.key.ttl !== undefined ? store.serverNow() : undefined,
-    wantActive && job ? store.session.exists(store.layout.claim(job)) : null,
-  ]);
-  return { read, live: isLive(read, now, kept?.record.state), kept, active: Boolean(claim), now };
+  let read = await readKey(store, id);
+  for (let round = 1; ; round++) {
+    if (!read) return { read, live: false, kept: undefined, active: false, now: undefined };
+    const job = read.key.job;
+    const [kept, again, now, claim] = await Promise.all([
+      job ? store.getJob(job) : undefined,
+      job ? readKey(store, id) : read,
+      read.key.ttl !== undefined ? store.serverNow() : undefined,
+      wantActive && job ? store.session.exists(store.layout.claim(job)) : null,
+    ]);
+    if (sameKey(read, again)) {
+      return { read: again, live: isLive(again, now, kept?.record.state), kept, active: Boolean(claim), now };
+    }
+    // seen as no key: the add creates one, which fails while a key exists, and is planned again
+    read = round < DEDUP_ROUNDS ? again : undefined;
+  }
 }
 
 /** The kept job's id while key `id` is live, else null (BullMQ's getDeduplicationJobId). */
@@ -165,6 +190,7 @@ export async function removeDeduplicationKey(store: QueueStore, id: string, jobI
     const seen = await look(store, id);
     if (!seen.read || !seen.live || seen.read.key.job !== jobId) return 0;
     const ops = [dedupDeleteOp(store.layout, { id, version: seen.read.version })];
+    if (seen.kept) ops.push(keptJobCheckOp(store.layout, jobId, seen.kept.version));
     const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
     if (result?.ok) return 1;
     if (round >= DEDUP_ROUNDS || !isConflict(result?.error)) throw result?.error;

@@ -91,6 +91,16 @@ export function dedupDeleteOp(layout: QueueLayout, k: { id: string; version?: nu
 }
 
 /**
+ * The job a deduplication key names still exists (at `version`, or any):
+ * a write planned from a read of the key also checks its job, since the
+ * job's removal deletes the key, and a newer add may create it again at the
+ * version read (dedup.ts).
+ */
+export function keptJobCheckOp(layout: QueueLayout, id: string, version = -1): ProtocolOp {
+  return { op: 'check', path: layout.job(id), version };
+}
+
+/**
  * Park a duplicate of an active job in its key (keepLastIfActive): the key
  * rewritten at the version read, and only while the kept job's claim is
  * there. Its finish rewrites the key too, so the two never miss each other.

@@ -1,0 +1,179 @@
+/**
+ * A deduplication key is deleted (by its job's finish or removal, or by the
+ * sweep) and created again by a newer add: its new node starts again at
+ * version 0, so a write planned from a read of the old node at version 0
+ * would pass its version check and hit the new one. Each test makes the old
+ * key go and a newer job take the key between a reader's read and its
+ * write, at the session's request boundary, and checks that the newer job
+ * keeps its key: an add is deduplicated to it, the sweep leaves it alone.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { openSession, QueueLayout, QueueStore, type Session, sweepDedupKeys } from '@zkq/core';
+import { Queue } from '@zkq/producer';
+import { Worker } from '@zkq/worker';
+import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
+import { waitFor } from '../../helpers/zk.js';
+
+type Hooked = 'getData' | 'readMulti' | 'multi';
+const METHODS = ['getData', 'readMulti', 'multi', 'setData', 'exists', 'getChildren', 'create', 'delete'] as const;
+
+/**
+ * The first time `session` calls `method` (on `path`, for getData), `action`
+ * runs before the request is sent; every later request of the session waits
+ * until it is done, so requests still reach the server in call order.
+ */
+function beforeFirst(session: Session, method: Hooked, action: () => Promise<unknown>, path?: string): void {
+  const target = session as unknown as Record<(typeof METHODS)[number], (...args: unknown[]) => Promise<unknown>>;
+  let running: Promise<unknown> | undefined;
+  let done = false;
+  for (const name of METHODS) {
+    const original = target[name].bind(session);
+    target[name] = async (...args: unknown[]) => {
+      if (!done && name === method && (path === undefined || args[0] === path)) {
+        done = true;
+        running = action();
+      }
+      if (running) await running;
+      return original(...args);
+    };
+  }
+}
+
+async function rawStore(t: { after: (fn: () => unknown) => void }, env: QueueTestEnv, queue: string) {
+  const session = await openSession(env.connection, env.prefix);
+  t.after(() => session.close());
+  return new QueueStore(session, queue);
+}
+
+/** A worker running `queue`'s jobs, each until `release()` is called. */
+function heldWorker(t: { after: (fn: () => unknown) => void }, env: QueueTestEnv, queue: string) {
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const started: string[] = [];
+  const worker = new Worker(
+    queue,
+    async (job) => {
+      started.push(job.id as string);
+      await held;
+      return 'done';
+    },
+    env,
+  );
+  t.after(() => worker.close());
+  return { worker, started, release: () => release() };
+}
+
+test('an add that read a key whose job then completed, while another add created the key again, is deduplicated to the newer job', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('reuse-finish', env);
+  const taker = new Queue('reuse-finish', env);
+  t.after(() => queue.close());
+  t.after(() => taker.close());
+  const { worker, started, release } = heldWorker(t, env, 'reuse-finish');
+  const first = await queue.add('j', { n: 0 }, { deduplication: { id: 'd' } });
+  const firstId = first.id as string;
+  await waitFor(() => started.includes(firstId), { what: 'the first job to run' });
+  let newer: string | undefined;
+  // the taker has read the key (it names the running job); before it reads that job, the job
+  // completes (its finish deletes the key) and another add creates the key again
+  beforeFirst(
+    await taker.client,
+    'getData',
+    async () => {
+      release();
+      await waitFor(async () => (await queue.getJobState(firstId)) === 'completed', { what: 'the first job done' });
+      await worker.close();
+      newer = (await queue.add('j', { n: 1 }, { deduplication: { id: 'd' } })).id;
+    },
+    new QueueLayout('reuse-finish').job(firstId),
+  );
+  // the taker's add is sent as a create of the key, which exists: it reads the key
+  const late = await taker.add('j', { n: 2 }, { deduplication: { id: 'd' } });
+  assert.notEqual(newer, firstId);
+  assert.equal(late.id, newer, 'deduplicated to the job that holds the key');
+  assert.equal(await queue.getDeduplicationJobId('d'), newer);
+  assert.deepEqual(
+    (await queue.getJobs(['waiting'], 0, -1)).map((j) => j.data.n),
+    [1],
+    'one job waits',
+  );
+});
+
+test('an add that read a throttle key run out, while its job was removed and another add took the key again, is deduplicated to the newer job', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('reuse-removed', env);
+  const taker = new Queue('reuse-removed', env);
+  t.after(() => queue.close());
+  t.after(() => taker.close());
+  const first = await queue.add('j', { n: 0 }, { deduplication: { id: 'd', ttl: 1 } });
+  const firstId = first.id as string;
+  await waitFor(async () => (await queue.getDeduplicationJobId('d')) === null, { what: 'the ttl to run out' });
+  let newer: string | undefined;
+  // the taker has read the key (run out, naming the first job); the first job is removed
+  // with its key, and another add creates the key again with a long ttl
+  beforeFirst(
+    await taker.client,
+    'getData',
+    async () => {
+      await queue.remove(firstId);
+      newer = (await queue.add('j', { n: 1 }, { deduplication: { id: 'd', ttl: 600_000 } })).id;
+    },
+    new QueueLayout('reuse-removed').job(firstId),
+  );
+  const late = await taker.add('j', { n: 2 }, { deduplication: { id: 'd', ttl: 600_000 } });
+  assert.notEqual(newer, firstId);
+  assert.equal(late.id, newer, 'throttled by the newer key');
+  assert.deepEqual(
+    (await queue.getJobs(['waiting'], 0, -1)).map((j) => j.data.n),
+    [1],
+    'one job waits',
+  );
+});
+
+test('the sweep leaves a key created again after its job completed (removed as it completed) while the sweep read the key', async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'reuse-sweep');
+  const queue = new Queue('reuse-sweep', env);
+  t.after(() => queue.close());
+  const { worker, started, release } = heldWorker(t, env, 'reuse-sweep');
+  const first = await queue.add('j', { n: 0 }, { deduplication: { id: 'd' }, removeOnComplete: true });
+  const firstId = first.id as string;
+  await waitFor(() => started.includes(firstId), { what: 'the first job to run' });
+  let newer: string | undefined;
+  // the sweep has read the key (naming the running job); before it looks for that job, the job
+  // completes and goes (with its key), and another add creates the key again
+  beforeFirst(store.session, 'readMulti', async () => {
+    release();
+    await waitFor(async () => !(await queue.getJob(firstId)), { what: 'the first job gone' });
+    await worker.close();
+    newer = (await queue.add('j', { n: 1 }, { deduplication: { id: 'd' } })).id;
+  });
+  await sweepDedupKeys(store, () => []);
+  assert.notEqual(newer, firstId);
+  assert.equal(await queue.getDeduplicationJobId('d'), newer, "the newer job's key stays");
+  assert.equal((await queue.add('j', { n: 2 }, { deduplication: { id: 'd' } })).id, newer, 'and deduplicates');
+});
+
+test('the sweep leaves a throttle key created again after it judged the old one run out and before its delete', async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'reuse-sweep-ttl');
+  const queue = new Queue('reuse-sweep-ttl', env);
+  t.after(() => queue.close());
+  const first = await queue.add('j', { n: 0 }, { deduplication: { id: 'd', ttl: 1 } });
+  const firstId = first.id as string;
+  await waitFor(async () => (await queue.getDeduplicationJobId('d')) === null, { what: 'the ttl to run out' });
+  let newer: string | undefined;
+  // the sweep has judged the key run out; before its delete is sent, the first job is removed
+  // with its key, and another add creates the key again with a long ttl
+  beforeFirst(store.session, 'multi', async () => {
+    await queue.remove(firstId);
+    newer = (await queue.add('j', { n: 1 }, { deduplication: { id: 'd', ttl: 600_000 } })).id;
+  });
+  await sweepDedupKeys(store, () => []);
+  assert.notEqual(newer, firstId);
+  assert.equal(await queue.getDeduplicationJobId('d'), newer, "the newer job's key stays");
+  assert.equal((await queue.add('j', { n: 2 }, { deduplication: { id: 'd', ttl: 600_000 } })).id, newer);
+});
