@@ -15,7 +15,7 @@ import { Worker } from '@zkq/worker';
 import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
-type Hooked = 'getData' | 'readMulti' | 'multi';
+type Hooked = 'getData' | 'readMulti' | 'multi' | 'setData';
 const METHODS = ['getData', 'readMulti', 'multi', 'setData', 'exists', 'getChildren', 'create', 'delete'] as const;
 
 /**
@@ -176,4 +176,30 @@ test('the sweep leaves a throttle key created again after it judged the old one 
   assert.notEqual(newer, firstId);
   assert.equal(await queue.getDeduplicationJobId('d'), newer, "the newer job's key stays");
   assert.equal((await queue.add('j', { n: 2 }, { deduplication: { id: 'd', ttl: 600_000 } })).id, newer);
+});
+
+test('an add that judged a throttle key run out, while the sweep deleted it and another add created it again, is deduplicated to the newer job', async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'reuse-swept');
+  const queue = new Queue('reuse-swept', env);
+  const taker = new Queue('reuse-swept', env);
+  t.after(() => queue.close());
+  t.after(() => taker.close());
+  await queue.add('j', { n: 1 }, { deduplication: { id: 'd', ttl: 1 } });
+  await waitFor(async () => (await queue.getDeduplicationJobId('d')) === null, { what: 'the ttl to run out' });
+  let newer: string | undefined;
+  // the taker has read the key (run out) twice; as it asks ZooKeeper's time, the sweep deletes
+  // the key and another add creates it again with a long ttl
+  beforeFirst(
+    await taker.client,
+    'setData',
+    async () => {
+      assert.equal((await sweepDedupKeys(store, () => [])).deleted, 1);
+      newer = (await queue.add('j', { n: 2 }, { deduplication: { id: 'd', ttl: 600_000 } })).id;
+    },
+    new QueueLayout('reuse-swept').clock,
+  );
+  const late = await taker.add('j', { n: 3 }, { deduplication: { id: 'd', ttl: 600_000 } });
+  assert.equal(late.id, newer, 'throttled by the newer key');
+  assert.equal(await queue.getDeduplicationJobId('d'), newer);
 });

@@ -13,8 +13,16 @@ import { NodeExistsError } from '../zk/errors.js';
 import { findPointer } from './control.js';
 import { DEDUP_ROUNDS, dedupEvent, dedupOf, encodeKey, keyOnAdd, keyTtl, look, type Seen } from './dedup.js';
 import type { QueueEventRecord } from './events.js';
+import type { QueueLayout } from './layout.js';
 import { MAX_DELAY_MS } from './options.js';
-import { dedupKeyOp, keptJobCheckOp, moveOps, parkOps, removeOps } from './protocol/builders.js';
+import {
+  dedupGenerationCheckOp,
+  dedupKeyOp,
+  keptJobCheckOp,
+  moveOps,
+  parkOps,
+  removeOps,
+} from './protocol/builders.js';
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
@@ -132,6 +140,20 @@ function againstKey(
   };
 }
 
+/**
+ * What a write to a key read in `seen` also checks: the key's job still
+ * exists (its removal deletes the key), and no key was deleted by the sweep
+ * or by hand since (either may let a newer add create the key again at the
+ * version read).
+ */
+function fences(layout: QueueLayout, seen: Seen): ProtocolOp[] {
+  if (!seen.read) return [];
+  const ops: ProtocolOp[] = [];
+  if (seen.kept) ops.push(keptJobCheckOp(layout, seen.kept.record.id));
+  if (seen.generation !== undefined) ops.push(dedupGenerationCheckOp(layout, seen.generation));
+  return ops;
+}
+
 /** The ops and events of `action` (their reads made now; the write comes next). */
 async function plan(
   store: QueueStore,
@@ -152,7 +174,7 @@ async function plan(
       const data = encodeKey(action.ttl === undefined ? { job: record.id } : { job: record.id, ttl: action.ttl });
       if (!read) await store.ensureDir(layout.dedupShard(o.id));
       const taken = await add(dedupKeyOp(layout, { id: o.id, data, version: read?.version }), []);
-      return kept ? { ...taken, ops: [...taken.ops, keptJobCheckOp(layout, kept.record.id)] } : taken;
+      return { ...taken, ops: [...taken.ops, ...fences(layout, seen)] };
     }
     case 'replace': {
       if (!read || !kept) throw new Error('unreachable: replace without a kept job');
@@ -178,8 +200,7 @@ async function plan(
       const events = action.event ? [dedupEvent(read.key.job, o.id, record.id)] : [];
       if (action.rewrite) {
         const data = encodeKey({ ...read.key, ttl: action.rewrite.ttl });
-        ops.push(dedupKeyOp(layout, { id: o.id, data, version: read.version }));
-        if (kept) ops.push(keptJobCheckOp(layout, kept.record.id));
+        ops.push(dedupKeyOp(layout, { id: o.id, data, version: read.version }), ...fences(layout, seen));
       }
       if (action.reschedule && kept) {
         // BullMQ's reschedule: the kept job's new due time is the duplicate's delay from its timestamp

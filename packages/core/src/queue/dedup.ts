@@ -35,9 +35,12 @@
  *
  * A key deleted and created again by a newer add starts again at version 0,
  * so a version read is no fence on its own: a reader reads the key again
- * after its job (`look`) and judges it only while it still names that job,
- * and a write planned from a key naming a job that exists checks that the
- * job still does (its removal deletes the key); the sweep does the same.
+ * after its job (`look`) and judges it only while it still names that job;
+ * a write planned from a key naming a job that exists checks that the job
+ * still does (its removal deletes the key); and a delete no job fences (the
+ * sweep's, one by hand) bumps the generation of keys, `dedup/`'s version,
+ * which an add's write checks. `dedup/` stays once made, so its version
+ * only grows.
  *
  * `extend` rewrites a live ttl key on each duplicate (a new mtime);
  * `replace` removes the kept job while it is still delayed and adds the new
@@ -51,7 +54,13 @@ import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../zk/errors.
 import type { QueueEventRecord } from './events.js';
 import { laneOf, type QueueLayout } from './layout.js';
 import { MAX_DELAY_MS } from './options.js';
-import { dedupDeleteOp, dedupKeyOp, keptJobCheckOp } from './protocol/builders.js';
+import {
+  dedupDeleteOp,
+  dedupGenerationBumpOp,
+  dedupGenerationCheckOp,
+  dedupKeyOp,
+  keptJobCheckOp,
+} from './protocol/builders.js';
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord, type RecordState } from './record.js';
 import type { QueueStore, StoredJob } from './store.js';
@@ -139,6 +148,8 @@ export interface Seen {
   active: boolean;
   /** ZooKeeper's time when the key was judged (ttl keys only). */
   now: number | undefined;
+  /** The generation of keys (`dedup/`'s version) read before `read`, when there is a key. */
+  generation?: number;
 }
 
 /** Whether two reads of a key saw the same node naming the same job (a key created again names another). */
@@ -148,25 +159,28 @@ function sameKey(a: KeyRead, b: KeyRead | undefined): b is KeyRead {
 
 /**
  * Reads key `id` and judges it; with `wantActive`, also whether the kept job
- * runs. The key is read again after its job (the requests of a session are
- * served in order), and `read` is that second read: a key deleted with its
- * job (a finish, a removal) and created again by a newer add starts again at
- * the version read first, so only a key that still names the job read is
- * judged by it; one that changed is looked at again.
+ * runs. The key is read again after its job and the generation of keys (the
+ * requests of a session are served in order), and `read` is that second
+ * read: a key deleted with its job (a finish, a removal) and created again by
+ * a newer add starts again at the version read first, so only a key that
+ * still names the job read is judged by it; one that changed is looked at
+ * again.
  */
 export async function look(store: QueueStore, id: string, wantActive = false): Promise<Seen> {
   let read = await readKey(store, id);
   for (let round = 1; ; round++) {
     if (!read) return { read, live: false, kept: undefined, active: false, now: undefined };
     const job = read.key.job;
-    const [kept, again, now, claim] = await Promise.all([
+    const [kept, dir, again, now, claim] = await Promise.all([
       job ? store.getJob(job) : undefined,
-      job ? readKey(store, id) : read,
+      store.session.exists(store.layout.dedupDir),
+      readKey(store, id),
       read.key.ttl !== undefined ? store.serverNow() : undefined,
       wantActive && job ? store.session.exists(store.layout.claim(job)) : null,
     ]);
     if (sameKey(read, again)) {
-      return { read: again, live: isLive(again, now, kept?.record.state), kept, active: Boolean(claim), now };
+      const live = isLive(again, now, kept?.record.state);
+      return { read: again, live, kept, active: Boolean(claim), now, generation: dir?.version };
     }
     // seen as no key: the add creates one, which fails while a key exists, and is planned again
     read = round < DEDUP_ROUNDS ? again : undefined;
@@ -191,6 +205,7 @@ export async function removeDeduplicationKey(store: QueueStore, id: string, jobI
     if (!seen.read || !seen.live || seen.read.key.job !== jobId) return 0;
     const ops = [dedupDeleteOp(store.layout, { id, version: seen.read.version })];
     if (seen.kept) ops.push(keptJobCheckOp(store.layout, jobId, seen.kept.version));
+    if (seen.generation !== undefined) ops.push(dedupGenerationCheckOp(store.layout, seen.generation));
     const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
     if (result?.ok) return 1;
     if (round >= DEDUP_ROUNDS || !isConflict(result?.error)) throw result?.error;
@@ -205,7 +220,8 @@ export async function deleteDeduplicationKey(store: QueueStore, id: string): Pro
   await store.init();
   const seen = await look(store, id);
   if (!seen.read) return 0;
-  const ops = [dedupDeleteOp(store.layout, { id })];
+  // a delete fenced by nothing: writes planned from a read of the key before it fail
+  const ops = [dedupDeleteOp(store.layout, { id }), dedupGenerationBumpOp(store.layout)];
   const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
   if (!result?.ok && !(result?.error instanceof NoNodeError)) throw result?.error;
   return result?.ok && seen.live ? 1 : 0;

@@ -9,10 +9,13 @@
  * stays. A key is read again after its job was looked for, and judged only
  * if it still names that job: a key deleted with its job (a finish, a
  * removal) and created again by a newer add starts again at version 0, the
- * version read maybe; and a run-out key whose job exists is deleted only
- * while the job does (its removal deletes the key). Then the shard
- * directories it left empty, and `dedup/` itself when no shard is left (a delete of a directory that gained a key fails,
- * and an add whose shard vanished makes it again: its create is `into`).
+ * version read maybe; a run-out key whose job exists is deleted only while
+ * the job does (its removal deletes the key); and each delete bumps the
+ * generation of keys (`dedup/`'s version), which an add writing to a key it
+ * read checks (dedup.ts). Then the shard directories it left empty (a
+ * delete of a directory that gained a key fails, and an add whose shard
+ * vanished makes it again: its create is `into`); `dedup/` stays, so its
+ * version only grows.
  *
  * Bounded: a shard is listed only while its child count (its stat) says
  * the listing fits in a reply at names of up to DEDUP_LISTING_NAME_BYTES;
@@ -25,6 +28,7 @@
 import { NoNodeError } from '../../zk/errors.js';
 import { PACKET_LIMIT_BYTES } from '../../zk/limits.js';
 import type { QueueStore } from '../store.js';
+import { dedupGenerationBumpOp, keptJobCheckOp } from './builders.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
 
 /** Keys read (and job paths checked) at once. */
@@ -80,15 +84,11 @@ export async function sweepDedupKeys(
   const shards = start < 0 ? [] : all.slice(start, start + (range.shards ?? all.length));
   const after = all[start + shards.length];
   if (start >= 0 && after !== undefined) out.next = after;
-  let left = all.length;
   let now: number | undefined;
   for (const shard of shards) {
     const dir = `${layout.dedupDir}/${shard}`;
     const stat = await session.exists(dir);
-    if (!stat) {
-      left--;
-      continue;
-    }
+    if (!stat) continue;
     if (stat.numChildren > DEDUP_LISTING_MAX) {
       out.crowded.push(dir);
       continue;
@@ -123,18 +123,15 @@ export async function sweepDedupKeys(
         store,
         due.map((k): ProtocolOp[] => [
           { op: 'delete', path: k.path, version: k.version },
-          ...(gone.has(k.job) ? [] : [{ op: 'check' as const, path: store.layout.job(k.job), version: -1 }]),
+          ...(gone.has(k.job) ? [] : [keptJobCheckOp(layout, k.job)]),
+          dedupGenerationBumpOp(layout),
         ]),
         fence,
       );
       out.deleted += deleted;
       kept -= deleted;
     }
-    if (kept === 0 && (await deleteAll(store, [[{ op: 'delete', path: dir }]], fence)) === 1) left--;
-  }
-  // no shard left (all swept empty in this pass, or none there): `dedup` goes too
-  if (left === 0 && (await session.exists(layout.dedupDir))) {
-    await deleteAll(store, [[{ op: 'delete', path: layout.dedupDir }]], fence);
+    if (kept === 0) await deleteAll(store, [[{ op: 'delete', path: dir }]], fence);
   }
   return out;
 }
