@@ -203,3 +203,43 @@ test('an add that judged a throttle key run out, while the sweep deleted it and 
   assert.equal(late.id, newer, 'throttled by the newer key');
   assert.equal(await queue.getDeduplicationJobId('d'), newer);
 });
+
+test('a removal that read its run-out throttle key, while the sweep deleted it and another add created it again, leaves the newer key', async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'reuse-remove');
+  const queue = new Queue('reuse-remove', env);
+  const remover = new Queue('reuse-remove', env);
+  t.after(() => queue.close());
+  t.after(() => remover.close());
+  const first = await queue.add('j', { n: 0 }, { deduplication: { id: 'd', ttl: 1 } });
+  await waitFor(async () => (await queue.getDeduplicationJobId('d')) === null, { what: 'the ttl to run out' });
+  let newer: string | undefined;
+  // the removal has read the job and its key; before its transaction is sent, the sweep deletes
+  // the key (run out) and another add creates it again with a long ttl
+  beforeFirst(await remover.client, 'multi', async () => {
+    assert.equal((await sweepDedupKeys(store, () => [])).deleted, 1);
+    newer = (await queue.add('j', { n: 1 }, { deduplication: { id: 'd', ttl: 600_000 } })).id;
+  });
+  assert.equal(await remover.remove(first.id as string), 1);
+  assert.equal(await queue.getDeduplicationJobId('d'), newer, "the newer job's key stays");
+  assert.equal((await queue.add('j', { n: 2 }, { deduplication: { id: 'd', ttl: 600_000 } })).id, newer);
+});
+
+test('a drain that read a run-out throttle key, while the sweep deleted it and another add created it again, removes its job and leaves the newer key', async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'reuse-drain');
+  const queue = new Queue('reuse-drain', env);
+  const drainer = new Queue('reuse-drain', env);
+  t.after(() => queue.close());
+  t.after(() => drainer.close());
+  const first = await queue.add('j', { n: 0 }, { deduplication: { id: 'd', ttl: 1 } });
+  await waitFor(async () => (await queue.getDeduplicationJobId('d')) === null, { what: 'the ttl to run out' });
+  let newer: string | undefined;
+  beforeFirst(await drainer.client, 'multi', async () => {
+    assert.equal((await sweepDedupKeys(store, () => [])).deleted, 1);
+    newer = (await queue.add('j', { n: 1 }, { deduplication: { id: 'd', ttl: 600_000 } })).id;
+  });
+  await drainer.drain();
+  assert.equal(await queue.getJob(first.id as string), undefined, 'the drained job is gone');
+  assert.equal(await queue.getDeduplicationJobId('d'), newer, "the newer job's key stays");
+});

@@ -227,13 +227,22 @@ export async function deleteDeduplicationKey(store: QueueStore, id: string): Pro
   return result?.ok && seen.live ? 1 : 0;
 }
 
-/** The op that deletes the key naming `record`'s job, for the transaction that removes the job (none if another job holds it). */
+/**
+ * The ops that delete the key naming `record`'s job, for the transaction
+ * that removes the job at the version read before (none if another job
+ * holds it). The key is read after the job; the sweep may still delete it
+ * (its ttl ran out) and a newer add create it again: the generation of keys,
+ * read before the key, is checked.
+ */
 export async function releaseOps(store: QueueStore, record: JobRecord): Promise<ProtocolOp[]> {
   const o = dedupOf(record);
   if (!o) return [];
-  const read = await readKey(store, o.id);
-  if (!read || read.key.job !== record.id) return [];
-  return [dedupDeleteOp(store.layout, { id: o.id, version: read.version })];
+  const [dir, read] = await Promise.all([store.session.exists(store.layout.dedupDir), readKey(store, o.id)]);
+  if (!dir || !read || read.key.job !== record.id) return [];
+  return [
+    dedupDeleteOp(store.layout, { id: o.id, version: read.version }),
+    dedupGenerationCheckOp(store.layout, dir.version),
+  ];
 }
 
 /** A write lost a race (a node changed, appeared or vanished since it was read): plan again. */
