@@ -5,7 +5,10 @@
  * would pass its version check and hit the new one. Each test makes the old
  * key go and a newer job take the key between a reader's read and its
  * write, at the session's request boundary, and checks that the newer job
- * keeps its key: an add is deduplicated to it, the sweep leaves it alone.
+ * keeps its key: an add is deduplicated to it, the sweep and removals leave
+ * it alone. The last test races the same without any hook: producers adding
+ * one id while its jobs complete and the sweep runs (two of its jobs ran at
+ * once before keys were fenced this way).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -242,4 +245,46 @@ test('a drain that read a run-out throttle key, while the sweep deleted it and a
   await drainer.drain();
   assert.equal(await queue.getJob(first.id as string), undefined, 'the drained job is gone');
   assert.equal(await queue.getDeduplicationJobId('d'), newer, "the newer job's key stays");
+});
+
+test('adds with one id from three producers while jobs complete and the sweep runs: never two of its jobs at once, no key left', async (t) => {
+  const env = await queueEnv(t);
+  const store = await rawStore(t, env, 'reuse-storm');
+  const producers = [0, 1, 2].map(() => new Queue('reuse-storm', env));
+  for (const p of producers) t.after(() => p.close());
+  let running = 0;
+  let most = 0;
+  let ran = 0;
+  const worker = new Worker(
+    'reuse-storm',
+    async () => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      running--;
+      ran++;
+    },
+    { ...env, concurrency: 4 },
+  );
+  t.after(() => worker.close());
+  let adding = true;
+  const sweeping = (async () => {
+    while (adding) await sweepDedupKeys(store, () => []);
+  })();
+  const opts = { deduplication: { id: 'storm' }, removeOnComplete: true };
+  await Promise.all(
+    producers.map(async (p) => {
+      for (let i = 0; i < 60; i++) await p.add('s', { i }, opts);
+    }),
+  );
+  adding = false;
+  await sweeping;
+  const queue = producers[0] as Queue;
+  await waitFor(async () => (await queue.count()) === 0 && (await queue.getActiveCount()) === 0, {
+    what: 'every job run',
+  });
+  assert.ok(ran >= 1);
+  assert.equal(most, 1, 'one job of the id at a time');
+  await waitFor(async () => (await queue.getDeduplicationJobId('storm')) === null, { what: 'the last key deleted' });
+  assert.deepEqual(await store.children(store.layout.dedupShard('storm')), [], 'no key left');
 });
