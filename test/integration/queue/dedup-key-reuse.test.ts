@@ -247,6 +247,27 @@ test('a drain that read a run-out throttle key, while the sweep deleted it and a
   assert.equal(await queue.getDeduplicationJobId('d'), newer, "the newer job's key stays");
 });
 
+test('a finish that read its key, while the key was freed by hand and a newer add created it again, leaves the newer key', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('reuse-freed', env);
+  t.after(() => queue.close());
+  const { worker, started, release } = heldWorker(t, env, 'reuse-freed');
+  const first = await queue.add('j', { n: 0 }, { deduplication: { id: 'd' } });
+  await waitFor(() => started.includes(first.id as string), { what: 'the first job to run' });
+  let newer: string | undefined;
+  // the finish has read the key (naming its job); before its transaction is sent, the key is
+  // freed by hand and a newer add creates it again
+  beforeFirst(await worker.client, 'multi', async () => {
+    assert.equal(await queue.removeDeduplicationKey('d'), 1);
+    newer = (await queue.add('j', { n: 1 }, { deduplication: { id: 'd' }, delay: 600_000 })).id;
+  });
+  release();
+  await waitFor(async () => (await queue.getJobState(first.id as string)) === 'completed', {
+    what: 'the first job done',
+  });
+  assert.equal(await queue.getDeduplicationJobId('d'), newer, "the newer job's key stays");
+});
+
 test('adds with one id from three producers while jobs complete and the sweep runs: never two of its jobs at once, no key left', async (t) => {
   const env = await queueEnv(t);
   const store = await rawStore(t, env, 'reuse-storm');

@@ -39,7 +39,7 @@
  * a write planned from a key naming a job that exists checks that the job
  * still does (its removal deletes the key); and a delete no job fences (the
  * sweep's, one by hand) bumps the generation of keys, `dedup/`'s version,
- * which an add's write checks. `dedup/` stays once made, so its version
+ * which the write of an add, a removal or a finish checks. `dedup/` stays once made, so its version
  * only grows.
  *
  * `extend` rewrites a live ttl key on each duplicate (a new mtime);
@@ -282,22 +282,24 @@ export async function withHandoff(
 ): Promise<Built> {
   const o = dedupOf(record);
   if (!o || !finishReadsKey(o) || mode === 'none') return built;
-  const read = await readKey(store, o.id);
-  if (!read || read.key.job !== record.id) return built;
   const { layout } = store;
+  // a key freed by hand meanwhile and created again by a newer add may be at the version read
+  const [dir, read] = await Promise.all([store.session.exists(layout.dedupDir), readKey(store, o.id)]);
+  if (!dir || !read || read.key.job !== record.id) return built;
+  const generation = dedupGenerationCheckOp(layout, dir.version);
   const { next } = read.key;
   if (mode === 'next' && next && o.keepLastIfActive) {
     const added = handoffRecord(next, Date.now(), (t) => store.clock.fromLocal(t));
     const key = dedupKeyOp(layout, { id: o.id, data: encodeKey({ job: added.id }), version: read.version });
     const adding = await store.enqueueBuilt(added, encodeRecord(added), key);
     return {
-      ops: [...built.ops, ...adding.ops],
+      ops: [...built.ops, ...adding.ops, generation],
       events: [...(built.events ?? []), ...(adding.events ?? [])],
       wakes: built.wakes || adding.wakes,
     };
   }
   if (read.key.ttl !== undefined && !next) return built; // a throttle key set by another add: it runs out by itself
-  return { ...built, ops: [...built.ops, dedupDeleteOp(layout, { id: o.id, version: read.version })] };
+  return { ...built, ops: [...built.ops, dedupDeleteOp(layout, { id: o.id, version: read.version }), generation] };
 }
 
 /** The parked job as added when the kept one finishes at `now`: its delay counts from then (BullMQ's). */
@@ -310,7 +312,8 @@ export function handoffRecord(next: JobRecord, now: number, toServer: (t: number
 
 /**
  * How to plan a final finish of a job added with deduplication again after
- * `op` failed: its key changed (a park, a removal) → read it again; the
+ * `op` failed: its key changed (a park, a removal), or a key was deleted
+ * by the sweep or by hand (the generation of keys) → read it again; the
  * parked job's id exists → only release the key; anything else is not the
  * key's. After `round` DEDUP_ROUNDS the finish goes on without the key (it
  * is then stale, and swept once its job is gone).
@@ -325,7 +328,7 @@ export function handoffAfterConflict(
 ): HandoffMode | undefined {
   const o = dedupOf(record);
   if (!o || !finishReadsKey(o) || mode === 'none') return undefined;
-  if (op.path === layout.dedupKey(o.id)) return round >= DEDUP_ROUNDS ? 'none' : mode;
+  if (op.path === layout.dedupKey(o.id) || op.path === layout.dedupDir) return round >= DEDUP_ROUNDS ? 'none' : mode;
   if (!o.keepLastIfActive) return undefined;
   if (op.op === 'create' && err instanceof NodeExistsError && op.path.startsWith(`${layout.jobsDir}/`)) {
     return op.path === layout.job(record.id) ? undefined : 'release';
