@@ -15,6 +15,7 @@ import { test } from 'node:test';
 import { openSession, QueueLayout, QueueStore, type Session, sweepDedupKeys } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
+import { FaultProxy, OP, request } from '../../helpers/fault-proxy.js';
 import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
@@ -308,4 +309,38 @@ test('adds with one id from three producers while jobs complete and the sweep ru
   assert.equal(most, 1, 'one job of the id at a time');
   await waitFor(async () => (await queue.getDeduplicationJobId('storm')) === null, { what: 'the last key deleted' });
   assert.deepEqual(await store.children(store.layout.dedupShard('storm')), [], 'no key left');
+});
+
+test('a finish whose reply is lost (the link cut as it committed) deletes its key once: the job ran once, and the id adds a job again', async (t) => {
+  const env = await queueEnv(t);
+  const proxy = await FaultProxy.start(env.connection.connectionString);
+  t.after(() => proxy.stop());
+  const queue = new Queue('reuse-lost', env);
+  t.after(() => queue.close());
+  const runs = new Map<string, number>();
+  const worker = new Worker(
+    'reuse-lost',
+    async (job) => {
+      runs.set(job.id as string, (runs.get(job.id as string) ?? 0) + 1);
+      return 'done';
+    },
+    { ...env, connection: { ...env.connection, connectionString: proxy.connectionString } },
+  );
+  t.after(() => worker.close());
+  // the finish's transaction deletes the key `d-lost-reply`: it applies, the worker never hears so
+  const lost = proxy.loseReply(request(OP.multi, 'd-lost-reply'));
+  const first = await queue.add('j', { n: 0 }, { deduplication: { id: 'lost-reply' } });
+  await lost.fired;
+  await waitFor(async () => (await queue.getJobState(first.id as string)) === 'completed', {
+    timeoutMs: 30_000,
+    what: 'the first job done',
+  });
+  assert.equal(await queue.getDeduplicationJobId('lost-reply'), null, 'its key went with the finish');
+  const again = await queue.add('j', { n: 1 }, { deduplication: { id: 'lost-reply' } });
+  assert.notEqual(again.id, first.id);
+  await waitFor(async () => (await queue.getJobState(again.id as string)) === 'completed', {
+    timeoutMs: 30_000,
+    what: 'the second job done',
+  });
+  assert.deepEqual([runs.get(first.id as string), runs.get(again.id as string)], [1, 1], 'each ran once');
 });
