@@ -23,19 +23,18 @@ type Hooked = 'getData' | 'readMulti' | 'multi' | 'setData';
 const METHODS = ['getData', 'readMulti', 'multi', 'setData', 'exists', 'getChildren', 'create', 'delete'] as const;
 
 /**
- * The first time `session` calls `method` (on `path`, for getData), `action`
+ * The `nth` time `session` calls `method` (on `path`, if given), `action`
  * runs before the request is sent; every later request of the session waits
  * until it is done, so requests still reach the server in call order.
  */
-function beforeFirst(session: Session, method: Hooked, action: () => Promise<unknown>, path?: string): void {
+function beforeFirst(session: Session, method: Hooked, action: () => Promise<unknown>, path?: string, nth = 1): void {
   const target = session as unknown as Record<(typeof METHODS)[number], (...args: unknown[]) => Promise<unknown>>;
   let running: Promise<unknown> | undefined;
-  let done = false;
+  let seen = 0;
   for (const name of METHODS) {
     const original = target[name].bind(session);
     target[name] = async (...args: unknown[]) => {
-      if (!done && name === method && (path === undefined || args[0] === path)) {
-        done = true;
+      if (seen < nth && name === method && (path === undefined || args[0] === path) && ++seen === nth) {
         running = action();
       }
       if (running) await running;
@@ -267,6 +266,32 @@ test('a finish that read its key, while the key was freed by hand and a newer ad
     what: 'the first job done',
   });
   assert.equal(await queue.getDeduplicationJobId('d'), newer, "the newer job's key stays");
+});
+
+test('a replace that read a delayed kept job, while the key was freed by hand and a newer add created it again, leaves the newer job its key', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('reuse-replace', env);
+  const taker = new Queue('reuse-replace', env);
+  t.after(() => queue.close());
+  t.after(() => taker.close());
+  const kept = await queue.add('j', { n: 0 }, { deduplication: { id: 'd' }, delay: 600_000 });
+  let newer: string | undefined;
+  // the taker's first transaction meets the key; before its second (the replace) is sent, the
+  // key is freed by hand and a newer add creates it again
+  beforeFirst(
+    await taker.client,
+    'multi',
+    async () => {
+      assert.equal(await queue.removeDeduplicationKey('d'), 1);
+      newer = (await queue.add('j', { n: 1 }, { deduplication: { id: 'd' } })).id;
+    },
+    undefined,
+    2,
+  );
+  const late = await taker.add('j', { n: 2 }, { deduplication: { id: 'd', replace: true }, delay: 600_000 });
+  assert.notEqual(newer, kept.id);
+  assert.equal(late.id, newer, 'deduplicated to the job that holds the key');
+  assert.equal(await queue.getDeduplicationJobId('d'), newer);
 });
 
 test('adds with one id from three producers while jobs complete and the sweep runs: never two of its jobs at once, no key left', async (t) => {

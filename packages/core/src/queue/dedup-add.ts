@@ -148,10 +148,12 @@ function againstKey(
  */
 function fences(layout: QueueLayout, seen: Seen): ProtocolOp[] {
   if (!seen.read) return [];
-  const ops: ProtocolOp[] = [];
-  if (seen.kept) ops.push(keptJobCheckOp(layout, seen.kept.record.id));
-  if (seen.generation !== undefined) ops.push(dedupGenerationCheckOp(layout, seen.generation));
-  return ops;
+  return [...(seen.kept ? [keptJobCheckOp(layout, seen.kept.record.id)] : []), ...generation(layout, seen)];
+}
+
+/** The check of the generation of keys read with `seen` (a replace or a park is fenced on the kept job already). */
+function generation(layout: QueueLayout, seen: Seen): ProtocolOp[] {
+  return seen.read && seen.generation !== undefined ? [dedupGenerationCheckOp(layout, seen.generation)] : [];
 }
 
 /** The ops and events of `action` (their reads made now; the write comes next). */
@@ -186,12 +188,15 @@ async function plan(
         dedupEvent(record.id, o.id, kept.record.id),
       ];
       const built = await add(dedupKeyOp(layout, { id: o.id, data, version: read.version }), events);
-      return { ...built, ops: [...built.ops, ...removed] };
+      return { ...built, ops: [...built.ops, ...removed, ...generation(layout, seen)] };
     }
     case 'park': {
       if (!read) throw new Error('unreachable: park without a key');
       const data = encodeKey({ job: read.key.job, next: record });
-      const ops = parkOps(layout, { id: o.id, data, version: read.version, kept: read.key.job });
+      const ops = [
+        ...parkOps(layout, { id: o.id, data, version: read.version, kept: read.key.job }),
+        ...generation(layout, seen),
+      ];
       return { ops, events: [dedupEvent(read.key.job, o.id, record.id)] };
     }
     case 'keep': {
