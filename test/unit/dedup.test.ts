@@ -167,6 +167,10 @@ describe('handoffAfterConflict', () => {
     const simple = finished({ id: 'x' });
     assert.equal(handoffAfterConflict(layout, simple, 'next', keyOp, conflict, 1), 'next');
     assert.equal(handoffAfterConflict(layout, simple, 'next', keyOp, conflict, DEDUP_ROUNDS), 'none');
+    // a key deleted by the sweep or by hand since the read (the generation of keys): read again
+    const generation = { op: 'check' as const, path: layout.dedupDir, version: 4 };
+    assert.equal(handoffAfterConflict(layout, simple, 'next', generation, conflict, 1), 'next');
+    assert.equal(handoffAfterConflict(layout, simple, 'next', generation, conflict, DEDUP_ROUNDS), 'none');
     // another op of the finish is none of the key's business
     const other = { op: 'delete' as const, path: layout.claim('k') };
     assert.equal(handoffAfterConflict(layout, simple, 'next', other, conflict, 1), undefined);

@@ -35,17 +35,29 @@ export async function addEntries(ctx: BackendContext, entries: EnqueueEntry[], t
   return outcomes.map((o) => o.id);
 }
 
+/**
+ * Throws InvalidArgumentError unless `id` is a usable deduplication id, as
+ * zkq's Queue does (its key's name holds it URI-encoded: a lone surrogate
+ * has no encoding).
+ */
+function checkId(id: unknown): void {
+  validateDeduplication({ id }, 'deduplication');
+}
+
 /** The job a live key keeps, or null. */
 export async function getDeduplicationJobId(ctx: BackendContext, id: string): Promise<string | null> {
+  checkId(id);
   return keptJob(await ctx.store(), id);
 }
 
 /** Job.removeDeduplicationKey: deletes the key if it is live and keeps `jobId`; 1 when it did. */
 export async function removeDeduplicationKey(ctx: BackendContext, id: string, jobId: string): Promise<number> {
+  checkId(id);
   return removeKey(await ctx.store(), id, jobId);
 }
 
 /** Queue.removeDeduplicationKey: deletes the key whatever it keeps; 1 when a live key was deleted. */
 export async function deleteDeduplicationKey(ctx: BackendContext, id: string): Promise<number> {
+  checkId(id);
   return deleteKey(await ctx.store(), id);
 }

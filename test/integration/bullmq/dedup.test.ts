@@ -195,3 +195,19 @@ test('a deduplication id with a lone surrogate is refused with InvalidArgumentEr
   assert.equal(await queue.getDeduplicationJobId('ok\uD83D\uDE00'), pair.id);
   assert.equal(await queue.count(), 1);
 });
+
+test("a lone surrogate, empty or over-long deduplication id is refused with InvalidArgumentError by the key's reads and removals too", async (t) => {
+  const { connection } = await bullEnv(t);
+  const queue = new Queue('surrogate-keys', { connection });
+  t.after(() => queue.close());
+  const kept = await queue.add('t', {}, { deduplication: { id: 'kept' } });
+  const isInvalid = (err: unknown) => err instanceof InvalidArgumentError && err.code === 'ZKQ_INVALID_ARGUMENT';
+  for (const id of ['\uD800', 'end\uD83D', '', 'x'.repeat(1001)]) {
+    const what = JSON.stringify(id.slice(0, 10));
+    await assert.rejects(queue.getDeduplicationJobId(id), isInvalid, `getDeduplicationJobId ${what}`);
+    await assert.rejects(queue.removeDeduplicationKey(id), isInvalid, `Queue.removeDeduplicationKey ${what}`);
+    // Job.removeDeduplicationKey reads the id from the job's options: one stored with a bad id cannot exist
+  }
+  assert.equal(await queue.getDeduplicationJobId('kept'), kept.id, 'nothing else touched');
+  assert.equal(await kept.removeDeduplicationKey(), true);
+});

@@ -22,7 +22,7 @@
  */
 import { ZkqError } from '../errors.js';
 import { NoNodeError, NotEmptyError } from '../zk/errors.js';
-import { releaseOps } from './dedup.js';
+import { DEDUP_ROUNDS, releaseOps } from './dedup.js';
 import { JobNotFoundError, JobStateError } from './errors.js';
 import type { QueueEventRecord } from './events.js';
 import { detachForeignChildren, flowIdsAmong, flowRemoval, mayHoldParents } from './flow-removals.js';
@@ -35,6 +35,7 @@ import {
   joinBuilt,
   type Located,
   type Move,
+  type ProtocolOp,
   pointersIn,
   promotedRecord,
   readyPointers,
@@ -228,7 +229,7 @@ export async function drain(store: QueueStore, delayed = false): Promise<number>
       const moves = idle.map((j) =>
         releasing(store, j.stored && flow.has(j.id) ? flowMove(store, j, j.stored) : removeMove(store, j), j.stored),
       );
-      removed += (await applyMoves(store, moves)).length;
+      removed += (await applyMoves(store, moves, undefined, releasingAgain(store))).length;
     }
   }
   return removed;
@@ -290,7 +291,7 @@ export async function clean(
           j.stored,
         ),
       );
-    removed.push(...(await applyMoves(store, moves)));
+    removed.push(...(await applyMoves(store, moves, undefined, releasingAgain(store))));
     if (removed.length >= max) break;
   }
   if (removed.length > 0) await store.publish([{ event: 'cleaned', count: String(removed.length), ts: Date.now() }]);
@@ -394,6 +395,21 @@ function removeMove(store: QueueStore, j: Read): Move {
 function releasing(store: QueueStore, move: Move, stored: StoredJob | undefined): Move {
   if (!stored?.record.opts.deduplication) return move;
   return { ...move, build: async () => joinBuilt(await move.build(), { ops: await releaseOps(store, stored.record) }) };
+}
+
+/**
+ * A removal whose deduplication key was deleted by the sweep (or by hand)
+ * since it was read is built again (the key read again), DEDUP_ROUNDS times
+ * at most; any other conflict leaves the job alone.
+ */
+function releasingAgain(store: QueueStore): (move: Move, op: ProtocolOp) => Move | undefined {
+  const rounds = new Map<Move, number>();
+  return (move, op) => {
+    if (op.op !== 'check' || op.path !== store.layout.dedupDir) return undefined;
+    const round = (rounds.get(move) ?? 0) + 1;
+    rounds.set(move, round);
+    return round < DEDUP_ROUNDS ? move : undefined;
+  };
 }
 
 function retryMove(

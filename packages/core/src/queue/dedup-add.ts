@@ -13,8 +13,16 @@ import { NodeExistsError } from '../zk/errors.js';
 import { findPointer } from './control.js';
 import { DEDUP_ROUNDS, dedupEvent, dedupOf, encodeKey, keyOnAdd, keyTtl, look, type Seen } from './dedup.js';
 import type { QueueEventRecord } from './events.js';
+import type { QueueLayout } from './layout.js';
 import { MAX_DELAY_MS } from './options.js';
-import { dedupKeyOp, moveOps, parkOps, removeOps } from './protocol/builders.js';
+import {
+  dedupGenerationCheckOp,
+  dedupKeyOp,
+  keptJobCheckOp,
+  moveOps,
+  parkOps,
+  removeOps,
+} from './protocol/builders.js';
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
@@ -132,6 +140,22 @@ function againstKey(
   };
 }
 
+/**
+ * What a write to a key read in `seen` also checks: the key's job still
+ * exists (its removal deletes the key), and no key was deleted by the sweep
+ * or by hand since (either may let a newer add create the key again at the
+ * version read).
+ */
+function fences(layout: QueueLayout, seen: Seen): ProtocolOp[] {
+  if (!seen.read) return [];
+  return [...(seen.kept ? [keptJobCheckOp(layout, seen.kept.record.id)] : []), ...generation(layout, seen)];
+}
+
+/** The check of the generation of keys read with `seen` (a replace or a park is fenced on the kept job already). */
+function generation(layout: QueueLayout, seen: Seen): ProtocolOp[] {
+  return seen.read && seen.generation !== undefined ? [dedupGenerationCheckOp(layout, seen.generation)] : [];
+}
+
 /** The ops and events of `action` (their reads made now; the write comes next). */
 async function plan(
   store: QueueStore,
@@ -151,7 +175,8 @@ async function plan(
     case 'take': {
       const data = encodeKey(action.ttl === undefined ? { job: record.id } : { job: record.id, ttl: action.ttl });
       if (!read) await store.ensureDir(layout.dedupShard(o.id));
-      return add(dedupKeyOp(layout, { id: o.id, data, version: read?.version }), []);
+      const taken = await add(dedupKeyOp(layout, { id: o.id, data, version: read?.version }), []);
+      return { ...taken, ops: [...taken.ops, ...fences(layout, seen)] };
     }
     case 'replace': {
       if (!read || !kept) throw new Error('unreachable: replace without a kept job');
@@ -163,12 +188,15 @@ async function plan(
         dedupEvent(record.id, o.id, kept.record.id),
       ];
       const built = await add(dedupKeyOp(layout, { id: o.id, data, version: read.version }), events);
-      return { ...built, ops: [...built.ops, ...removed] };
+      return { ...built, ops: [...built.ops, ...removed, ...generation(layout, seen)] };
     }
     case 'park': {
       if (!read) throw new Error('unreachable: park without a key');
       const data = encodeKey({ job: read.key.job, next: record });
-      const ops = parkOps(layout, { id: o.id, data, version: read.version, kept: read.key.job });
+      const ops = [
+        ...parkOps(layout, { id: o.id, data, version: read.version, kept: read.key.job }),
+        ...generation(layout, seen),
+      ];
       return { ops, events: [dedupEvent(read.key.job, o.id, record.id)] };
     }
     case 'keep': {
@@ -177,7 +205,7 @@ async function plan(
       const events = action.event ? [dedupEvent(read.key.job, o.id, record.id)] : [];
       if (action.rewrite) {
         const data = encodeKey({ ...read.key, ttl: action.rewrite.ttl });
-        ops.push(dedupKeyOp(layout, { id: o.id, data, version: read.version }));
+        ops.push(dedupKeyOp(layout, { id: o.id, data, version: read.version }), ...fences(layout, seen));
       }
       if (action.reschedule && kept) {
         // BullMQ's reschedule: the kept job's new due time is the duplicate's delay from its timestamp

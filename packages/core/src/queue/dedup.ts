@@ -33,6 +33,15 @@
  *   written by an older zkq) and the shard directories it leaves empty.
  * Retention trims leave keys alone: a key without ttl went at the finish.
  *
+ * A key deleted and created again by a newer add starts again at version 0,
+ * so a version read is no fence on its own: a reader reads the key again
+ * after its job (`look`) and judges it only while it still names that job;
+ * a write planned from a key naming a job that exists checks that the job
+ * still does (its removal deletes the key); and a delete no job fences (the
+ * sweep's, one by hand) bumps the generation of keys, `dedup/`'s version,
+ * which the write of an add, a removal or a finish checks. `dedup/` stays once made, so its version
+ * only grows.
+ *
  * `extend` rewrites a live ttl key on each duplicate (a new mtime);
  * `replace` removes the kept job while it is still delayed and adds the new
  * one in its place (the key keeps its remaining ttl unless `extend`);
@@ -45,7 +54,13 @@ import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../zk/errors.
 import type { QueueEventRecord } from './events.js';
 import { laneOf, type QueueLayout } from './layout.js';
 import { MAX_DELAY_MS } from './options.js';
-import { dedupDeleteOp, dedupKeyOp } from './protocol/builders.js';
+import {
+  dedupDeleteOp,
+  dedupGenerationBumpOp,
+  dedupGenerationCheckOp,
+  dedupKeyOp,
+  keptJobCheckOp,
+} from './protocol/builders.js';
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord, type RecordState } from './record.js';
 import type { QueueStore, StoredJob } from './store.js';
@@ -133,19 +148,43 @@ export interface Seen {
   active: boolean;
   /** ZooKeeper's time when the key was judged (ttl keys only). */
   now: number | undefined;
+  /** The generation of keys (`dedup/`'s version) read before `read`, when there is a key. */
+  generation?: number;
 }
 
-/** Reads key `id` and judges it; with `wantActive`, also whether the kept job runs. */
+/** Whether two reads of a key saw the same node naming the same job (a key created again names another). */
+function sameKey(a: KeyRead, b: KeyRead | undefined): b is KeyRead {
+  return b !== undefined && a.version === b.version && a.key.job === b.key.job;
+}
+
+/**
+ * Reads key `id` and judges it; with `wantActive`, also whether the kept job
+ * runs. The key is read again after its job and the generation of keys (the
+ * requests of a session are served in order), and `read` is that second
+ * read: a key deleted with its job (a finish, a removal) and created again by
+ * a newer add starts again at the version read first, so only a key that
+ * still names the job read is judged by it; one that changed is looked at
+ * again.
+ */
 export async function look(store: QueueStore, id: string, wantActive = false): Promise<Seen> {
-  const read = await readKey(store, id);
-  if (!read) return { read, live: false, kept: undefined, active: false, now: undefined };
-  const job = read.key.job;
-  const [kept, now, claim] = await Promise.all([
-    job ? store.getJob(job) : undefined,
-    read.key.ttl !== undefined ? store.serverNow() : undefined,
-    wantActive && job ? store.session.exists(store.layout.claim(job)) : null,
-  ]);
-  return { read, live: isLive(read, now, kept?.record.state), kept, active: Boolean(claim), now };
+  let read = await readKey(store, id);
+  for (let round = 1; ; round++) {
+    if (!read) return { read, live: false, kept: undefined, active: false, now: undefined };
+    const job = read.key.job;
+    const [kept, dir, again, now, claim] = await Promise.all([
+      job ? store.getJob(job) : undefined,
+      store.session.exists(store.layout.dedupDir),
+      readKey(store, id),
+      read.key.ttl !== undefined ? store.serverNow() : undefined,
+      wantActive && job ? store.session.exists(store.layout.claim(job)) : null,
+    ]);
+    if (sameKey(read, again)) {
+      const live = isLive(again, now, kept?.record.state);
+      return { read: again, live, kept, active: Boolean(claim), now, generation: dir?.version };
+    }
+    // seen as no key: the add creates one, which fails while a key exists, and is planned again
+    read = round < DEDUP_ROUNDS ? again : undefined;
+  }
 }
 
 /** The kept job's id while key `id` is live, else null (BullMQ's getDeduplicationJobId). */
@@ -165,6 +204,8 @@ export async function removeDeduplicationKey(store: QueueStore, id: string, jobI
     const seen = await look(store, id);
     if (!seen.read || !seen.live || seen.read.key.job !== jobId) return 0;
     const ops = [dedupDeleteOp(store.layout, { id, version: seen.read.version })];
+    if (seen.kept) ops.push(keptJobCheckOp(store.layout, jobId, seen.kept.version));
+    if (seen.generation !== undefined) ops.push(dedupGenerationCheckOp(store.layout, seen.generation));
     const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
     if (result?.ok) return 1;
     if (round >= DEDUP_ROUNDS || !isConflict(result?.error)) throw result?.error;
@@ -179,19 +220,29 @@ export async function deleteDeduplicationKey(store: QueueStore, id: string): Pro
   await store.init();
   const seen = await look(store, id);
   if (!seen.read) return 0;
-  const ops = [dedupDeleteOp(store.layout, { id })];
+  // a delete fenced by nothing: writes planned from a read of the key before it fail
+  const ops = [dedupDeleteOp(store.layout, { id }), dedupGenerationBumpOp(store.layout)];
   const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
   if (!result?.ok && !(result?.error instanceof NoNodeError)) throw result?.error;
   return result?.ok && seen.live ? 1 : 0;
 }
 
-/** The op that deletes the key naming `record`'s job, for the transaction that removes the job (none if another job holds it). */
+/**
+ * The ops that delete the key naming `record`'s job, for the transaction
+ * that removes the job at the version read before (none if another job
+ * holds it). The key is read after the job; the sweep may still delete it
+ * (its ttl ran out) and a newer add create it again: the generation of keys,
+ * read before the key, is checked.
+ */
 export async function releaseOps(store: QueueStore, record: JobRecord): Promise<ProtocolOp[]> {
   const o = dedupOf(record);
   if (!o) return [];
-  const read = await readKey(store, o.id);
-  if (!read || read.key.job !== record.id) return [];
-  return [dedupDeleteOp(store.layout, { id: o.id, version: read.version })];
+  const [dir, read] = await Promise.all([store.session.exists(store.layout.dedupDir), readKey(store, o.id)]);
+  if (!dir || !read || read.key.job !== record.id) return [];
+  return [
+    dedupDeleteOp(store.layout, { id: o.id, version: read.version }),
+    dedupGenerationCheckOp(store.layout, dir.version),
+  ];
 }
 
 /** A write lost a race (a node changed, appeared or vanished since it was read): plan again. */
@@ -231,22 +282,24 @@ export async function withHandoff(
 ): Promise<Built> {
   const o = dedupOf(record);
   if (!o || !finishReadsKey(o) || mode === 'none') return built;
-  const read = await readKey(store, o.id);
-  if (!read || read.key.job !== record.id) return built;
   const { layout } = store;
+  // a key freed by hand meanwhile and created again by a newer add may be at the version read
+  const [dir, read] = await Promise.all([store.session.exists(layout.dedupDir), readKey(store, o.id)]);
+  if (!dir || !read || read.key.job !== record.id) return built;
+  const generation = dedupGenerationCheckOp(layout, dir.version);
   const { next } = read.key;
   if (mode === 'next' && next && o.keepLastIfActive) {
     const added = handoffRecord(next, Date.now(), (t) => store.clock.fromLocal(t));
     const key = dedupKeyOp(layout, { id: o.id, data: encodeKey({ job: added.id }), version: read.version });
     const adding = await store.enqueueBuilt(added, encodeRecord(added), key);
     return {
-      ops: [...built.ops, ...adding.ops],
+      ops: [...built.ops, ...adding.ops, generation],
       events: [...(built.events ?? []), ...(adding.events ?? [])],
       wakes: built.wakes || adding.wakes,
     };
   }
   if (read.key.ttl !== undefined && !next) return built; // a throttle key set by another add: it runs out by itself
-  return { ...built, ops: [...built.ops, dedupDeleteOp(layout, { id: o.id, version: read.version })] };
+  return { ...built, ops: [...built.ops, dedupDeleteOp(layout, { id: o.id, version: read.version }), generation] };
 }
 
 /** The parked job as added when the kept one finishes at `now`: its delay counts from then (BullMQ's). */
@@ -259,7 +312,8 @@ export function handoffRecord(next: JobRecord, now: number, toServer: (t: number
 
 /**
  * How to plan a final finish of a job added with deduplication again after
- * `op` failed: its key changed (a park, a removal) → read it again; the
+ * `op` failed: its key changed (a park, a removal), or a key was deleted
+ * by the sweep or by hand (the generation of keys) → read it again; the
  * parked job's id exists → only release the key; anything else is not the
  * key's. After `round` DEDUP_ROUNDS the finish goes on without the key (it
  * is then stale, and swept once its job is gone).
@@ -274,7 +328,7 @@ export function handoffAfterConflict(
 ): HandoffMode | undefined {
   const o = dedupOf(record);
   if (!o || !finishReadsKey(o) || mode === 'none') return undefined;
-  if (op.path === layout.dedupKey(o.id)) return round >= DEDUP_ROUNDS ? 'none' : mode;
+  if (op.path === layout.dedupKey(o.id) || op.path === layout.dedupDir) return round >= DEDUP_ROUNDS ? 'none' : mode;
   if (!o.keepLastIfActive) return undefined;
   if (op.op === 'create' && err instanceof NodeExistsError && op.path.startsWith(`${layout.jobsDir}/`)) {
     return op.path === layout.job(record.id) ? undefined : 'release';

@@ -83,7 +83,9 @@
  *                                     mtime on ZooKeeper's clock. Deleted (at the version read) by
  *                                     the finish of its job (no ttl), the removal of its job, or the
  *                                     leader's sweep once its ttl ran out or its job is gone; the
- *                                     sweep removes empty shards and `dedup` itself (see dedup.ts)
+ *                                     sweep removes empty shards. `dedup` stays once made: its
+ *                                     version, bumped by each delete the sweep makes, fences the
+ *                                     writes of adds to keys they read (see dedup.ts)
  *   waiting-children/b-<bucket>/w-<jobId>
  *                                     parents waiting for their children (flows), created on
  *                                     first use; the record names its pointer (`parked`)
@@ -135,7 +137,7 @@
  * `directories()` (256 shards among them), `meta` and `ids`; and, once used,
  * the plain lane `ready/p-0000000000` with its tail bucket, the tail bucket
  * of `completed` and of `failed`, and the nodes created on first use and
- * kept (clock, limiter, settings, schedulers, metrics heads, events/drained;
+ * kept (clock, dedup, limiter, settings, schedulers, metrics heads, events/drained;
  * with flows: flow-children, waiting-children and its buckets, the shards of
  * deps). The delayed containers of an hour (`d-`, `h-`, `b-`) stay until the
  * hour is over and the leader passes. Other lanes and buckets, dedup keys and

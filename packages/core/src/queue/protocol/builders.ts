@@ -91,6 +91,31 @@ export function dedupDeleteOp(layout: QueueLayout, k: { id: string; version?: nu
 }
 
 /**
+ * The job a deduplication key names still exists (at `version`, or any):
+ * a write planned from a read of the key also checks its job, since the
+ * job's removal deletes the key, and a newer add may create it again at the
+ * version read (dedup.ts).
+ */
+export function keptJobCheckOp(layout: QueueLayout, id: string, version = -1): ProtocolOp {
+  return { op: 'check', path: layout.job(id), version };
+}
+
+/**
+ * The sweep's generation of deduplication keys (the version of `dedup/`):
+ * every delete of a key by the sweep (or by hand) bumps it, and a write
+ * planned from a key read after it checks it, since a key deleted and
+ * created again starts again at the version read (dedup.ts).
+ */
+export function dedupGenerationCheckOp(layout: QueueLayout, version: number): ProtocolOp {
+  return { op: 'check', path: layout.dedupDir, version };
+}
+
+/** Bumps the generation of deduplication keys, with a delete that no job's removal or finish fences. */
+export function dedupGenerationBumpOp(layout: QueueLayout): ProtocolOp {
+  return { op: 'setData', path: layout.dedupDir, data: EMPTY };
+}
+
+/**
  * Park a duplicate of an active job in its key (keepLastIfActive): the key
  * rewritten at the version read, and only while the kept job's claim is
  * there. Its finish rewrites the key too, so the two never miss each other.

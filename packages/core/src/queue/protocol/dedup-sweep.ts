@@ -6,9 +6,16 @@
  * - a key without ttl whose job is gone (one a finish gave up on after
  *   losing races for it, or one written before finishes deleted keys);
  * each at the version it read, so a key taken over or extended meanwhile
- * stays; then the shard directories it left empty, and `dedup/` itself
- * when no shard is left (a delete of a directory that gained a key fails,
- * and an add whose shard vanished makes it again: its create is `into`).
+ * stays. A key is read again after its job was looked for, and judged only
+ * if it still names that job: a key deleted with its job (a finish, a
+ * removal) and created again by a newer add starts again at version 0, the
+ * version read maybe; a run-out key whose job exists is deleted only while
+ * the job does (its removal deletes the key); and each delete bumps the
+ * generation of keys (`dedup/`'s version), which an add writing to a key it
+ * read checks (dedup.ts). Then the shard directories it left empty (a
+ * delete of a directory that gained a key fails, and an add whose shard
+ * vanished makes it again: its create is `into`); `dedup/` stays, so its
+ * version only grows.
  *
  * Bounded: a shard is listed only while its child count (its stat) says
  * the listing fits in a reply at names of up to DEDUP_LISTING_NAME_BYTES;
@@ -21,6 +28,7 @@
 import { NoNodeError } from '../../zk/errors.js';
 import { PACKET_LIMIT_BYTES } from '../../zk/limits.js';
 import type { QueueStore } from '../store.js';
+import { dedupGenerationBumpOp, keptJobCheckOp } from './builders.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
 
 /** Keys read (and job paths checked) at once. */
@@ -76,15 +84,11 @@ export async function sweepDedupKeys(
   const shards = start < 0 ? [] : all.slice(start, start + (range.shards ?? all.length));
   const after = all[start + shards.length];
   if (start >= 0 && after !== undefined) out.next = after;
-  let left = all.length;
   let now: number | undefined;
   for (const shard of shards) {
     const dir = `${layout.dedupDir}/${shard}`;
     const stat = await session.exists(dir);
-    if (!stat) {
-      left--;
-      continue;
-    }
+    if (!stat) continue;
     if (stat.numChildren > DEDUP_LISTING_MAX) {
       out.crowded.push(dir);
       continue;
@@ -92,29 +96,42 @@ export async function sweepDedupKeys(
     const names = await store.children(dir);
     let kept = names.length;
     for (let i = 0; i < names.length; i += DEDUP_SWEEP_BATCH) {
-      const keys = await readKeys(store, dir, names.slice(i, i + DEDUP_SWEEP_BATCH));
-      kept -= names.slice(i, i + DEDUP_SWEEP_BATCH).length - keys.length; // gone meanwhile
-      if (now === undefined && keys.some((k) => k.ttl !== undefined)) now = await store.serverNow();
+      const batch = names.slice(i, i + DEDUP_SWEEP_BATCH);
+      const first = await readKeys(store, dir, batch);
+      if (now === undefined && first.some((k) => k.ttl !== undefined)) now = await store.serverNow();
       const gone = await goneJobs(
         store,
-        keys.filter((k) => k.ttl === undefined).map((k) => k.job),
+        first.map((k) => k.job),
       );
+      // read again after their jobs: a key deleted with its job and created again by a newer
+      // add names another job (at the version first read, maybe); only a key still naming the
+      // job looked for is judged by it
+      const named = new Map(first.map((k) => [k.name, k.job]));
+      const again = await readKeys(
+        store,
+        dir,
+        first.map((k) => k.name),
+      );
+      kept -= batch.length - again.length; // gone meanwhile
+      const keys = again.filter((k) => named.get(k.name) === k.job);
       const due = keys.filter((k) =>
         k.ttl === undefined ? gone.has(k.job) : now !== undefined && now - k.mtime >= k.ttl,
       );
+      // a run-out key of a job that exists goes only while the job does: its removal deletes the
+      // key, and a newer add may create it again at the version read
       const deleted = await deleteAll(
         store,
-        due.map((k): ProtocolOp => ({ op: 'delete', path: k.path, version: k.version })),
+        due.map((k): ProtocolOp[] => [
+          { op: 'delete', path: k.path, version: k.version },
+          ...(gone.has(k.job) ? [] : [keptJobCheckOp(layout, k.job)]),
+          dedupGenerationBumpOp(layout),
+        ]),
         fence,
       );
       out.deleted += deleted;
       kept -= deleted;
     }
-    if (kept === 0 && (await deleteAll(store, [{ op: 'delete', path: dir }], fence)) === 1) left--;
-  }
-  // no shard left (all swept empty in this pass, or none there): `dedup` goes too
-  if (left === 0 && (await session.exists(layout.dedupDir))) {
-    await deleteAll(store, [{ op: 'delete', path: layout.dedupDir }], fence);
+    if (kept === 0) await deleteAll(store, [[{ op: 'delete', path: dir }]], fence);
   }
   return out;
 }
@@ -163,10 +180,10 @@ async function goneJobs(store: QueueStore, ids: string[]): Promise<Set<string>> 
   return gone;
 }
 
-/** Sends each op as a unit of its own (one that conflicts fails alone); resolves with how many went through. */
-async function deleteAll(store: QueueStore, ops: ProtocolOp[], fence?: () => ProtocolOp[]): Promise<number> {
-  if (ops.length === 0) return 0;
-  const units: TxUnit[] = ops.map((op) => ({ build: () => ({ ops: [op] }) }));
+/** Sends each delete (with its checks) as a unit of its own (one that conflicts fails alone); resolves with how many went through. */
+async function deleteAll(store: QueueStore, deletes: ProtocolOp[][], fence?: () => ProtocolOp[]): Promise<number> {
+  if (deletes.length === 0) return 0;
+  const units: TxUnit[] = deletes.map((ops) => ({ build: () => ({ ops }) }));
   const results = await store.executor.run(units, { receipt: false, ...(fence ? { fence } : {}) });
   return results.filter((r) => r.ok).length;
 }

@@ -245,12 +245,22 @@ export interface Move extends TxUnit {
 
 /**
  * Writes moves, as few transactions as fit; a job whose op conflicts (it
- * changed meanwhile) is left alone. Resolves with the ids moved. `fence`
- * makes a deposed leader's moves fail with FencedError.
+ * changed meanwhile) is left alone, unless `again` offers a move to try
+ * instead. Resolves with the ids moved. `fence` makes a deposed leader's
+ * moves fail with FencedError.
  */
-export async function applyMoves(store: QueueStore, moves: Move[], fence?: () => ProtocolOp[]): Promise<string[]> {
+export async function applyMoves(
+  store: QueueStore,
+  moves: Move[],
+  fence?: () => ProtocolOp[],
+  again?: (move: Move, op: ProtocolOp) => Move | undefined,
+): Promise<string[]> {
   if (moves.length === 0) return [];
-  const results: UnitResult[] = await store.executor.run(moves, { receipt: false, ...(fence ? { fence } : {}) });
+  const results: UnitResult[] = await store.executor.run(moves, {
+    receipt: false,
+    ...(fence ? { fence } : {}),
+    ...(again ? { onConflict: (move: Move, _err: unknown, op: ProtocolOp) => again(move, op) } : {}),
+  });
   return moves.filter((_, i) => results[i]?.ok).map((m) => m.id);
 }
 
