@@ -5,7 +5,9 @@
  * are that identity's alone. Another tenant, with an identity of another
  * scheme, can neither read the jobs, add to the queues, list the queues nor
  * delete anything of the first; what it still sees is the namespace's name
- * in a listing of its parent (ZooKeeper's ACLs are per node, not inherited).
+ * in a listing of its parent (ZooKeeper's ACLs are per node, not inherited),
+ * whether a path exists (exists checks no ACL), and it may delete a namespace
+ * node still empty under an open parent (the parent's ACL rules a delete).
  * The owner works normally throughout.
  */
 import assert from 'node:assert/strict';
@@ -55,7 +57,7 @@ for (const [owner, other] of [
   ['sasl', 'digest'],
   ['digest', 'x509'],
 ] as const) {
-  test(`a ${owner} tenant's namespace: a ${other} tenant sees its name only, the owner works normally`, async (t) => {
+  test(`a ${owner} tenant's namespace: a ${other} tenant cannot list, read, add to or delete it; the owner works normally`, async (t) => {
     const parent = uniqueRoot(`tenants-${owner}`);
     const prefix = `${parent.slice(1)}/tenant-a`;
     const a = identity(owner);
@@ -82,6 +84,11 @@ for (const [owner, other] of [
     await assert.rejects(stranger.delete(`${ns}/mail/meta`), NoAuthError, "delete a queue's node");
     await assert.rejects(stranger.deleteRecursive(ns), NoAuthError, 'delete the namespace');
     await assert.rejects(stranger.setData(ns, Buffer.from('x')), NoAuthError, 'write the namespace node');
+    // what the ACLs cannot hide: exists needs no permission, and an empty namespace under an open parent can go
+    assert.ok(await stranger.exists(`${ns}/mail`), "exists answers on the owner's queue");
+    const empty = await Session.connect({ ...a, namespace: `${parent}/tenant-c` });
+    await empty.close();
+    await stranger.delete(`${parent}/tenant-c`);
 
     // the front-ends refuse alike, with the typed error
     const intruder = new Queue('mail', { connection: b, prefix });
