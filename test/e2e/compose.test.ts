@@ -4,12 +4,19 @@
  * wiring, every file the services name, every zkq command they run (parsed
  * by the real CLI; the worker service's command line is run for real against
  * the test server), every workspace's manifest copied before `npm ci`, and
- * one image tag, built once, named alike in both files and the docs.
+ * one image tag, built once, named alike in both files and the docs. The
+ * `tls` profile is checked alike: its services, the environment variables
+ * the CLI really reads, the files scripts/tls-certificates.ts makes for its
+ * mounts, and its worker's command line run against a TLS-only server made
+ * from those files.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { startZooKeeper, type TestCertificates, uniqueRoot } from '@zkq/testing';
 import { parse } from 'yaml';
 import { cliEnv, REPO, within, ZkqProcess, zkq } from './cli.js';
 
@@ -23,6 +30,9 @@ interface Service {
   ports?: string[];
   container_name?: string;
   depends_on?: Record<string, { condition: string }>;
+  profiles?: string[];
+  volumes?: string[];
+  hostname?: string;
 }
 
 const compose = parse(readFileSync(join(REPO, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
@@ -30,6 +40,9 @@ const compose = parse(readFileSync(join(REPO, 'docker-compose.yml'), 'utf8'), { 
 };
 const services = compose.services;
 const zkqServices = Object.entries(services).filter(([, s]) => s.build !== undefined || s.image?.startsWith('zkq'));
+/** The services `docker compose up` starts (no profile named). */
+const defaults = Object.fromEntries(Object.entries(services).filter(([, s]) => s.profiles === undefined));
+const defaultZkqServices = zkqServices.filter(([, s]) => s.profiles === undefined);
 
 /** Every zkq invocation of a service, as argument lists. */
 function zkqInvocations(service: Service): string[][] {
@@ -41,7 +54,7 @@ function zkqInvocations(service: Service): string[][] {
 }
 
 test('three ZooKeeper servers with distinct ids, one server list, and the 4lw whitelist', () => {
-  const zks = Object.entries(services).filter(([, s]) => s.image?.startsWith('zookeeper:'));
+  const zks = Object.entries(defaults).filter(([, s]) => s.image?.startsWith('zookeeper:'));
   assert.deepEqual(
     zks.map(([name]) => name),
     ['zk1', 'zk2', 'zk3'],
@@ -61,8 +74,8 @@ test('three ZooKeeper servers with distinct ids, one server list, and the 4lw wh
 });
 
 test('the zkq services build from files that exist and can be scaled', () => {
-  assert.ok(zkqServices.length >= 2, 'worker and producer');
-  for (const [name, s] of zkqServices) {
+  assert.ok(defaultZkqServices.length >= 2, 'worker and producer');
+  for (const [name, s] of defaultZkqServices) {
     const build = typeof s.build === 'string' ? { context: s.build } : s.build;
     if (build) {
       assert.ok(existsSync(join(REPO, build.context, build.dockerfile ?? 'Dockerfile')), `${name}: Dockerfile`);
@@ -168,4 +181,133 @@ test('the image offers only commands it can run: without Java, no dev-server or 
     'the header says the image has no Java',
   );
   assert.doesNotMatch(header.join('\n'), /dev server\)/, 'it does not promise a dev server');
+});
+
+// ---- the tls profile ---------------------------------------------------------
+
+const tlsServices = Object.entries(services).filter(([, s]) => s.profiles?.includes('tls'));
+const zkTls = services['zk-tls'] as Service;
+const workerTls = services['worker-tls'] as Service;
+
+/** The names of the environment variables the CLI reads (`process.env.NAME` in its sources). */
+function variablesTheCliReads(): Set<string> {
+  const names = new Set<string>();
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.ts')) {
+        for (const m of readFileSync(path, 'utf8').matchAll(/process\.env\.([A-Z_]+)/g)) names.add(m[1] as string);
+      }
+    }
+  };
+  walk(join(REPO, 'packages/cli/src'));
+  return names;
+}
+
+/** Runs scripts/tls-certificates.ts into a fresh folder; returns it and its zoo.cfg as settings. */
+function makeTlsFolder(): { dir: string; cfg: Map<string, string> } {
+  const dir = join(mkdtempSync(join(tmpdir(), 'zkq-compose-')), 'tls');
+  execFileSync(join(REPO, 'node_modules/.bin/tsx'), [join(REPO, 'scripts/tls-certificates.ts'), dir], {
+    cwd: REPO,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const lines = readFileSync(join(dir, 'zoo.cfg'), 'utf8').split('\n').filter(Boolean);
+  return { dir, cfg: new Map(lines.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)])) };
+}
+
+/** A container path under a mount of ./tls, as the file in `dir`; undefined when not under one. */
+function hostPath(service: Service, containerPath: string, dir: string): string | undefined {
+  for (const volume of service.volumes ?? []) {
+    const [source, target] = volume.split(':') as [string, string];
+    if (!source.startsWith('./tls')) continue;
+    const inFolder = source.slice('./tls'.length);
+    if (containerPath === target) return join(dir, inFolder);
+    if (containerPath.startsWith(`${target}/`)) return join(dir, inFolder, containerPath.slice(target.length + 1));
+  }
+  return undefined;
+}
+
+test('the tls profile: a TLS-only ZooKeeper and a worker wired to it with variables the CLI reads', () => {
+  assert.deepEqual(tlsServices.map(([name]) => name).sort(), ['worker-tls', 'zk-tls']);
+  for (const [name, s] of Object.entries(defaults)) {
+    for (const dep of Object.keys(s.depends_on ?? {})) assert.ok(defaults[dep], `${name} depends on ${dep}, started`);
+  }
+  assert.equal(zkTls.image, 'zookeeper:3.8');
+  assert.equal(zkTls.hostname, 'zk-tls');
+  assert.equal(workerTls.depends_on?.['zk-tls']?.condition, 'service_healthy');
+  assert.ok(zkTls.volumes?.includes('./tls/zoo.cfg:/conf/zoo.cfg:ro'), "the script's zoo.cfg is the server's");
+  const env = workerTls.environment ?? {};
+  assert.equal(env.ZKQ_ZK, 'zk-tls:2281');
+  const read = variablesTheCliReads();
+  for (const name of Object.keys(env)) assert.ok(read.has(name), `the CLI reads ${name}`);
+  for (const name of ['ZKQ_TLS_CA', 'ZKQ_TLS_CERT', 'ZKQ_TLS_KEY']) assert.ok(env[name], `worker-tls sets ${name}`);
+  const ignored = readFileSync(join(REPO, '.dockerignore'), 'utf8').split('\n');
+  assert.ok(ignored.includes('tls'), 'the keys are not sent to the image build');
+  assert.match(readFileSync(join(REPO, '.gitignore'), 'utf8'), /^\/tls\/$/m, 'nor committed');
+});
+
+test('scripts/tls-certificates.ts makes every file the profile mounts, and a zoo.cfg for TLS only', () => {
+  const { dir, cfg } = makeTlsFolder();
+  for (const [name, s] of tlsServices) {
+    for (const volume of s.volumes ?? []) {
+      const [source] = volume.split(':') as [string];
+      if (source.startsWith('./')) assert.ok(existsSync(join(dir, source.slice('./tls'.length))), `${name}: ${source}`);
+    }
+  }
+  for (const value of Object.values(workerTls.environment ?? {})) {
+    if (!value.startsWith('/')) continue;
+    const file = hostPath(workerTls, value, dir);
+    assert.ok(file && existsSync(file), `worker-tls: ${value} is in the mounted folder`);
+  }
+  for (const key of ['ssl.keyStore.location', 'ssl.trustStore.location']) {
+    const file = hostPath(zkTls, cfg.get(key) as string, dir);
+    assert.ok(file && existsSync(file), `zk-tls: ${key} ${cfg.get(key)} is in the mounted folder`);
+  }
+  assert.equal(cfg.get('secureClientPort'), workerTls.environment?.ZKQ_ZK?.split(':')[1], 'the port the worker uses');
+  assert.equal(cfg.has('clientPort'), false, 'no plain port');
+  assert.equal(cfg.get('ssl.clientAuth'), 'need');
+  assert.equal(cfg.get('serverCnxnFactory'), 'org.apache.zookeeper.server.NettyServerCnxnFactory');
+  assert.ok(zkTls.ports?.some((p) => p.endsWith(`:${cfg.get('secureClientPort')}`)));
+  assert.match(
+    execFileSync('openssl', ['x509', '-in', join(dir, 'server.pem'), '-noout', '-ext', 'subjectAltName'], {
+      encoding: 'utf8',
+    }),
+    /DNS:zk-tls\b/,
+    "the server certificate names the service's host name",
+  );
+});
+
+test("the worker-tls command line and environment run a worker on a TLS-only server made from the script's files", async (t) => {
+  const { dir, cfg } = makeTlsFolder();
+  const file = (name: string) => join(dir, name);
+  const client = { cert: file('client.pem'), key: file('client.key'), subject: 'CN=zkq-worker,O=zkq' };
+  const certificates: TestCertificates = {
+    dir,
+    ca: file('ca.pem'),
+    otherCa: file('other-ca.pem'),
+    keyStore: file('server.p12'),
+    trustStore: file('trust.p12'),
+    password: cfg.get('ssl.keyStore.password') as string,
+    client,
+    expiredClient: client,
+  };
+  const server = await startZooKeeper({ heapMb: 128, tls: { certificates, clientAuth: 'need' } });
+  t.after(() => server.stop());
+  const env: NodeJS.ProcessEnv = { ZKQ_ZK: server.connectionString };
+  for (const [name, value] of Object.entries(workerTls.environment ?? {})) {
+    if (name !== 'ZKQ_ZK') env[name] = hostPath(workerTls, value, dir) ?? value;
+  }
+  const namespace = `--namespace=${uniqueRoot('compose-tls').slice(1)}`;
+  const args = zkqInvocations(workerTls)[0] as string[];
+  const worker = new ZkqProcess([...args, namespace], { env });
+  t.after(() => worker.dispose());
+  await worker.waitForLine(/worker ready/, 60_000);
+  const added = await zkq(['add', 'demo', 'tick', namespace, '--acl=creator'], { env });
+  assert.equal(added.code, 0, added.stderr);
+  await worker.waitForLine(/"msg":"job completed"/, 60_000);
+  const plain = await zkq(['stats', 'demo', namespace, `--zk=${server.connectionString}`, '--connect-timeout=5000']);
+  assert.notEqual(plain.code, 0, 'no plain connection');
+  worker.kill('SIGTERM');
+  assert.equal((await within(worker.exited, 60_000, 'worker exit')).code, 0);
 });

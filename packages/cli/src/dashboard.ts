@@ -7,15 +7,18 @@
  * and bull-board's messages name ZooKeeper (dashboard-wording.ts). Looking
  * creates nothing: no namespace node, no queue, no meta write. Every request
  * passes dashboard-guard.ts first (host names, credentials, same-origin JSON
- * writes). Used by `zkq dashboard` and mountable in any Express app.
+ * writes). An identity the namespace's ACL does not let list its queues
+ * (another tenant's namespace) gets a board that answers every request with
+ * 403 and one line saying so, until a look finds it allowed. Used by
+ * `zkq dashboard` and mountable in any Express app.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { createZooKeeperBackend, type ZooKeeperConnectionOptions } from '@zkq/bullmq';
-import { DEFAULT_PREFIX, type Session } from '@zkq/core';
+import { DEFAULT_PREFIX, NoAuthError, type Session } from '@zkq/core';
 import { type Queue, withBackend } from 'bullmq';
-import express, { type Router } from 'express';
+import express, { type ErrorRequestHandler, type Request, type Response, type Router } from 'express';
 import { currentLeader, liveWorkers, type WorkerInfo } from './commands/inspect.js';
 import { type DashboardAuth, dashboardGuard } from './dashboard-guard.js';
 import { NamespaceReader } from './dashboard-namespace.js';
@@ -58,6 +61,8 @@ export interface ZooKeeperDashboard {
   router: Router;
   /** The queues shown now. */
   queues(): string[];
+  /** Why the namespace cannot be shown (its ACL refuses this identity), or undefined when it can. */
+  refusal(): string | undefined;
   /** Stops looking for queues and closes every Queue and the session. */
   close(): Promise<void>;
 }
@@ -218,9 +223,22 @@ export async function createZooKeeperDashboard(opts: ZooKeeperDashboardOptions):
     closing.add(closed);
     void closed.finally(() => closing.delete(closed));
   };
+  let refusal: string | undefined;
+  const refused = () =>
+    `not authorized: the ACL of /${prefix} does not let this dashboard's ZooKeeper identity list its queues (check the identity it connects with: digest auth, SASL user or TLS client certificate)`;
   // Only queues that exist get a BullMQ Queue: its backend would create a missing one.
   const discover = async () => {
-    const found = await space.queues();
+    const found = await space.queues().then(
+      (f) => {
+        refusal = undefined;
+        return f;
+      },
+      (err) => {
+        if (!(err instanceof NoAuthError)) throw err;
+        refusal = refused();
+        return undefined;
+      },
+    );
     const names = new Set((found?.names ?? []).filter((n) => !wanted || wanted.has(n)));
     for (const name of [...open.keys()]) if (!names.has(name)) drop(name);
     if (found) for (const name of names) if (!open.has(name)) add(name, found.session);
@@ -247,6 +265,10 @@ export async function createZooKeeperDashboard(opts: ZooKeeperDashboardOptions):
   const router = express.Router();
   // first: no page of another site, and no rebound host name, reaches anything below
   router.use(dashboardGuard({ allowedHosts: opts.allowedHosts, auth: opts.auth, readOnly: opts.readOnly }));
+  router.use((req, res, next) => {
+    if (refusal === undefined) return next();
+    sendError(req, res, 403, refusal);
+  });
   router.get('/zookeeper.json', async (_req, res, next) => {
     try {
       const server = await (facts ? facts.server() : zooKeeperInfo(connection.connectionString));
@@ -260,10 +282,12 @@ export async function createZooKeeperDashboard(opts: ZooKeeperDashboardOptions):
   });
   router.use(wordingRouter(uiBasePath));
   router.use(serverAdapter.getRouter());
+  router.use(errorReply);
 
   return {
     router,
     queues: () => [...open.keys()].sort(),
+    refusal: () => refusal,
     async close() {
       clearInterval(timer);
       await looking;
@@ -273,3 +297,17 @@ export async function createZooKeeperDashboard(opts: ZooKeeperDashboardOptions):
     },
   };
 }
+
+/** One line, JSON for the API and zookeeper.json, plain text for pages. */
+function sendError(req: Request, res: Response, status: number, message: string): void {
+  if (/^\/api\/|\.json$/.test(req.path)) res.status(status).json({ error: message });
+  else res.status(status).type('text/plain').send(`${message}\n`);
+}
+
+/** A failure of the board's own routes: its first line, never a stack trace; 403 for a NoAuth. */
+const errorReply: ErrorRequestHandler = (err, req, res, next) => {
+  if (res.headersSent) return next(err);
+  const message = String((err as Error)?.message ?? err).split('\n')[0] as string;
+  if (err instanceof NoAuthError) sendError(req, res, 403, `not authorized: ${message}`);
+  else sendError(req, res, 500, message);
+};

@@ -13,7 +13,7 @@ export const EXIT = {
   USAGE: 2,
   /** ZooKeeper could not be reached, or the connection was lost mid-command. */
   UNREACHABLE: 3,
-  /** ZooKeeper refused the credentials, or the ACL forbids the operation. */
+  /** ZooKeeper refused the credentials or the TLS connection, or the ACL forbids the operation (permission denied). */
   NOT_AUTHORIZED: 4,
   /** The job (or other named thing) does not exist. */
   NOT_FOUND: 5,
@@ -129,10 +129,7 @@ export function describeError(err: unknown): { message: string; exitCode: number
     case 'ZK_THROTTLED':
       return { message: `ZooKeeper is throttling requests, try again (${message})`, exitCode: EXIT.FAILURE };
     case 'ZK_NO_AUTH':
-      return {
-        message: `not authorized to ${typeof e.path === 'string' ? `use ${e.path}` : 'do that'} (check --auth and the ACLs of the namespace)`,
-        exitCode: EXIT.NOT_AUTHORIZED,
-      };
+      return { message: noAuthMessage(e.path), exitCode: EXIT.NOT_AUTHORIZED };
     case 'ZKQ_INVALID_ARGUMENT':
     case 'ZKQ_PAYLOAD_TOO_LARGE':
     case 'ZKQ_INVALID_JOB_DATA':
@@ -151,6 +148,17 @@ export function describeError(err: unknown): { message: string; exitCode: number
     default:
       return { message, exitCode: EXIT.FAILURE };
   }
+}
+
+/**
+ * A node's ACL does not grant this identity the operation (another tenant's
+ * namespace, say). The path is the session's, relative to the namespace: `/`
+ * is the namespace node itself.
+ */
+function noAuthMessage(path: unknown): string {
+  const where =
+    path === '/' ? 'the namespace node' : typeof path === 'string' ? `${path} in the namespace` : 'that node';
+  return `not authorized: the ACL of ${where} does not grant this identity the operation (check --auth, --sasl or --tls-cert)`;
 }
 
 /** Writes the error as one line (`zkq: ...`), the stack too when verbose; returns the exit code. */

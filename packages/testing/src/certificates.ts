@@ -40,6 +40,10 @@ export interface TestCertificateOptions {
   dir?: string;
   /** Subject of the client certificate, e.g. `/O=tenant-a/CN=zkq-client` (the default). */
   clientSubject?: string;
+  /** Host names and IP addresses the server certificate names. Default `localhost`, `127.0.0.1`. */
+  serverNames?: string[];
+  /** How long the certificates are valid, days. Default 7. */
+  days?: number;
 }
 
 function run(command: string, args: string[], cwd: string): void {
@@ -55,7 +59,9 @@ function rfc2253(subject: string): string {
 export function makeTestCertificates(options: TestCertificateOptions = {}): TestCertificates {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'zkq-tls-'));
   const password = randomBytes(12).toString('hex');
-  const days = '7';
+  const days = String(options.days ?? 7);
+  const serverNames = options.serverNames ?? ['localhost', '127.0.0.1'];
+  const altNames = serverNames.map((n) => (/^[\d.]+$|:/.test(n) ? `IP:${n}` : `DNS:${n}`)).join(',');
   const selfSigned = (name: string, cn: string) =>
     run(
       'openssl',
@@ -92,7 +98,7 @@ export function makeTestCertificates(options: TestCertificateOptions = {}): Test
     }
     run('openssl', args, dir);
   };
-  signed('server', '/CN=localhost', days, 'subjectAltName=DNS:localhost,IP:127.0.0.1');
+  signed('server', `/CN=${serverNames[0]}`, days, `subjectAltName=${altNames}`);
   const clientSubject = options.clientSubject ?? '/O=tenant-a/CN=zkq-client';
   signed('client', clientSubject, days);
   signed('expired-client', clientSubject, '-1');

@@ -134,6 +134,8 @@ export function registerDashboardCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> 
           );
           println(`${mode}; answers to ${[...LOOPBACK_HOSTS.filter((h) => h !== '::1'), ...allowedHosts].join(', ')}`);
         }
+        const refusal = dashboard.refusal();
+        if (refusal) log.warn({ namespace: prefixOf(argv) }, refusal);
         const signal = await stopped;
         log.info({ signal }, 'stopping the dashboard');
       } finally {

@@ -25,7 +25,9 @@
  * - `readMulti`, ZooKeeper's read-only multi (3.6+), which the wire client
  *   lacks: many getData / getChildren in one request, each failing alone;
  * - a namespace (every path is relative to it) and digest auth, with the ACL
- *   applied to every node this session creates;
+ *   applied to every node this session creates, the namespace node included;
+ *   missing ancestors of the namespace node are created open, like the root,
+ *   so that tenants with namespaces under one parent can each create theirs;
  * - TLS (`tls`) and SASL DIGEST-MD5 (`sasl`, before any other request) on
  *   every connection, through wire.ts;
  * - a server that refuses the connection itself (it requires authentication
@@ -563,13 +565,25 @@ export class Session extends EventEmitter<SessionEvents> {
     return rest === '' ? '/' : rest;
   }
 
+  /**
+   * Creates the namespace node under the session's ACL, and its missing
+   * ancestors open: under the creator's ACL, a parent shared by several
+   * tenants' namespaces would let only the first tenant create its own.
+   * Existing nodes are left as they are (an operator may have made them
+   * with a stricter ACL).
+   */
   private async ensureRoot(): Promise<void> {
     const parts = this.namespace.split('/').filter(Boolean);
+    const openAcl = wireAcl(OPEN_ACL);
     let path = '';
-    for (const part of parts) {
+    for (const [i, part] of parts.entries()) {
       path += `/${part}`;
       const target = path;
-      await withRetry(() => this.rawCreate(target, undefined, 'persistent').catch(ignoreExists), this.options.retry);
+      const acl = i === parts.length - 1 ? this.acl : openAcl;
+      await withRetry(
+        () => this.rawCreate(target, undefined, 'persistent', target, acl).catch(ignoreExists),
+        this.options.retry,
+      );
     }
   }
 
@@ -722,9 +736,15 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   /** `errorPath` is the path errors report: the caller's, inside the namespace. */
-  private rawCreate(absPath: string, data: Buffer | undefined, mode: CreateMode, errorPath = absPath): Promise<string> {
+  private rawCreate(
+    absPath: string,
+    data: Buffer | undefined,
+    mode: CreateMode,
+    errorPath = absPath,
+    acl = this.acl,
+  ): Promise<string> {
     return this.call<string>(errorPath, (c, cb) =>
-      data ? c.create(absPath, data, this.acl, wireMode(mode), cb) : c.create(absPath, this.acl, wireMode(mode), cb),
+      data ? c.create(absPath, data, acl, wireMode(mode), cb) : c.create(absPath, acl, wireMode(mode), cb),
     );
   }
 
