@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BatchBarrier, TimeoutError } from '@zkq/core';
+import { BarrierInUseError, BatchBarrier, TimeoutError } from '@zkq/core';
 import { sessionsOn } from '../../fixtures/recipes/helpers.js';
 import { waitFor } from '../../helpers/zk.js';
 
@@ -69,4 +69,31 @@ test('batch barrier: a timed-out member does not count; reset forgets the releas
   await a.reset();
   assert.equal(await sessions[0]!.exists('/reset/released'), null);
   await Promise.all([a.enter({ timeout: 30_000 }), b.enter({ timeout: 30_000 })]);
+});
+
+test('batch barrier: reset while members are present is refused; a waiter never passes with a member of a released batch', async (t) => {
+  const { sessions } = await sessionsOn(t, 3);
+  const make = (i: number) => new BatchBarrier(sessions[i % 3]!, '/busy', { size: 2, id: `m${i}` });
+  // night 1: a and b pass; b leaves, a still runs
+  const [a, b] = [make(0), make(1)];
+  await Promise.all([a.enter({ timeout: 30_000 }), b.enter({ timeout: 30_000 })]);
+  await b.leave();
+  // night 2: c waits for its batch
+  const c = make(2);
+  const waiting = entering(c);
+  await waitFor(() => c.stats.watches >= 1, { what: 'c waiting' });
+  await assert.rejects(
+    c.reset(),
+    (err: unknown) => err instanceof BarrierInUseError && err.code === 'ZKQ_BARRIER_IN_USE',
+  );
+  assert.ok(await sessions[0]!.exists('/busy/released'), 'the released batches are not forgotten');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(waiting.state.passed, false, 'c passed with a member of a released batch');
+  const d = make(3);
+  await d.enter({ timeout: 30_000 });
+  await waiting.done;
+  // once everyone left, reset forgets the batches
+  await Promise.all([a.leave(), c.leave(), d.leave()]);
+  await a.reset();
+  assert.equal(await sessions[0]!.exists('/busy/released'), null);
 });
