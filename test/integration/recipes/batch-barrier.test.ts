@@ -97,3 +97,34 @@ test('batch barrier: reset while members are present is refused; a waiter never 
   await a.reset();
   assert.equal(await sessions[0]!.exists('/busy/released'), null);
 });
+
+test('batch barrier: members joining all at once, while batches are being released, pass in whole batches only (sizes 1 and 3)', async (t) => {
+  const { sessions } = await sessionsOn(t, 3);
+  for (const size of [1, 3]) {
+    const path = `/crowd-${size}`;
+    const barriers = Array.from(
+      { length: 10 },
+      (_, i) => new BatchBarrier(sessions[i % 3]!, path, { size, id: `m${i}` }),
+    );
+    const entries = barriers.map(entering);
+    const whole = Math.floor(10 / size) * size;
+    await waitFor(() => entries.filter((e) => e.state.passed).length === whole, {
+      what: `${whole} passed, size ${size}`,
+    });
+    const waiters = barriers.filter((_, i) => !entries[i]!.state.passed);
+    await waitFor(() => waiters.every((b) => b.stats.watches >= 1), { what: 'the rest waiting' });
+    assert.equal(entries.filter((e) => e.state.passed).length, whole, `size ${size}: only whole batches pass`);
+    // the passed members are the first in join order: released names the whole-th member
+    const released = Number((await sessions[0]!.getData(`${path}/released`)).data.toString());
+    const members = await barriers[0]!.members();
+    assert.equal(members.length, 10);
+    assert.equal(Number(members[whole - 1]!.slice(-10)), released, `size ${size}: ${members.join(' ')}`);
+    // the rest complete with late joiners
+    const late = Array.from(
+      { length: whole + size - 10 },
+      (_, i) => new BatchBarrier(sessions[i % 3]!, path, { size, id: `late${i}` }),
+    );
+    await Promise.all(late.map((b) => b.enter({ timeout: 30_000 })));
+    await Promise.all(entries.map((e) => e.done));
+  }
+});
