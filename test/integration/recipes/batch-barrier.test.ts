@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BatchBarrier, TimeoutError } from '@zkq/core';
+import { BarrierInUseError, BatchBarrier, TimeoutError } from '@zkq/core';
 import { sessionsOn } from '../../fixtures/recipes/helpers.js';
 import { waitFor } from '../../helpers/zk.js';
 
@@ -69,4 +69,62 @@ test('batch barrier: a timed-out member does not count; reset forgets the releas
   await a.reset();
   assert.equal(await sessions[0]!.exists('/reset/released'), null);
   await Promise.all([a.enter({ timeout: 30_000 }), b.enter({ timeout: 30_000 })]);
+});
+
+test('batch barrier: reset while members are present is refused; a waiter never passes with a member of a released batch', async (t) => {
+  const { sessions } = await sessionsOn(t, 3);
+  const make = (i: number) => new BatchBarrier(sessions[i % 3]!, '/busy', { size: 2, id: `m${i}` });
+  // night 1: a and b pass; b leaves, a still runs
+  const [a, b] = [make(0), make(1)];
+  await Promise.all([a.enter({ timeout: 30_000 }), b.enter({ timeout: 30_000 })]);
+  await b.leave();
+  // night 2: c waits for its batch
+  const c = make(2);
+  const waiting = entering(c);
+  await waitFor(() => c.stats.watches >= 1, { what: 'c waiting' });
+  await assert.rejects(
+    c.reset(),
+    (err: unknown) => err instanceof BarrierInUseError && err.code === 'ZKQ_BARRIER_IN_USE',
+  );
+  assert.ok(await sessions[0]!.exists('/busy/released'), 'the released batches are not forgotten');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(waiting.state.passed, false, 'c passed with a member of a released batch');
+  const d = make(3);
+  await d.enter({ timeout: 30_000 });
+  await waiting.done;
+  // once everyone left, reset forgets the batches
+  await Promise.all([a.leave(), c.leave(), d.leave()]);
+  await a.reset();
+  assert.equal(await sessions[0]!.exists('/busy/released'), null);
+});
+
+test('batch barrier: members joining all at once, while batches are being released, pass in whole batches only (sizes 1 and 3)', async (t) => {
+  const { sessions } = await sessionsOn(t, 3);
+  for (const size of [1, 3]) {
+    const path = `/crowd-${size}`;
+    const barriers = Array.from(
+      { length: 10 },
+      (_, i) => new BatchBarrier(sessions[i % 3]!, path, { size, id: `m${i}` }),
+    );
+    const entries = barriers.map(entering);
+    const whole = Math.floor(10 / size) * size;
+    await waitFor(() => entries.filter((e) => e.state.passed).length === whole, {
+      what: `${whole} passed, size ${size}`,
+    });
+    const waiters = barriers.filter((_, i) => !entries[i]!.state.passed);
+    await waitFor(() => waiters.every((b) => b.stats.watches >= 1), { what: 'the rest waiting' });
+    assert.equal(entries.filter((e) => e.state.passed).length, whole, `size ${size}: only whole batches pass`);
+    // the passed members are the first in join order: released names the whole-th member
+    const released = Number((await sessions[0]!.getData(`${path}/released`)).data.toString());
+    const members = await barriers[0]!.members();
+    assert.equal(members.length, 10);
+    assert.equal(Number(members[whole - 1]!.slice(-10)), released, `size ${size}: ${members.join(' ')}`);
+    // the rest complete with late joiners
+    const late = Array.from(
+      { length: whole + size - 10 },
+      (_, i) => new BatchBarrier(sessions[i % 3]!, path, { size, id: `late${i}` }),
+    );
+    await Promise.all(late.map((b) => b.enter({ timeout: 30_000 })));
+    await Promise.all(entries.map((e) => e.done));
+  }
 });

@@ -10,7 +10,7 @@
  * `_barriers` or `_locks` (zkq 0.1 used `/barriers` and `/locks`, which a
  * queue of that name shared).
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { constants, hostname } from 'node:os';
 import { Barrier, BatchBarrier, Lock, QueueLayout, type Session } from '@zkq/core';
 import type { Argv } from 'yargs';
@@ -130,6 +130,9 @@ export function registerCoordinationCommands(y: Argv<GlobalArgs>): Argv<GlobalAr
  */
 const KILL_GRACE_SHARE = 1 / 6;
 
+/** How often a stopped command's process group is looked at until it is gone. */
+const GROUP_POLL_MS = 50;
+
 /**
  * Runs the command with the terminal's stdio and resolves with its exit code
  * (128 + signal number when killed). SIGINT/SIGTERM are passed on to it.
@@ -138,7 +141,12 @@ const KILL_GRACE_SHARE = 1 / 6;
  * suspended (or the session lost) the command is sent SIGTERM, then SIGKILL
  * after KILL_GRACE_SHARE of the session timeout, so that it is gone before
  * the server can expire the session and another `zkq lock` start. It then
- * exits EXIT.LOCK_LOST, whatever the command's own code.
+ * exits EXIT.LOCK_LOST, whatever the command's own code. The signals go to
+ * the command's own process group (it is started as the leader of a new
+ * one), so a script's children are stopped with it: a step that is not the
+ * script's last, a pipeline, a background job would otherwise run on beside
+ * the next holder's command. A stopped command is waited for until its
+ * whole group is gone (or killed).
  */
 function runUnderLock(
   file: string,
@@ -151,17 +159,24 @@ function runUnderLock(
     return Promise.reject(new CliError(`lock ${lock.path} was suspended before the command started`, EXIT.LOCK_LOST));
   }
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { stdio: 'inherit' });
-    const forward = (signal: NodeJS.Signals) => child.kill(signal);
+    const ownGroup = process.platform !== 'win32';
+    const child = spawn(file, args, { stdio: 'inherit', detached: ownGroup });
+    const signalAll = (signal: NodeJS.Signals | 0) => signalGroup(child, ownGroup, signal);
+    const forward = (signal: NodeJS.Signals) => signalAll(signal);
     let stopped = false;
+    let killed = false;
     let killTimer: NodeJS.Timeout | undefined;
+    const kill = () => {
+      killed = true;
+      signalAll('SIGKILL');
+    };
     const stop = (why: string) => {
       if (stopped) return;
       stopped = true;
       const graceMs = Math.floor(session.sessionTimeout * KILL_GRACE_SHARE);
       log.error({ lock: lock.path, graceMs }, `${why}: the lock may pass to another; stopping the command`);
-      child.kill('SIGTERM');
-      killTimer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      signalAll('SIGTERM');
+      killTimer = setTimeout(kill, graceMs);
     };
     const onLost = () => stop('lock lost (ZooKeeper session expired)');
     const onSuspended = () => stop('connection to ZooKeeper suspended while holding the lock');
@@ -185,12 +200,32 @@ function runUnderLock(
       );
     });
     child.once('exit', (code, signal) => {
-      cleanup();
-      if (stopped) {
-        resolve(EXIT.LOCK_LOST);
+      if (!stopped) {
+        cleanup();
+        resolve(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0));
         return;
       }
-      resolve(code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0));
+      // the rest of its group may still run: wait until it is gone, or killed
+      const poll = setInterval(() => {
+        if (!killed && signalAll(0)) return;
+        clearInterval(poll);
+        cleanup();
+        resolve(EXIT.LOCK_LOST);
+      }, GROUP_POLL_MS);
     });
   });
+}
+
+/**
+ * Sends `signal` to the command's process group (to the command alone when
+ * it has none); signal 0 only asks. Returns whether any process received it.
+ */
+function signalGroup(child: ChildProcess, ownGroup: boolean, signal: NodeJS.Signals | 0): boolean {
+  if (child.pid === undefined) return false;
+  try {
+    process.kill(ownGroup ? -child.pid : child.pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
 }

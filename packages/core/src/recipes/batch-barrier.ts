@@ -25,13 +25,15 @@
  * rejects with `SessionExpiredError`.
  *
  * `reset()` forgets which batches were released (it deletes `released`, and
- * the `start` node a plain `Barrier` leaves): every member present counts
- * again. Only for repairs, when no member of the barrier is left.
+ * the `start` node a plain `Barrier` leaves). Only for repairs: it is refused
+ * (`BarrierInUseError`) while any member is present, since every member
+ * present would count again.
  */
 import { ClosedError, InvalidArgumentError } from '../errors.js';
 import { BadVersionError, isOutcomeUnknown, NodeExistsError, NoNodeError, SessionExpiredError } from '../zk/errors.js';
 import type { WatchEvent } from '../zk/types.js';
 import { Barrier, MEMBER_PREFIX } from './barrier.js';
+import { BarrierInUseError } from './errors.js';
 import {
   createMemberNode,
   deleteIfExists,
@@ -71,8 +73,18 @@ export class BatchBarrier extends Barrier {
     }
   }
 
-  /** Forgets the batches released so far (see the module notes): only when no member is left. */
+  /**
+   * Forgets the batches released so far (see the module notes). Refused with
+   * `BarrierInUseError` while any member is present (a waiter, or a member of
+   * a released batch still running): they would all count again, and a
+   * waiter pass with members of batches already released.
+   */
   override async reset(): Promise<void> {
+    const present = await this.members().catch((err: unknown) => {
+      if (err instanceof NoNodeError) return [];
+      throw err;
+    });
+    if (present.length > 0) throw new BarrierInUseError(this.path, present.length);
     await deleteIfExists(this.session, joinPath(this.path, RELEASED_NODE));
     await deleteIfExists(this.session, joinPath(this.path, LEGACY_START_NODE));
   }

@@ -14,3 +14,20 @@ export class MemberExistsError extends ZkqError {
     super('ZKQ_MEMBER_EXISTS', `another session is already a member as ${memberPath}`);
   }
 }
+
+/**
+ * `BatchBarrier.reset()` found members present: forgetting the released
+ * batches would make the members of those batches count again, and let a
+ * waiter pass with them instead of with members of its own batch.
+ */
+export class BarrierInUseError extends ZkqError {
+  constructor(
+    readonly barrierPath: string,
+    readonly members: number,
+  ) {
+    super(
+      'ZKQ_BARRIER_IN_USE',
+      `barrier ${barrierPath} still has ${members} member(s): reset it once every member left`,
+    );
+  }
+}

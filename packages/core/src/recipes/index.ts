@@ -3,7 +3,7 @@ export { Barrier, type BarrierOptions } from './barrier.js';
 export { BatchBarrier } from './batch-barrier.js';
 export { DoubleBarrier } from './double-barrier.js';
 export { ELECTION_CHANNEL, type ElectionTrace } from './election-trace.js';
-export { MemberExistsError, NotLeaderError } from './errors.js';
+export { BarrierInUseError, MemberExistsError, NotLeaderError } from './errors.js';
 export {
   GroupMembership,
   type GroupMembershipEvents,

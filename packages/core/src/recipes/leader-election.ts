@@ -124,12 +124,13 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   }
 
   /**
-   * True while this participant leads and the connection is up: false from
-   * the moment the session is suspended (true again if the same session
-   * comes back), and once deposed.
+   * True while this participant leads and the connection is up and sure
+   * (`Session.isConnected`): false from the moment the session is suspended,
+   * or the heartbeat's deadline passed unanswered (a process blocked past it
+   * included); true again if the same session comes back; false once deposed.
    */
   get isLeader(): boolean {
-    return this.leading && (this.session.state === 'connected' || this.session.state === 'reconnected');
+    return this.leading && this.session.isConnected;
   }
 
   /** Joins the election: resolves once this participant's node exists (not when it wins). */

@@ -101,12 +101,14 @@ export class Lock extends EventEmitter<LockEvents> {
   }
 
   /**
-   * True while this lock is held and the connection is up: false from the
-   * moment the session is suspended (true again if the same session comes
-   * back), and for good once it is lost.
+   * True while this lock is held and the connection is up and sure
+   * (`Session.isConnected`): false from the moment the session is suspended,
+   * or the heartbeat's deadline passed unanswered (a process blocked past it
+   * included); true again if the same session comes back; false for good
+   * once it is lost.
    */
   get isHeld(): boolean {
-    return this.held && (this.session.state === 'connected' || this.session.state === 'reconnected');
+    return this.held && this.session.isConnected;
   }
 
   /** The path of this contender's node, while it has one. */

@@ -291,6 +291,21 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.current;
   }
 
+  /**
+   * Whether the connection is up and still sure: the state is `connected` or
+   * `reconnected`, and a request sent in the last two thirds of the session
+   * timeout was answered (the heartbeat's rule, see `startProbe`), read on
+   * the clock at the call. A process whose event loop was blocked past that
+   * (a long synchronous computation) sees false at once, before the
+   * heartbeat's timer gets to run and drop the connection: the server may
+   * have expired the session meanwhile. What holders' `isHeld` and
+   * `isLeader` rest on.
+   */
+  get isConnected(): boolean {
+    if (this.current !== 'connected' && this.current !== 'reconnected') return false;
+    return performance.now() - this.lastAnsweredAt < deadAfterMs(this.sessionTimeout);
+  }
+
   /** The current session id in hex, in the same form as `Stat.ephemeralOwner` (no leading zeros). */
   get sessionId(): string {
     return this.client.getSessionId().readBigUInt64BE(0).toString(16);
@@ -620,7 +635,7 @@ export class Session extends EventEmitter<SessionEvents> {
     if (this.isClosed || !this.linkUp) return; // armed again on the next connection
     const timeout = this.sessionTimeout || DEFAULT_SESSION_TIMEOUT_MS;
     const probeAfter = Math.floor(timeout / 3);
-    const deadAfter = Math.floor((timeout * 2) / 3);
+    const deadAfter = deadAfterMs(timeout);
     const now = performance.now();
     const unanswered = now - this.lastAnsweredAt;
     if (unanswered >= deadAfter) {
@@ -1046,6 +1061,11 @@ function toTypedError(err: unknown, path: string): unknown {
   const results = (err as { results?: unknown }).results;
   if (results) (typed as unknown as { results: unknown }).results = results;
   return typed;
+}
+
+/** How long a connection may go without an answer to a request sent since before it is taken for dead. */
+function deadAfterMs(sessionTimeout: number): number {
+  return Math.floor(((sessionTimeout || DEFAULT_SESSION_TIMEOUT_MS) * 2) / 3);
 }
 
 /** Whether a wire callback's outcome came from the server (not from a connection that closed under it). */
