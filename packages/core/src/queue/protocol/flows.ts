@@ -363,7 +363,8 @@ export interface ParentShare {
 
 /**
  * The records of `jobs` that exist, and the paths of a dependency node a job
- * left behind (a parent trimmed by retention), deepest first: read in
+ * left behind (a parent trimmed by retention), deepest first (one of more
+ * than DROP_INLINE paths is swept first, as the leader would): read in
  * requests of listings paged under the packet limit (records have no
  * children), then the existing records.
  */
@@ -384,9 +385,16 @@ async function existing(
     jobs.map((j, i) => (listed[2 * i]?.ok ? (stores[i] as QueueStore).getJob(j.record.id) : undefined)),
   );
   const stale = await Promise.all(
-    jobs.map(async (j, i) =>
-      listed[2 * i + 1]?.ok ? ((await depsTree(stores[i] as QueueStore, j.record.id)) ?? []) : undefined,
-    ),
+    jobs.map(async (j, i) => {
+      if (!listed[2 * i + 1]?.ok) return undefined;
+      const js = stores[i] as QueueStore;
+      // a node too large to go inside the add (its parent removed with many entries, left for the
+      // leader's sweep) is swept now, a chunk per transaction, each proving the job still absent
+      if (!found[i] && (await depsTree(js, j.record.id, DROP_INLINE)) === undefined) {
+        await sweepOne(js, j.record.id, () => []);
+      }
+      return (await depsTree(js, j.record.id)) ?? [];
+    }),
   );
   return { found, stale };
 }
