@@ -5,12 +5,14 @@
  * the mark was deleted in a transaction of its own after the last one; an
  * adder killed just before it left the mark, and the leader's tidy-up
  * failed a parent all of whose children were written (and waiting to run).
+ * A lost reply in the middle of such an add is read back, not sent twice:
+ * no child doubled, none counted twice.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type MarkSightings, openSession, QueueStore, releaseCutFlows } from '@zkq/core';
-import { Queue } from '@zkq/producer';
+import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { FaultProxy, OP } from '../../helpers/fault-proxy.js';
 import { type Fixture, spawnFixture } from '../../helpers/process.js';
@@ -84,4 +86,50 @@ test('an adder killed after its last children were written leaves no mark: the l
   });
   assert.equal(runs, 1);
   assert.equal((await parents.getJob(parentId))?.returnvalue, n);
+});
+
+test('a split add whose second transaction lost its reply: every child once, counted once, the parent runs once after them', async (t) => {
+  const n = 3_000;
+  const env = await queueEnv(t);
+  const proxy = await FaultProxy.start(env.connection.connectionString);
+  t.after(() => proxy.stop());
+  const via = { ...env, connection: { ...env.connection, connectionString: proxy.connectionString } };
+  const flows = new FlowProducer(via);
+  const parents = new Queue('parents', env);
+  const kidsQueue = new Queue(KIDS, env);
+  t.after(() => Promise.all([flows.close(), parents.close(), kidsQueue.close()]));
+  // the first large transaction that rewrites the mark (the one creating it names the parent's record)
+  let seen = 0;
+  const lost = proxy.loseReply((r) => {
+    if (r.op !== OP.multi || r.packet.length < 100_000 || !r.packet.includes(Buffer.from('deps-adds/a-'))) return false;
+    return ++seen === 2;
+  });
+  const tree = await flows.add({
+    name: 'parent',
+    queueName: 'parents',
+    children: Array.from({ length: n }, (_, i) => ({ name: 'kid', queueName: KIDS, data: { i } })),
+  });
+  assert.ok(lost.hasFired, 'a reply was lost');
+  assert.equal(tree.children?.length, n);
+  const total = Object.values(await kidsQueue.getJobCounts()).reduce((a, b) => a + b, 0);
+  assert.equal(total, n, 'every child written once');
+  assert.deepEqual(await tree.job.getDependenciesCount(), { processed: 0, unprocessed: n, ignored: 0, failed: 0 });
+
+  let runs = 0;
+  const kids = new Worker(KIDS, async (job) => job.data.i, { ...env, concurrency: 20 });
+  const worker = new Worker(
+    'parents',
+    async (job) => {
+      runs++;
+      return Object.keys(await job.getChildrenValues()).length;
+    },
+    env,
+  );
+  t.after(() => Promise.all([kids.close(), worker.close()]));
+  await waitFor(async () => (await tree.job.getState()) === 'completed', {
+    timeoutMs: 120_000,
+    what: 'the parent to complete',
+  });
+  assert.equal(runs, 1);
+  assert.equal((await parents.getJob(tree.job.id))?.returnvalue, n);
 });
