@@ -77,6 +77,7 @@ test("a trimmed parent's node is not a new job's of that id: a plain job given a
   await store.session.delete(store.layout.job('p-4'));
   // a plain job of that id, then a child given to it
   const plain = await queue.add('plain', {}, { jobId: 'p-4' });
+  assert.deepEqual(await plain.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
   await queue.add('child', {}, { parent: { id: 'p-4', queue: queue.qualifiedName } });
   assert.deepEqual(await plain.getDependenciesCount(), { processed: 0, unprocessed: 1, ignored: 0, failed: 0 });
   assert.equal(Object.keys((await plain.getDependencies()).unprocessed ?? {}).length, 1);

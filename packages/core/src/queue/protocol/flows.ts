@@ -979,8 +979,17 @@ export interface Dependencies {
   failed: { child: ChildKey; reason: string }[];
 }
 
-/** A parent's dependency entries (none without a node), from its buckets and, for an older node, from under it. */
+/**
+ * A parent's dependency entries (none without a node, or with an earlier
+ * job's of this id: see ParentRead's `stale`), from its buckets and, for an
+ * older node, from under it.
+ */
 async function entries(store: QueueStore, id: string) {
+  const [deps, rec] = await store.session.readMulti([
+    { op: 'getData', path: store.layout.deps(id) },
+    { op: 'getData', path: store.layout.job(id) },
+  ]);
+  if (deps?.ok && rec?.ok && deps.stat.czxid < rec.stat.czxid) return [];
   return (await listDepEntries(store, id)).entries;
 }
 
