@@ -61,6 +61,19 @@ test('a flow of 10,000 children is added, every child runs, the parent runs once
   assert.deepEqual(await tree.job.getDependenciesCount(), { processed: n, unprocessed: 0, ignored: 0, failed: 0 });
   const page = await tree.job.getDependencies({ processed: { cursor: 0, count: 100 } });
   assert.equal(Object.keys(page.processed ?? {}).length, 100);
+  // pages ending exactly at the end: the last one says 0, none is lost or repeated
+  const paged = new Map<string, unknown>();
+  const cursors: number[] = [];
+  let cursor = 0;
+  do {
+    const p = await tree.job.getDependencies({ processed: { cursor, count: 2_500 } });
+    for (const [k, v] of Object.entries(p.processed ?? {})) paged.set(k, v);
+    cursor = p.nextProcessedCursor ?? -1;
+    cursors.push(cursor);
+  } while (cursor > 0);
+  assert.deepEqual(cursors, [2_500, 5_000, 7_500, 0]);
+  assert.equal(paged.size, n);
+  assert.deepEqual(Object.fromEntries(paged), seen);
 });
 
 test('a flow whose one node is too large for any transaction is refused with PayloadTooLargeError, nothing written', async (t) => {

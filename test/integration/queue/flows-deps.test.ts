@@ -67,6 +67,22 @@ test('the leader sweeps the dependencies of a trimmed parent; a new parent of th
   assert.notEqual(await store.session.exists(store.layout.deps('p-3')), null, 'a live parent keeps its node');
 });
 
+test("a trimmed parent's node is not a new job's of that id: a plain job given a child counts that child alone", async (t) => {
+  const { env, flow, queue } = await flowEnv(t);
+  const store = await rawStore(t, env);
+  await flow.add({ ...tree('p-4'), children: [1, 2, 3].map((i) => ({ name: 'child', queueName: 'q', data: { i } })) });
+  // trimmed as retention does: record and pointer go, the dependency node stays
+  const parked = (await store.getJob('p-4'))?.record.parked as string;
+  await store.session.delete(parked);
+  await store.session.delete(store.layout.job('p-4'));
+  // a plain job of that id, then a child given to it
+  const plain = await queue.add('plain', {}, { jobId: 'p-4' });
+  assert.deepEqual(await plain.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
+  await queue.add('child', {}, { parent: { id: 'p-4', queue: queue.qualifiedName } });
+  assert.deepEqual(await plain.getDependenciesCount(), { processed: 0, unprocessed: 1, ignored: 0, failed: 0 });
+  assert.equal(Object.keys((await plain.getDependencies()).unprocessed ?? {}).length, 1);
+});
+
 test('session expiry while the last child runs: it still settles, and releases its parent once', async (t) => {
   const { env, connection, flow, queue } = await flowEnv(t);
   const added = await flow.add({

@@ -131,6 +131,16 @@ export async function addSplitFlow(
         return { ...built, ops: [{ op: 'create', path: mark, data: markData }, ...built.ops] };
       },
     };
+    // deleted with the last children written: an adder dying after them leaves no mark to judge
+    const lastAt = units.length - 1;
+    const last = units[lastAt] as TxUnit;
+    units[lastAt] = {
+      build: async () => {
+        const built = await last.build();
+        const ops = built.ops.filter((op) => !(op.op === 'setData' && op.path === mark));
+        return { ...built, ops: [...ops, { op: 'delete', path: mark }] };
+      },
+    };
   }
   const results = await store.executor.run(units, { inFlight: 1 });
   const failed = results.find((r) => !r.ok);
@@ -138,10 +148,6 @@ export async function addSplitFlow(
     // what was written stays; the held parents fail now (else the leader does, once the mark is stale)
     if (mark) await failHeld(store, mark, plan.held, () => []).catch(() => undefined);
     throw failed.error;
-  }
-  if (mark) {
-    const [done] = await store.executor.run([{ build: () => ({ ops: [{ op: 'delete', path: mark }] }) }]);
-    if (done && !done.ok && !(done.error instanceof NoNodeError)) throw done.error;
   }
   return outcomes;
 }

@@ -67,6 +67,11 @@ interface ParentRead {
   parent: StoredJob | undefined;
   /** The child's `u` entry, when it is still a pending dependency (in its bucket, or under an older node). */
   pending: string | undefined;
+  /**
+   * The dependency node there is an earlier job's of this id (created before
+   * the record: a parent trimmed without it), read as none (`deps` undefined).
+   */
+  stale: boolean;
 }
 
 /** The key BullMQ-style callers name a child by: `<queue>:<id>`. */
@@ -93,9 +98,15 @@ async function readParent(store: QueueStore, link: ChildKey, child?: ChildKey): 
   const [deps, rec, ...entry] = await store.session.readMulti(reads);
   const failedRead = [deps, rec, ...entry].find((r) => r && !r.ok && !(r.error instanceof NoNodeError));
   if (failedRead && !failedRead.ok) throw failedRead.error;
+  // records are created only by adds, with their node or before it: one older than the record is not its own
+  const stale = deps?.ok === true && rec?.ok === true && deps.stat.czxid < rec.stat.czxid;
   return {
     store: ps,
-    deps: deps?.ok ? { node: JSON.parse(deps.data.toString()) as DepsNode, version: deps.stat.version } : undefined,
+    stale,
+    deps:
+      deps?.ok && !stale
+        ? { node: JSON.parse(deps.data.toString()) as DepsNode, version: deps.stat.version }
+        : undefined,
     parent: rec?.ok ? { record: decodeRecord(rec.data, layout.job(link.id)), version: rec.stat.version } : undefined,
     pending: where.find((_, i) => entry[i]?.ok === true),
   };
@@ -363,7 +374,8 @@ export interface ParentShare {
 
 /**
  * The records of `jobs` that exist, and the paths of a dependency node a job
- * left behind (a parent trimmed by retention), deepest first: read in
+ * left behind (a parent trimmed by retention), deepest first (one of more
+ * than DROP_INLINE paths is swept first, as the leader would): read in
  * requests of listings paged under the packet limit (records have no
  * children), then the existing records.
  */
@@ -384,9 +396,16 @@ async function existing(
     jobs.map((j, i) => (listed[2 * i]?.ok ? (stores[i] as QueueStore).getJob(j.record.id) : undefined)),
   );
   const stale = await Promise.all(
-    jobs.map(async (j, i) =>
-      listed[2 * i + 1]?.ok ? ((await depsTree(stores[i] as QueueStore, j.record.id)) ?? []) : undefined,
-    ),
+    jobs.map(async (j, i) => {
+      if (!listed[2 * i + 1]?.ok) return undefined;
+      const js = stores[i] as QueueStore;
+      // a node too large to go inside the add (its parent removed with many entries, left for the
+      // leader's sweep) is swept now, a chunk per transaction, each proving the job still absent
+      if (!found[i] && (await depsTree(js, j.record.id, DROP_INLINE)) === undefined) {
+        await sweepOne(js, j.record.id, () => []);
+      }
+      return (await depsTree(js, j.record.id)) ?? [];
+    }),
   );
   return { found, stale };
 }
@@ -669,6 +688,8 @@ export async function existingParentShare(store: QueueStore, sh: ParentShare, me
   const { link } = sh;
   const ps = store.sibling(link.queue);
   const path = ps.layout.deps(link.id);
+  // an earlier job's node under this id (a parent trimmed without it) goes before anything is read of it
+  if (!memo.kids && (await readParent(store, link)).stale) await dropStaleDeps(ps, link.id);
   // which children are new to it: read once per plan (many reads for many children), before the
   // node's version, so that a sibling's finish between the two costs a read, not all of them again
   memo.kids ??= await newKids(ps, sh);
@@ -694,6 +715,20 @@ export async function existingParentShare(store: QueueStore, sh: ParentShare, me
     ),
   ];
   return { ops };
+}
+
+/**
+ * Deletes an earlier job's dependency node under `id`, DROP_CHUNK paths per
+ * transaction, deepest first. A chunk that fails (another adder deleted
+ * them first, or a bucket holds a new entry) is left alone.
+ */
+async function dropStaleDeps(ps: QueueStore, id: string): Promise<void> {
+  const paths = (await depsTree(ps, id)) ?? [];
+  for (let i = 0; i < paths.length; i += DROP_CHUNK) {
+    const ops = paths.slice(i, i + DROP_CHUNK).map((path): ProtocolOp => ({ op: 'delete', path }));
+    const [result] = await ps.executor.run([{ build: () => ({ ops }) }], { receipt: false });
+    if (!result?.ok) return;
+  }
 }
 
 /** What a parent's share keeps between its builds: the children found new to it. */
@@ -944,8 +979,17 @@ export interface Dependencies {
   failed: { child: ChildKey; reason: string }[];
 }
 
-/** A parent's dependency entries (none without a node), from its buckets and, for an older node, from under it. */
+/**
+ * A parent's dependency entries (none without a node, or with an earlier
+ * job's of this id: see ParentRead's `stale`), from its buckets and, for an
+ * older node, from under it.
+ */
 async function entries(store: QueueStore, id: string) {
+  const [deps, rec] = await store.session.readMulti([
+    { op: 'getData', path: store.layout.deps(id) },
+    { op: 'getData', path: store.layout.job(id) },
+  ]);
+  if (deps?.ok && rec?.ok && deps.stat.czxid < rec.stat.czxid) return [];
   return (await listDepEntries(store, id)).entries;
 }
 
