@@ -24,6 +24,12 @@ export function validateConnection(connection: unknown): asserts connection is C
   if (c.auth !== undefined && (typeof c.auth !== 'string' || !c.auth.includes(':'))) {
     throw new InvalidArgumentError('connection.auth must be "user:password"', 'connection.auth');
   }
+  if (c.clock !== undefined && c.clock !== 'zookeeper' && c.clock !== 'process') {
+    throw new InvalidArgumentError(
+      `connection.clock must be 'zookeeper' or 'process', got ${String(c.clock)}`,
+      'connection.clock',
+    );
+  }
 }
 
 /** ZooKeeper's own tree (quotas, config): nothing of zkq may live under it. */

@@ -4,6 +4,7 @@ export { MAX_DATA_BYTES, PACKET_LIMIT_BYTES } from './limits.js';
 export { backoffDelay, DEFAULT_RETRY, isRetryable, type RetryOptions, withRetry } from './retry.js';
 export { SEQUENCE_DIGITS, sequenceOf, sortBySequence } from './sequence.js';
 export {
+  type ClockSource,
   DEFAULT_CLOSE_WAIT_MS,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
