@@ -71,6 +71,35 @@ test("clock: 'process': a delayed job runs when faked timers pass its delay, the
   await until(async () => ran.includes(job.id as string), 'the delayed job to run');
 });
 
+test("clock: 'process': a scheduler's next iteration is due one interval later on the faked clock", async (t) => {
+  const connection = await connectionFor(t, 'process');
+  const queue = new Queue('iterations', { connection });
+  t.after(() => queue.close());
+  const ran: string[] = [];
+  const seen: { delay?: number; timestamp: number }[] = [];
+  const worker = new Worker(
+    'iterations',
+    async (job) => {
+      ran.push(job.id as string);
+      seen.push({ delay: job.opts.delay, timestamp: job.timestamp });
+    },
+    { connection },
+  );
+  t.after(() => worker.close());
+  await worker.waitUntilReady();
+  t.mock.timers.enable({ apis: ['Date', 'setTimeout'], now: FAKE_NOW });
+  t.after(() => t.mock.timers.reset());
+  await queue.upsertJobScheduler('s', { every: HOUR }, { name: 'tick' });
+  await until(async () => ran.length === 1 && (await queue.getDelayedCount()) === 1, 'the first iteration to run');
+  const [first] = ran.map((id) => Number(id.split(':').pop()));
+  t.mock.timers.tick(HOUR);
+  await until(async () => ran.length === 2, 'the second iteration to run, one faked hour later');
+  assert.equal(Number(ran[1]?.split(':').pop()), (first as number) + HOUR);
+  // added as the first started, on the faked clock: due an interval after it
+  assert.equal(seen[1]?.delay, HOUR);
+  assert.ok((seen[1]?.timestamp ?? 0) >= FAKE_NOW, `timestamp ${seen[1]?.timestamp} is on the faked clock`);
+});
+
 test('default clock: faked timers passing a delay do not promote the job', async (t) => {
   const connection = await connectionFor(t);
   const queue = new Queue('delays', { connection });
