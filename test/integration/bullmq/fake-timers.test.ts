@@ -1,8 +1,9 @@
 /**
  * `connection.clock: 'process'`: a test that fakes Date and the global timers
  * (node:test's mock timers here, sinon in BullMQ's own suite) moves scheduler
- * ticks and delayed jobs; the session keeps working on the real timers. The
- * default stays on ZooKeeper's clock, which faked timers do not move.
+ * ticks and delayed jobs; the session keeps working on the real timers, and
+ * a worker's own bookkeeping is on the monotonic clock, which they leave
+ * alone. The default stays on ZooKeeper's clock, which faked timers do not move.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -113,6 +114,21 @@ test('default clock: faked timers passing a delay do not promote the job', async
   t.mock.timers.tick(HOUR);
   await sleep(1_000);
   assert.equal(await job.getState(), 'delayed');
+});
+
+test("a Worker whose Date is faked at the epoch (sinon's default) claims the jobs added while it waits", async (t) => {
+  const connection = await connectionFor(t, 'process');
+  t.mock.timers.enable({ apis: ['Date', 'setTimeout'], now: 0 });
+  t.after(() => t.mock.timers.reset());
+  const queue = new Queue('epoch', { connection });
+  t.after(() => queue.close());
+  const ran: number[] = [];
+  const worker = new Worker('epoch', async (job) => void ran.push(job.data.i), { connection });
+  t.after(() => worker.close());
+  await worker.waitUntilReady();
+  await sleep(200); // the worker is waiting for work, its view of the queue empty
+  for (let i = 0; i < 3; i++) await queue.add('j', { i });
+  await until(async () => ran.length === 3, 'the three jobs to run');
 });
 
 test('connection.clock: anything but zookeeper or process is refused with a typed error', () => {
