@@ -131,6 +131,19 @@ test("a Worker whose Date is faked at the epoch (sinon's default) claims the job
   await until(async () => ran.length === 3, 'the three jobs to run');
 });
 
+test("clock: 'process': a rate-limit window runs out on the faked clock", async (t) => {
+  const connection = await connectionFor(t, 'process');
+  t.mock.timers.enable({ apis: ['Date'], now: FAKE_NOW });
+  const queue = new Queue('windows', { connection });
+  t.after(() => queue.close());
+  await queue.rateLimit(60_000);
+  assert.equal(await queue.getRateLimitTtl(), 60_000);
+  t.mock.timers.tick(45_000);
+  assert.equal(await queue.getRateLimitTtl(), 15_000);
+  t.mock.timers.tick(15_000);
+  assert.ok((await queue.getRateLimitTtl()) <= 0, 'the window ended with the faked minute');
+});
+
 test('connection.clock: anything but zookeeper or process is refused with a typed error', () => {
   assert.throws(
     () => new Queue('bad', { connection: { connectionString: '127.0.0.1:1', clock: 'local' as never } }),
