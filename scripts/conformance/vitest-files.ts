@@ -62,6 +62,9 @@ const zookeeper = {
   connectionString: process.env.${ENV.zookeeper} as string,
   sessionTimeout: Number(process.env.${ENV.sessionTimeout}),
   namespace: process.env.${ENV.namespace} as string,
+  // the suite moves time with sinon's fake Date and timers, and runs in one
+  // process: due times, ticks and windows are judged on the faked clock
+  clock: 'process' as const,
 };
 process.env.BULLMQ_TEST_BACKEND = 'zookeeper';
 

@@ -30,6 +30,12 @@ export function validateConnection(connection: unknown): asserts connection is C
   if (tlsProblem) throw new InvalidArgumentError(...tlsProblem);
   const saslProblem = saslOptionsProblem(c.sasl, 'connection.sasl');
   if (saslProblem) throw new InvalidArgumentError(...saslProblem);
+  if (c.clock !== undefined && c.clock !== 'zookeeper' && c.clock !== 'process') {
+    throw new InvalidArgumentError(
+      `connection.clock must be 'zookeeper' or 'process', got ${String(c.clock)}`,
+      'connection.clock',
+    );
+  }
 }
 
 /** ZooKeeper's own tree (quotas, config): nothing of zkq may live under it. */

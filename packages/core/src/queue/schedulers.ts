@@ -179,7 +179,9 @@ async function lacksNextIteration(store: QueueStore, s: SchedulerRecord, now: nu
     const { data, stat } = await store.session.getData(path);
     const record = decodeRecord(data, path);
     if (record.attemptsStarted === 0) return false; // not started: it is the next iteration
-    return record.state !== 'active' || now - stat.mtime >= CLAIMER_ADVANCES_MS;
+    // on the process's clock (tests), the claim's time as its claimer wrote it: an mtime is ZooKeeper's
+    const claimed = store.session.clock === 'process' ? (record.processedOn ?? stat.mtime) : stat.mtime;
+    return record.state !== 'active' || now - claimed >= CLAIMER_ADVANCES_MS;
   } catch (err) {
     return err instanceof NoNodeError; // gone; anything else (unreadable) is not ours to judge
   }
@@ -412,9 +414,11 @@ export async function removeScheduler(store: QueueStore, id: string): Promise<bo
  * ZooKeeper's time of the producer's last write (its claim, just before it
  * asks for the next iteration): the same clock whichever process advances
  * the scheduler, so a process with a skewed clock neither skips ticks nor
- * adds them early. The caller's clock when the producer is not readable.
+ * adds them early. The caller's clock when the producer is not readable,
+ * and on a session with `clock: 'process'`.
  */
 async function serverTime(store: QueueStore, producerId: string, fallback: number): Promise<number> {
+  if (store.session.clock === 'process') return fallback; // one process, one clock: the caller's
   const stat = await store.session.exists(store.layout.job(producerId)).catch(() => null);
   return stat?.mtime ?? fallback;
 }

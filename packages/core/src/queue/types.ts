@@ -5,6 +5,7 @@
 import type { RetryOptions } from '../zk/retry.js';
 import type { SaslOptions } from '../zk/sasl.js';
 import type { TlsOptions } from '../zk/tls.js';
+import type { ClockSource } from '../zk/session.js';
 import type { AclEntry } from '../zk/types.js';
 import type { Telemetry } from './telemetry.js';
 
@@ -27,6 +28,13 @@ export interface ConnectionOptions {
   /** Wait for any reply at most this long, ms. Default 10000. */
   requestTimeout?: number;
   retry?: RetryOptions;
+  /**
+   * `'process'` judges due times, delays, scheduler ticks, rate-limit
+   * windows, metrics minutes and retention ages on this process's
+   * `Date.now()`, so fake timers in a test move them; default `'zookeeper'`,
+   * ZooKeeper's clock. For tests in a single process only (see ClockSource).
+   */
+  clock?: ClockSource;
 }
 
 /** Keep at most `count` jobs, and none older than `age` seconds. */

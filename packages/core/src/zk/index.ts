@@ -5,6 +5,7 @@ export { backoffDelay, DEFAULT_RETRY, isRetryable, type RetryOptions, withRetry 
 export { type SaslOptions, saslOptionsProblem } from './sasl.js';
 export { SEQUENCE_DIGITS, sequenceOf, sortBySequence } from './sequence.js';
 export {
+  type ClockSource,
   DEFAULT_CLOSE_WAIT_MS,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,

@@ -41,6 +41,10 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { ConnectionOptions as NodeTlsOptions } from 'node:tls';
+// node:timers' own functions, not the globals: a test that fakes the global
+// timers (sinon, node:test's mock timers) must not freeze request timeouts,
+// the heartbeat or the suspension timer
+import { clearTimeout, setTimeout } from 'node:timers';
 import { CREATOR_ACL, OPEN_ACL } from './acl.js';
 import {
   BadArgumentsError,
@@ -118,7 +122,25 @@ export interface SessionOptions {
   acl?: 'open' | 'creator' | readonly AclEntry[];
   /** Retry policy for reads and protected creates. */
   retry?: RetryOptions;
+  /**
+   * The clock queues on this session judge time on: `zookeeper` (default),
+   * ZooKeeper's, one for every process; or `process`, this process's
+   * `Date.now()`, which fake timers move. For tests in ONE process only: see
+   * {@link ClockSource}.
+   */
+  clock?: ClockSource;
 }
+
+/**
+ * Where due times, scheduler ticks, rate-limit windows, metrics minutes and
+ * retention ages are read from. `zookeeper`: ZooKeeper's clock (a write's
+ * mtime), the same for every process whatever their own clocks say.
+ * `process`: `Date.now()` of this process, so a test that fakes the clock
+ * (sinon, node:test's mock timers) moves them; processes whose clocks differ
+ * would then promote early or late, compare leases across machines and split
+ * rate-limit windows: never in production, never across processes.
+ */
+export type ClockSource = 'zookeeper' | 'process';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 30_000;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 15_000;
@@ -309,6 +331,11 @@ export class Session extends EventEmitter<SessionEvents> {
   /** The current session id in hex, in the same form as `Stat.ephemeralOwner` (no leading zeros). */
   get sessionId(): string {
     return this.client.getSessionId().readBigUInt64BE(0).toString(16);
+  }
+
+  /** The clock queues on this session judge time on (`SessionOptions.clock`). */
+  get clock(): ClockSource {
+    return this.options.clock ?? 'zookeeper';
   }
 
   /** Session timeout granted by the server, ms. */

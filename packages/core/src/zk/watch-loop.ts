@@ -36,6 +36,8 @@
  * loop.close();
  * ```
  */
+// node:timers' own functions: a test's faked global timers do not stall the re-arming
+import { clearTimeout, setTimeout } from 'node:timers';
 import { ClosedError } from '../errors.js';
 import type { Session } from './session.js';
 import type { Watcher } from './types.js';

@@ -60,6 +60,7 @@ import {
   type Settings,
   type WindowState,
   windowData,
+  windowStartNow,
 } from './limits.js';
 
 /** What a limited claim reads first, in one request. */
@@ -307,7 +308,7 @@ class Group {
     const w = this.admission.window;
     if (w) {
       const count = countData(w.count + this.members.length);
-      const window = windowData(w.ms, w.id);
+      const window = windowData(w.ms, w.id, false, windowStartNow(this.store));
       const write: WindowWrite =
         w.kind === 'open'
           ? { kind: 'open', window, count }

@@ -156,7 +156,7 @@ export function effectiveLimits(fields: Record<string, string> | undefined, limi
 
 // ---- the window -------------------------------------------------------------------------
 
-/** The window as stored: its length, id, start (the window node's mtime), count, and both versions. */
+/** The window as stored: its length, id, start (the window node's mtime, or its `at`), count, and both versions. */
 export interface WindowState {
   ms: number;
   id: string;
@@ -168,8 +168,18 @@ export interface WindowState {
   countVersion: number;
 }
 
-export function windowData(ms: number, id: string, manual = false): Buffer {
-  return Buffer.from(JSON.stringify(manual ? { ms, id, manual } : { ms, id }));
+/**
+ * The window node's data. `at`: its start on the process's clock, written
+ * only on a session with `clock: 'process'` (tests), where the node's mtime,
+ * ZooKeeper's time, is not the clock the window is judged on.
+ */
+export function windowData(ms: number, id: string, manual = false, at?: number): Buffer {
+  return Buffer.from(JSON.stringify({ ms, id, ...(manual ? { manual } : {}), ...(at === undefined ? {} : { at }) }));
+}
+
+/** The start `windowData` records for a window opened now on `store`'s session: none on ZooKeeper's clock. */
+export function windowStartNow(store: QueueStore): number | undefined {
+  return store.session.clock === 'process' ? Date.now() : undefined;
 }
 
 export function countData(count: number): Buffer {
@@ -190,12 +200,13 @@ function parseJson(data: Buffer): Record<string, unknown> {
 }
 
 /** The window node's data; an unreadable one reads as ended (0 ms). */
-export function parseWindowData(data: Buffer): { ms: number; id: string; manual: boolean } {
+export function parseWindowData(data: Buffer): { ms: number; id: string; manual: boolean; at?: number } {
   const w = parseJson(data);
   return {
     ms: typeof w.ms === 'number' && Number.isFinite(w.ms) ? w.ms : 0,
     id: typeof w.id === 'string' ? w.id : '',
     manual: w.manual === true,
+    ...(typeof w.at === 'number' && Number.isFinite(w.at) ? { at: w.at } : {}),
   };
 }
 
@@ -205,9 +216,10 @@ export function parseWindow(
   count: { data: Buffer; stat: Pick<Stat, 'version'> },
 ): WindowState {
   const c = parseJson(count.data);
+  const { at, ...w } = parseWindowData(window.data);
   return {
-    ...parseWindowData(window.data),
-    start: window.stat.mtime,
+    ...w,
+    start: at ?? window.stat.mtime,
     version: window.stat.version,
     count: typeof c.count === 'number' ? c.count : 0,
     countVersion: count.stat.version,
@@ -257,7 +269,8 @@ export async function setRateLimit(store: QueueStore, ms: number): Promise<void>
     await removeRateLimit(store);
     return;
   }
-  await writeWindow(store, windowData(Math.ceil(ms), newWindowId(), true), countData(MANUAL_WINDOW_COUNT));
+  const window = windowData(Math.ceil(ms), newWindowId(), true, windowStartNow(store));
+  await writeWindow(store, window, countData(MANUAL_WINDOW_COUNT));
 }
 
 /** Ends the window; resolves with 1 when a live one was ended, else 0 (DEL of BullMQ's limiter key). */

@@ -80,12 +80,13 @@ const ORPHAN_DROPS = 10;
 
 export class JobSource {
   private view: Candidate[] = [];
-  private viewAt = 0;
+  /** When the view was listed, on the monotonic clock (a faked or stepped Date moves it not). */
+  private viewAt = Number.NEGATIVE_INFINITY;
   /** The last scan returned less than it asked for: it saw every claimable job. */
   private sawWholeHead = false;
   /** The listings the last scan made: the next one reads them ahead, with the claims. */
   private ahead: readonly string[] = [];
-  private lastCollision = 0;
+  private lastCollision = Number.NEGATIVE_INFINITY;
   private wake: (() => void) | undefined;
   /** A poke that came while no wait was armed. */
   private poked = false;
@@ -191,7 +192,7 @@ export class JobSource {
 
   /** Up to `max` candidates from the view of the head (scanned again when stale), or 'idle'. */
   private async candidates(max: number): Promise<Candidate[] | 'idle'> {
-    const fresh = Date.now() - this.viewAt <= VIEW_MAX_AGE_MS;
+    const fresh = performance.now() - this.viewAt <= VIEW_MAX_AGE_MS;
     // A fresh scan that saw the whole head, all of it taken since: scanning again would find nothing
     // that the first idle worker, who watches the head, does not see too.
     const drained = this.view.length === 0 && this.sawWholeHead && fresh;
@@ -215,8 +216,8 @@ export class JobSource {
       }
       if (error === undefined || error instanceof NodeExistsError) {
         // another worker was first: the view is behind the claims, the next take scans again
-        this.lastCollision = Date.now();
-        this.viewAt = 0;
+        this.lastCollision = performance.now();
+        this.viewAt = Number.NEGATIVE_INFINITY;
       } else await this.setAside(candidate, error);
     }
     // Busy now: the next idle worker takes over the head, and sees only what is left.
@@ -269,7 +270,7 @@ export class JobSource {
     const limit = this.spreading() ? Math.max(SPREAD_VIEW, max * 16) : Math.max(200, max * 4);
     this.view = await this.lookAtHead(limit);
     this.sawWholeHead = this.view.length < limit;
-    this.viewAt = Date.now();
+    this.viewAt = performance.now();
   }
 
   /**
@@ -299,7 +300,7 @@ export class JobSource {
 
   /** Claims collided lately: workers take windows at random offsets of the head, not its first jobs. */
   private spreading(): boolean {
-    return Date.now() - this.lastCollision < SPREAD_FOR_MS;
+    return performance.now() - this.lastCollision < SPREAD_FOR_MS;
   }
 
   /** A pointer whose record is not a zkq job: failed with the reason when possible, else ignored. */
@@ -326,7 +327,7 @@ export class JobSource {
     while ((await this.waitOnce(pollMs)) === 'line') {
       // moved up the line: look where we stand now
     }
-    this.viewAt = 0;
+    this.viewAt = Number.NEGATIVE_INFINITY;
   }
 
   /**

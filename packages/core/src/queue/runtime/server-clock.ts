@@ -10,6 +10,10 @@
  * somewhere within the round trip, so the offset is known to half of it
  * (`uncertainty`): whoever judges whether a due time has come takes it off
  * (`earliest`), and starts nothing early.
+ *
+ * On a session opened with `clock: 'process'` (tests in one process) the
+ * clock is this process's `Date.now()` with no offset, never measured, so
+ * fake timers move every due time judged through it.
  */
 import type { QueueStore } from '../store.js';
 
@@ -24,8 +28,14 @@ export class ServerClock {
 
   constructor(private readonly store: QueueStore) {}
 
+  /** Whether this process's clock is the one (`clock: 'process'`): nothing to measure. */
+  private get local(): boolean {
+    return this.store.session.clock === 'process';
+  }
+
   /** ZooKeeper's time now, measured again first when the last measure is old. */
   async now(): Promise<number> {
+    if (this.local) return Date.now();
     if (this.stale()) await this.refresh();
     return Date.now() + this.offset;
   }
@@ -46,6 +56,7 @@ export class ServerClock {
    * known; an old one is measured again in the background for the next call.
    */
   fromLocal(local: number): number {
+    if (this.local) return local;
     if (this.stale()) void this.refresh();
     return local + this.offset;
   }
