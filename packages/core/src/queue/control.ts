@@ -29,6 +29,7 @@ import { detachForeignChildren, flowIdsAmong, flowRemoval, mayHoldParents } from
 import { laneOf } from './layout.js';
 import {
   applyMoves,
+  CLAIM_READ_BATCH,
   delayedPointers,
   detachOps,
   dropDepsOps,
@@ -120,6 +121,73 @@ export async function removeJob(store: QueueStore, id: string): Promise<boolean>
     );
     return { move, result: true };
   });
+}
+
+/** What removeJobs did with the ids it was given. */
+export interface RemovedJobs {
+  /** Removed, each with its pointer and deduplication key (event `removed`). */
+  removed: string[];
+  /** No such job (removeJob's false). */
+  missing: string[];
+  /** Active (claimed by a worker): left alone (removeJob's JobStateError). */
+  active: string[];
+  /**
+   * Not taken by the batch: jobs of flows, jobs `alone` names, jobs that
+   * changed between the read and the write, records not readable, pointers
+   * not found. Remove these one by one (removeJob).
+   */
+  left: string[];
+}
+
+/** Jobs removeJobs reads and writes together. */
+const REMOVE_CHUNK = 1000;
+
+/**
+ * Removes many jobs as removeJob removes one, in batches: their records are
+ * read together, the claims listed once, each container their pointers are
+ * in listed once, and the removals written in as few transactions as fit
+ * (a job removed one by one costs a listing of its container and a few
+ * round trips in series). Jobs of flows, and those `alone` names, are
+ * passed back in `left`, as are jobs that changed meanwhile.
+ */
+export async function removeJobs(
+  store: QueueStore,
+  ids: readonly string[],
+  opts: { alone?: (r: JobRecord) => boolean } = {},
+): Promise<RemovedJobs> {
+  await store.init();
+  const out: RemovedJobs = { removed: [], missing: [], active: [], left: [] };
+  const unique = [...new Set(ids)];
+  const parents = await mayHoldParents(store);
+  for (let i = 0; i < unique.length; i += REMOVE_CHUNK) {
+    const jobs = await readJobsTogether(store, unique.slice(i, i + REMOVE_CHUNK));
+    const active = await activeIds(store); // listed after the records (see the header)
+    const flow = await flowIdsAmong(store, jobs, parents);
+    const idle: (Read & { stored: StoredJob })[] = [];
+    for (const j of jobs) {
+      if (!j.stored) (j.version === undefined ? out.missing : out.left).push(j.id);
+      else if (active.has(j.id)) out.active.push(j.id);
+      else if (flow.has(j.id) || opts.alone?.(j.stored.record)) out.left.push(j.id);
+      else idle.push(j as Read & { stored: StoredJob });
+    }
+    const pointers = await findPointers(
+      store,
+      idle.map((j) => j.stored.record),
+    );
+    const moves: Move[] = [];
+    for (const j of idle) {
+      const pointer = pointers.get(j.id);
+      if (pointer === undefined) {
+        out.left.push(j.id);
+        continue;
+      }
+      const move = removal(store, { id: j.id, version: j.version, pointer }, [removedEvent(j.id, j.stored.record)]);
+      moves.push(releasing(store, move, j.stored));
+    }
+    const moved = new Set(await applyMoves(store, moves));
+    for (const m of moves) (moved.has(m.id) ? out.removed : out.left).push(m.id);
+  }
+  return out;
 }
 
 /**
@@ -482,6 +550,36 @@ export async function findPointer(store: QueueStore, r: JobRecord): Promise<stri
   }
 }
 
+/**
+ * The pointers of jobs, found from what their records say, each container
+ * listed once. A job whose pointer is not where its record says is missing
+ * from the map (findPointer searches further).
+ */
+async function findPointers(store: QueueStore, records: readonly JobRecord[]): Promise<Map<string, string>> {
+  const { layout } = store;
+  const found = new Map<string, string>();
+  const wanted = new Map<string, { order: 'sequence' | 'due'; ids: Set<string> }>();
+  const want = (container: string, order: 'sequence' | 'due', id: string) => {
+    const entry = wanted.get(container) ?? { order, ids: new Set<string>() };
+    entry.ids.add(id);
+    wanted.set(container, entry);
+  };
+  for (const r of records) {
+    if (r.state === 'waiting' || r.state === 'active') want(layout.lane(laneOfRecord(r)), 'sequence', r.id);
+    else if (r.state === 'delayed') {
+      if (r.due !== undefined) want(layout.delayHour(r.due), 'due', r.id);
+    } else if (r.state === 'waiting-children') {
+      if (r.parked) found.set(r.id, r.parked);
+    } else want(layout.finishedDir(r.state), 'sequence', r.id);
+  }
+  for (const [container, { order, ids }] of wanted) {
+    for await (const chunk of pointersIn(store, container, REMOVE_CHUNK, order)) {
+      for (const p of chunk) if (ids.has(p.id)) found.set(p.id, p.pointer);
+    }
+  }
+  return found;
+}
+
 /** Reads the records of `located` jobs; a gone record leaves both `stored` and `version` undefined. */
 async function readJobs(store: QueueStore, located: Located[]): Promise<Read[]> {
   return Promise.all(
@@ -500,6 +598,34 @@ async function readJobs(store: QueueStore, located: Located[]): Promise<Read[]> 
       }
     }),
   );
+}
+
+/** The records of jobs `ids`, CLAIM_READ_BATCH per read-only multi (their pointers not known: ''). */
+async function readJobsTogether(store: QueueStore, ids: readonly string[]): Promise<Read[]> {
+  const out: Read[] = [];
+  for (let i = 0; i < ids.length; i += CLAIM_READ_BATCH) {
+    const batch = ids.slice(i, i + CLAIM_READ_BATCH);
+    const replies = await store.session.readMulti(
+      batch.map((id) => ({ op: 'getData' as const, path: store.layout.job(id) })),
+    );
+    batch.forEach((id, j) => {
+      const reply = replies[j];
+      const path = store.layout.job(id);
+      if (!reply?.ok) {
+        if (reply?.error instanceof NoNodeError) out.push({ id, pointer: '', stored: undefined, version: undefined });
+        else throw reply?.error ?? new NoNodeError(path);
+        return;
+      }
+      let stored: StoredJob | undefined;
+      try {
+        stored = { record: decodeRecord(reply.data, path), version: reply.stat.version };
+      } catch {
+        stored = undefined; // malformed
+      }
+      out.push({ id, pointer: '', stored, version: reply.stat.version });
+    });
+  }
+  return out;
 }
 
 /** Ids of the active jobs. List it AFTER reading the records it filters (see the header). */
