@@ -133,8 +133,9 @@ const removeCalls = new WeakMap<BackendContext, RemoveCall[]>();
  * Removes a job that is not running: 1, or 0 while it is active. A missing
  * job counts as removed (BullMQ's 1). The calls made in one turn of the
  * event loop (`Promise.all(jobs.map((j) => j.remove()))`) are removed
- * together (core's removeJobs); jobs of flows and a scheduler's delayed
- * iterations go one by one, with their trees.
+ * together (core's removeJobs); jobs of flows, a scheduler's delayed
+ * iterations and active jobs go one by one, with their trees. An active job
+ * whose lease ran out (BullMQ's expired lock) is removed with its claim.
  */
 export function remove(ctx: BackendContext, jobId: string, removeChildren: boolean): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -168,10 +169,8 @@ async function removeBatch(ctx: BackendContext, calls: RemoveCall[]): Promise<vo
     return;
   }
   const removed = new Set([...done.removed, ...done.missing]);
-  const active = new Set(done.active);
   for (const c of calls) {
     if (removed.has(c.jobId)) c.resolve(1);
-    else if (active.has(c.jobId)) c.resolve(0);
     else removeOne(ctx, c.jobId, c.removeChildren).then(c.resolve, c.reject);
   }
 }

@@ -36,6 +36,7 @@ import {
   joinBuilt,
   type Located,
   type Move,
+  type ProtocolOp,
   pointersIn,
   promotedRecord,
   readyPointers,
@@ -94,7 +95,10 @@ export type CleanType = Extract<
 /**
  * Deletes job `id` with its pointer, wherever it is, and the deduplication
  * key that keeps it, if any. Resolves false when there is no such job;
- * throws JobStateError (ZKQ_JOB_STATE) while it is active.
+ * throws JobStateError (ZKQ_JOB_STATE) while it is active. An active job
+ * whose claim's lease ran out (not renewed for its lockDuration, by
+ * ZooKeeper's clock) is removed with its claim and slot, as BullMQ removes
+ * a job whose lock expired.
  * Event `removed` {jobId, prev}.
  */
 export async function removeJob(store: QueueStore, id: string): Promise<boolean> {
@@ -102,9 +106,17 @@ export async function removeJob(store: QueueStore, id: string): Promise<boolean>
   return moveOne(store, async () => {
     const stored = await store.getJob(id);
     if (!stored) return false;
-    if (await store.session.exists(layout.claim(id))) {
+    const claim = await claimOf(store, id);
+    if (claim && !claim.ranOut) {
       throw new JobStateError(id, 'is active (claimed by a worker) and cannot be removed');
     }
+    // a claim whose lease ran out goes with the job (its worker's late writes fail on the record)
+    const unclaim: ProtocolOp[] = claim
+      ? [
+          { op: 'delete', path: layout.claim(id), version: claim.version },
+          ...(claim.slot ? [{ op: 'delete' as const, path: layout.slot(claim.slot) }] : []),
+        ]
+      : [];
     const pointer = await findPointer(store, stored.record);
     const events = [removedEvent(id, stored.record)];
     // BullMQ releases the job's deduplication key with it (a ttl key too)
@@ -116,7 +128,7 @@ export async function removeJob(store: QueueStore, id: string): Promise<boolean>
       store,
       { id, version: stored.version, pointer },
       [...events, ...(detach?.events ?? [])],
-      [...release, ...drop, ...(detach?.ops ?? [])],
+      [...release, ...drop, ...(detach?.ops ?? []), ...unclaim],
       detach?.wakes === true,
     );
     return { move, result: true };
@@ -188,6 +200,44 @@ export async function removeJobs(
     for (const m of moves) (moved.has(m.id) ? out.removed : out.left).push(m.id);
   }
   return out;
+}
+
+/**
+ * Whether a claim's lease ran out: not renewed (its node's mtime, ZooKeeper's
+ * time) for its lockDuration, by ZooKeeper's time `now` at the earliest. A
+ * claim that does not say its lease never runs out here.
+ */
+export function claimRanOut(data: Buffer, mtime: number, now: number): boolean {
+  let lease: unknown;
+  try {
+    lease = (JSON.parse(data.toString()) as { lockDuration?: unknown }).lockDuration;
+  } catch {
+    return false;
+  }
+  return typeof lease === 'number' && lease > 0 && mtime + lease < now;
+}
+
+/** Job `id`'s claim, if any: its version, its slot, and whether its lease ran out. */
+async function claimOf(
+  store: QueueStore,
+  id: string,
+): Promise<{ version: number; slot: string | undefined; ranOut: boolean } | undefined> {
+  let claim: { data: Buffer; stat: { version: number; mtime: number } };
+  try {
+    claim = await store.session.getData(store.layout.claim(id));
+  } catch (err) {
+    if (err instanceof NoNodeError) return undefined;
+    throw err;
+  }
+  let slot: string | undefined;
+  try {
+    const info = JSON.parse(claim.data.toString()) as { slot?: unknown };
+    if (typeof info.slot === 'string') slot = info.slot;
+  } catch {
+    // a claim not ours to read: it is never taken for run out
+  }
+  const ranOut = claimRanOut(claim.data, claim.stat.mtime, await store.clock.earliest());
+  return { version: claim.stat.version, slot, ranOut };
 }
 
 /**
