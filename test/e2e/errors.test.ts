@@ -44,7 +44,7 @@ test('bad usage and bad input: one line naming the problem, exit 2', async (t) =
     [['add', 'q', 'x', '--bogus'], /^zkq: Unknown argument: bogus \(see zkq add --help\)$/],
     [['add', 'q', 'x', '--data', '{nope'], /^zkq: --data is not valid JSON: /],
     [['add', 'q', 'x', '--priority', '-1'], /^zkq: opts\.priority must be an integer from 0 to 2097152$/],
-    [['add', 'bad/name', 'x'], /^zkq: invalid queue name 'bad\/name'/],
+    [['add', 'bad:name', 'x'], /^zkq: invalid queue name "bad:name"/],
     [['add', 'q', 'x', '--job-id', '42'], /^zkq: custom jobId '42' cannot be an integer/],
     [['jobs', 'q', '--state', 'sleeping'], /^zkq: Invalid values: Argument: state, Given: "sleeping", Choices: /],
     [['worker', 'q', '--processor', 'no/such/file.js'], /^zkq: processor file not found: .*no\/such\/file\.js$/],

@@ -18,7 +18,9 @@ import {
   promoteJobs as promoteAll,
   promoteJob,
   QueueNotEmptyError,
+  type RemovedJobs,
   readScheduler,
+  removeJobs,
   retryJob,
   retryJobs,
 } from '@zkq/core';
@@ -116,8 +118,65 @@ export async function promoteJobs(ctx: BackendContext, count?: number): Promise<
   return 0;
 }
 
-/** Removes a job that is not running: 1, or 0 while it is active. A missing job counts as removed (BullMQ's 1). */
-export async function remove(ctx: BackendContext, jobId: string, removeChildren: boolean): Promise<number> {
+/** A remove() waiting for its batch. */
+interface RemoveCall {
+  jobId: string;
+  removeChildren: boolean;
+  resolve(removed: number): void;
+  reject(err: unknown): void;
+}
+
+/** The remove() calls of this turn, per backend: removed together on the next one. */
+const removeCalls = new WeakMap<BackendContext, RemoveCall[]>();
+
+/**
+ * Removes a job that is not running: 1, or 0 while it is active. A missing
+ * job counts as removed (BullMQ's 1). The calls made in one turn of the
+ * event loop (`Promise.all(jobs.map((j) => j.remove()))`) are removed
+ * together (core's removeJobs); jobs of flows, a scheduler's delayed
+ * iterations and active jobs go one by one, with their trees. An active job
+ * whose lease ran out (BullMQ's expired lock) is removed with its claim.
+ */
+export function remove(ctx: BackendContext, jobId: string, removeChildren: boolean): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let calls = removeCalls.get(ctx);
+    if (!calls) {
+      const batch: RemoveCall[] = [];
+      calls = batch;
+      removeCalls.set(ctx, batch);
+      setImmediate(() => {
+        removeCalls.delete(ctx);
+        void removeBatch(ctx, batch);
+      });
+    }
+    calls.push({ jobId, removeChildren, resolve, reject });
+  });
+}
+
+async function removeBatch(ctx: BackendContext, calls: RemoveCall[]): Promise<void> {
+  let done: RemovedJobs;
+  try {
+    const store = await ctx.store();
+    const alone = (r: { state: string; opts: unknown }) =>
+      r.state === 'delayed' && (r.opts as { repeatJobKey?: string } | undefined)?.repeatJobKey !== undefined;
+    done = await removeJobs(
+      store,
+      calls.map((c) => c.jobId),
+      { alone },
+    );
+  } catch (err) {
+    for (const c of calls) c.reject(err);
+    return;
+  }
+  const removed = new Set([...done.removed, ...done.missing]);
+  for (const c of calls) {
+    if (removed.has(c.jobId)) c.resolve(1);
+    else removeOne(ctx, c.jobId, c.removeChildren).then(c.resolve, c.reject);
+  }
+}
+
+/** Removes one job (with its tree): 1, or 0 while a job of it is active. */
+async function removeOne(ctx: BackendContext, jobId: string, removeChildren: boolean): Promise<number> {
   const store = await ctx.store();
   // a scheduler's pending iteration goes with its scheduler (removeJobScheduler), not alone
   const stored = await store.getJob(jobId);

@@ -8,6 +8,7 @@
 import {
   type ChildKey,
   childKey,
+  claimRanOut,
   detachOps,
   encodeRecord,
   JobStateError,
@@ -117,14 +118,19 @@ async function treeOf(store: QueueStore, id: string, children: boolean): Promise
 /** Claim nodes read at once. */
 const CLAIM_READS = 100;
 
-/** Whether a job of the tree is running (holds a claim). */
+/** Whether a job of the tree is running (holds a claim whose lease has not run out: BullMQ's lock). */
 async function anyRunning(store: QueueStore, tree: readonly TreeNode[]): Promise<boolean> {
+  let now: number | undefined;
   for (let i = 0; i < tree.length; i += CLAIM_READS) {
     const batch = tree.slice(i, i + CLAIM_READS);
     const replies = await store.session.readMulti(
       batch.map((n) => ({ op: 'getData' as const, path: n.store.layout.claim(n.id) })),
     );
-    if (replies.some((r) => r.ok)) return true;
+    for (const r of replies) {
+      if (!r.ok) continue;
+      now ??= await store.clock.earliest();
+      if (!claimRanOut(r.data, r.stat.mtime, now)) return true;
+    }
   }
   return false;
 }

@@ -9,6 +9,7 @@
  * `paused` (in counts, in listings and for one job alike).
  */
 import {
+  decodeQueueName,
   getJobCounts,
   Job,
   type JobCounts,
@@ -128,7 +129,10 @@ export async function queueNamesIn(session: Session): Promise<string[]> {
 }
 
 async function queueStoresIn(session: Session): Promise<QueueStore[]> {
-  const names = (await session.getChildren('/')).filter(isQueueName).sort();
+  const names = (await session.getChildren('/'))
+    .map(decodeQueueName)
+    .filter((n): n is string => n !== undefined && isQueueName(n))
+    .sort();
   const stores: QueueStore[] = [];
   for (const name of names) {
     const store = new QueueStore(session, name);

@@ -71,7 +71,7 @@ test('data JSON cannot carry faithfully is refused with a typed error naming whe
 
 test('invalid names, options and connections get InvalidArgumentError naming the argument', async (t) => {
   const env = await queueEnv(t);
-  for (const name of ['', 'a/b', '..', 'meta', 'x'.repeat(101)]) {
+  for (const name of ['', 'a:b', '..', 'meta', 'x'.repeat(101), '\uD800']) {
     assert.throws(() => new Queue(name, env), InvalidArgumentError, `queue name ${JSON.stringify(name)}`);
   }
   assert.throws(

@@ -181,7 +181,7 @@ test('bad flows are refused with typed errors before anything is written', async
   const leaf = { name: 'leaf', queueName: 'v' };
   const refused: [unknown, { code: string; argument?: string }][] = [
     [
-      { ...leaf, queueName: 'a/b' },
+      { ...leaf, queueName: 'a:b' },
       { code: 'ZKQ_INVALID_ARGUMENT', argument: 'name' },
     ],
     [

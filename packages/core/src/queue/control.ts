@@ -29,6 +29,7 @@ import { detachForeignChildren, flowIdsAmong, flowRemoval, mayHoldParents } from
 import { laneOf } from './layout.js';
 import {
   applyMoves,
+  CLAIM_READ_BATCH,
   delayedPointers,
   detachOps,
   dropDepsOps,
@@ -94,7 +95,10 @@ export type CleanType = Extract<
 /**
  * Deletes job `id` with its pointer, wherever it is, and the deduplication
  * key that keeps it, if any. Resolves false when there is no such job;
- * throws JobStateError (ZKQ_JOB_STATE) while it is active.
+ * throws JobStateError (ZKQ_JOB_STATE) while it is active. An active job
+ * whose claim's lease ran out (not renewed for its lockDuration, by
+ * ZooKeeper's clock) is removed with its claim and slot, as BullMQ removes
+ * a job whose lock expired.
  * Event `removed` {jobId, prev}.
  */
 export async function removeJob(store: QueueStore, id: string): Promise<boolean> {
@@ -102,9 +106,17 @@ export async function removeJob(store: QueueStore, id: string): Promise<boolean>
   return moveOne(store, async () => {
     const stored = await store.getJob(id);
     if (!stored) return false;
-    if (await store.session.exists(layout.claim(id))) {
+    const claim = await claimOf(store, id);
+    if (claim && !claim.ranOut) {
       throw new JobStateError(id, 'is active (claimed by a worker) and cannot be removed');
     }
+    // a claim whose lease ran out goes with the job (its worker's late writes fail on the record)
+    const unclaim: ProtocolOp[] = claim
+      ? [
+          { op: 'delete', path: layout.claim(id), version: claim.version },
+          ...(claim.slot ? [{ op: 'delete' as const, path: layout.slot(claim.slot) }] : []),
+        ]
+      : [];
     const pointer = await findPointer(store, stored.record);
     const events = [removedEvent(id, stored.record)];
     // BullMQ releases the job's deduplication key with it (a ttl key too)
@@ -116,11 +128,116 @@ export async function removeJob(store: QueueStore, id: string): Promise<boolean>
       store,
       { id, version: stored.version, pointer },
       [...events, ...(detach?.events ?? [])],
-      [...release, ...drop, ...(detach?.ops ?? [])],
+      [...release, ...drop, ...(detach?.ops ?? []), ...unclaim],
       detach?.wakes === true,
     );
     return { move, result: true };
   });
+}
+
+/** What removeJobs did with the ids it was given. */
+export interface RemovedJobs {
+  /** Removed, each with its pointer and deduplication key (event `removed`). */
+  removed: string[];
+  /** No such job (removeJob's false). */
+  missing: string[];
+  /** Active (claimed by a worker): left alone (removeJob's JobStateError). */
+  active: string[];
+  /**
+   * Not taken by the batch: jobs of flows, jobs `alone` names, jobs that
+   * changed between the read and the write, records not readable, pointers
+   * not found. Remove these one by one (removeJob).
+   */
+  left: string[];
+}
+
+/** Jobs removeJobs reads and writes together. */
+const REMOVE_CHUNK = 1000;
+
+/**
+ * Removes many jobs as removeJob removes one, in batches: their records are
+ * read together, the claims listed once, each container their pointers are
+ * in listed once, and the removals written in as few transactions as fit
+ * (a job removed one by one costs a listing of its container and a few
+ * round trips in series). Jobs of flows, and those `alone` names, are
+ * passed back in `left`, as are jobs that changed meanwhile.
+ */
+export async function removeJobs(
+  store: QueueStore,
+  ids: readonly string[],
+  opts: { alone?: (r: JobRecord) => boolean } = {},
+): Promise<RemovedJobs> {
+  await store.init();
+  const out: RemovedJobs = { removed: [], missing: [], active: [], left: [] };
+  const unique = [...new Set(ids)];
+  const parents = await mayHoldParents(store);
+  for (let i = 0; i < unique.length; i += REMOVE_CHUNK) {
+    const jobs = await readJobsTogether(store, unique.slice(i, i + REMOVE_CHUNK));
+    const active = await activeIds(store); // listed after the records (see the header)
+    const flow = await flowIdsAmong(store, jobs, parents);
+    const idle: (Read & { stored: StoredJob })[] = [];
+    for (const j of jobs) {
+      if (!j.stored) (j.version === undefined ? out.missing : out.left).push(j.id);
+      else if (active.has(j.id)) out.active.push(j.id);
+      else if (flow.has(j.id) || opts.alone?.(j.stored.record)) out.left.push(j.id);
+      else idle.push(j as Read & { stored: StoredJob });
+    }
+    const pointers = await findPointers(
+      store,
+      idle.map((j) => j.stored.record),
+    );
+    const moves: Move[] = [];
+    for (const j of idle) {
+      const pointer = pointers.get(j.id);
+      if (pointer === undefined) {
+        out.left.push(j.id);
+        continue;
+      }
+      const move = removal(store, { id: j.id, version: j.version, pointer }, [removedEvent(j.id, j.stored.record)]);
+      moves.push(releasing(store, move, j.stored));
+    }
+    const moved = new Set(await applyMoves(store, moves));
+    for (const m of moves) (moved.has(m.id) ? out.removed : out.left).push(m.id);
+  }
+  return out;
+}
+
+/**
+ * Whether a claim's lease ran out: not renewed (its node's mtime, ZooKeeper's
+ * time) for its lockDuration, by ZooKeeper's time `now` at the earliest. A
+ * claim that does not say its lease never runs out here.
+ */
+export function claimRanOut(data: Buffer, mtime: number, now: number): boolean {
+  let lease: unknown;
+  try {
+    lease = (JSON.parse(data.toString()) as { lockDuration?: unknown }).lockDuration;
+  } catch {
+    return false;
+  }
+  return typeof lease === 'number' && lease > 0 && mtime + lease < now;
+}
+
+/** Job `id`'s claim, if any: its version, its slot, and whether its lease ran out. */
+async function claimOf(
+  store: QueueStore,
+  id: string,
+): Promise<{ version: number; slot: string | undefined; ranOut: boolean } | undefined> {
+  let claim: { data: Buffer; stat: { version: number; mtime: number } };
+  try {
+    claim = await store.session.getData(store.layout.claim(id));
+  } catch (err) {
+    if (err instanceof NoNodeError) return undefined;
+    throw err;
+  }
+  let slot: string | undefined;
+  try {
+    const info = JSON.parse(claim.data.toString()) as { slot?: unknown };
+    if (typeof info.slot === 'string') slot = info.slot;
+  } catch {
+    // a claim not ours to read: it is never taken for run out
+  }
+  const ranOut = claimRanOut(claim.data, claim.stat.mtime, await store.clock.earliest());
+  return { version: claim.stat.version, slot, ranOut };
 }
 
 /**
@@ -498,6 +615,36 @@ export async function findPointer(store: QueueStore, r: JobRecord): Promise<stri
   }
 }
 
+/**
+ * The pointers of jobs, found from what their records say, each container
+ * listed once. A job whose pointer is not where its record says is missing
+ * from the map (findPointer searches further).
+ */
+async function findPointers(store: QueueStore, records: readonly JobRecord[]): Promise<Map<string, string>> {
+  const { layout } = store;
+  const found = new Map<string, string>();
+  const wanted = new Map<string, { order: 'sequence' | 'due'; ids: Set<string> }>();
+  const want = (container: string, order: 'sequence' | 'due', id: string) => {
+    const entry = wanted.get(container) ?? { order, ids: new Set<string>() };
+    entry.ids.add(id);
+    wanted.set(container, entry);
+  };
+  for (const r of records) {
+    if (r.state === 'waiting' || r.state === 'active') want(layout.lane(laneOfRecord(r)), 'sequence', r.id);
+    else if (r.state === 'delayed') {
+      if (r.due !== undefined) want(layout.delayHour(r.due), 'due', r.id);
+    } else if (r.state === 'waiting-children') {
+      if (r.parked) found.set(r.id, r.parked);
+    } else want(layout.finishedDir(r.state), 'sequence', r.id);
+  }
+  for (const [container, { order, ids }] of wanted) {
+    for await (const chunk of pointersIn(store, container, REMOVE_CHUNK, order)) {
+      for (const p of chunk) if (ids.has(p.id)) found.set(p.id, p.pointer);
+    }
+  }
+  return found;
+}
+
 /** Reads the records of `located` jobs; a gone record leaves both `stored` and `version` undefined. */
 async function readJobs(store: QueueStore, located: Located[]): Promise<Read[]> {
   return Promise.all(
@@ -516,6 +663,34 @@ async function readJobs(store: QueueStore, located: Located[]): Promise<Read[]> 
       }
     }),
   );
+}
+
+/** The records of jobs `ids`, CLAIM_READ_BATCH per read-only multi (their pointers not known: ''). */
+async function readJobsTogether(store: QueueStore, ids: readonly string[]): Promise<Read[]> {
+  const out: Read[] = [];
+  for (let i = 0; i < ids.length; i += CLAIM_READ_BATCH) {
+    const batch = ids.slice(i, i + CLAIM_READ_BATCH);
+    const replies = await store.session.readMulti(
+      batch.map((id) => ({ op: 'getData' as const, path: store.layout.job(id) })),
+    );
+    batch.forEach((id, j) => {
+      const reply = replies[j];
+      const path = store.layout.job(id);
+      if (!reply?.ok) {
+        if (reply?.error instanceof NoNodeError) out.push({ id, pointer: '', stored: undefined, version: undefined });
+        else throw reply?.error ?? new NoNodeError(path);
+        return;
+      }
+      let stored: StoredJob | undefined;
+      try {
+        stored = { record: decodeRecord(reply.data, path), version: reply.stat.version };
+      } catch {
+        stored = undefined; // malformed
+      }
+      out.push({ id, pointer: '', stored, version: reply.stat.version });
+    });
+  }
+  return out;
 }
 
 /** Ids of the active jobs. List it AFTER reading the records it filters (see the header). */

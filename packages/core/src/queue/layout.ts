@@ -2,7 +2,8 @@
  * Every znode path of a queue is built here, and only here.
  *
  * ```
- * /<prefix, default zkq>/<queue>/
+ * /<prefix, default zkq>/<queue>/     the queue's name, percent-encoded outside A-Z a-z 0-9 . _ -
+ *                                     (encodeQueueName), here and in dependency entries
  *   meta                              {"layout":2,"paused":bool}; data watch = pause flag;
  *                                     every claim transaction checks the version its flag
  *                                     was read unset at, so a pause fails claims on their way
@@ -186,21 +187,60 @@ const RESERVED_QUEUE_NAMES = new Set([
   '_locks',
   '_barriers',
 ]);
-const NAME_RE = /^[A-Za-z0-9._-]{1,100}$/;
+/** The longest queue name, in characters. */
+const MAX_QUEUE_NAME = 100;
+/** Characters a queue's node name holds as they are; every other one is percent-encoded. */
+const NODE_SAFE = /[^A-Za-z0-9._-]/gu;
+/** Half a UTF-16 pair alone: no UTF-8 for it, so no node name. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 const CUSTOM_ID_RE = /^[A-Za-z0-9._:@+=,~-]{1,128}$/;
 
-/** Throws InvalidArgumentError unless `name` is a usable queue name. */
+/**
+ * Throws InvalidArgumentError unless `name` is a usable queue name: what
+ * BullMQ accepts (any 1-100 characters but ':'; quotes, slashes and control
+ * characters too, as its node name encodes them: encodeQueueName), neither
+ * `.` nor `..` nor a reserved name.
+ */
 export function validateQueueName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || name.length === 0) {
     throw new InvalidArgumentError('queue name must be a non-empty string', 'name');
   }
-  if (!NAME_RE.test(name) || name === '.' || name === '..') {
+  if (
+    name.length > MAX_QUEUE_NAME ||
+    name.includes(':') ||
+    name === '.' ||
+    name === '..' ||
+    LONE_SURROGATE.test(name)
+  ) {
     throw new InvalidArgumentError(
-      `invalid queue name '${name}': use 1-100 characters of A-Z a-z 0-9 . _ - (no '/')`,
+      `invalid queue name ${JSON.stringify(name)}: use 1-${MAX_QUEUE_NAME} characters, no ':' (not . or ..)`,
       'name',
     );
   }
   if (RESERVED_QUEUE_NAMES.has(name)) throw new InvalidArgumentError(`queue name '${name}' is reserved`, 'name');
+}
+
+/**
+ * A queue name as a node name: every character outside A-Z a-z 0-9 . _ -
+ * as the percent-encoded bytes of its UTF-8 (so the names of earlier
+ * versions, all of those characters, keep their nodes). The one place a
+ * name becomes a path; decodeQueueName reads it back.
+ */
+export function encodeQueueName(name: string): string {
+  return name.replace(NODE_SAFE, (ch) =>
+    [...Buffer.from(ch, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+  );
+}
+
+/** The queue name a node name encodes (encodeQueueName), or undefined when it encodes none. */
+export function decodeQueueName(node: string): string | undefined {
+  if (!/^(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/.test(node)) return undefined;
+  try {
+    const name = decodeURIComponent(node);
+    return encodeQueueName(name) === node ? name : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Throws InvalidArgumentError unless `id` is a usable custom job id. */
@@ -283,8 +323,9 @@ export function isDepBucket(name: string): boolean {
 
 /** The kind and child named by a dependency entry `<k>-<queue>:<id>`. */
 export function parseDepEntry(name: string): { kind: DepKind; child: ChildKey } | undefined {
-  const m = /^([upif])-([A-Za-z0-9._-]+):(.+)$/.exec(name);
-  return m ? { kind: m[1] as DepKind, child: { queue: m[2] as string, id: m[3] as string } } : undefined;
+  const m = /^([upif])-([A-Za-z0-9._%-]+):(.+)$/.exec(name);
+  const queue = m && decodeQueueName(m[2] as string);
+  return m && queue ? { kind: m[1] as DepKind, child: { queue, id: m[3] as string } } : undefined;
 }
 
 /** Paths of one queue, relative to the session namespace (the prefix). */
@@ -325,7 +366,7 @@ export class QueueLayout {
 
   constructor(readonly queue: string) {
     validateQueueName(queue);
-    this.root = `/${queue}`;
+    this.root = `/${encodeQueueName(queue)}`;
     this.meta = `${this.root}/meta`;
     this.jobsDir = `${this.root}/jobs`;
     this.ids = `${this.root}/ids`;
@@ -416,12 +457,12 @@ export class QueueLayout {
 
   /** One child's entry in its bucket of its parent's dependency node (`kind`: u, p, i or f). */
   depEntry(parentId: string, kind: DepKind, child: ChildKey): string {
-    return `${this.depBucket(parentId, child)}/${kind}-${child.queue}:${child.id}`;
+    return `${this.depBucket(parentId, child)}/${kind}-${encodeQueueName(child.queue)}:${child.id}`;
   }
 
   /** One child's entry right under its parent's dependency node, as written before buckets. */
   legacyDepEntry(parentId: string, kind: DepKind, child: ChildKey): string {
-    return `${this.deps(parentId)}/${kind}-${child.queue}:${child.id}`;
+    return `${this.deps(parentId)}/${kind}-${encodeQueueName(child.queue)}:${child.id}`;
   }
 
   /** The shard directory of log nodes (created on first use). */

@@ -706,14 +706,19 @@ function finishUnit(
       const planned = planFinish(f);
       const { job } = f;
       const id = job.record.id;
-      const to = planned.to && (await store.destination(planned.to));
+      // a job given back keeps its pointer when it is still in the job's lane
+      const inPlace =
+        planned.inPlace === true &&
+        planned.to?.kind === 'ready' &&
+        job.pointer.startsWith(`${store.layout.lane(planned.to.lane)}/`);
+      const to = planned.to && !inPlace ? await store.destination(planned.to) : undefined;
       // too large: the unit fails unsent with PayloadTooLargeError, and finishJobs fails the job instead
       const record =
         planned.record &&
         encodeRecord(parkedAt(planned.record, to), f.sizeFallback === 'failed' ? FALLBACK_RECORD_BYTES : undefined);
       const ops = finishOps(
         store.layout,
-        { id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot },
+        { id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot, keepPointer: inPlace },
         to,
       );
       trim.state.createAt = to ? ops.length - 1 : undefined; // the new pointer's create is finishOps' last op
@@ -766,6 +771,11 @@ export function planFinish(f: Finish): {
   also?: QueueEventRecord[];
   /** What the job's parent, if any, learns: set when the job is done for good. */
   settlement?: Settlement;
+  /**
+   * Back to ready in its place: a job its processor gave back (a rate limit)
+   * keeps its ready pointer, so it stays at the head of its lane, as on Redis.
+   */
+  inPlace?: boolean;
 } {
   const { record } = f.job;
   const now = Date.now();
@@ -826,6 +836,7 @@ export function planFinish(f: Finish): {
     record: { ...retried, state: 'waiting' },
     to: { kind: 'ready', lane: record.lane ?? PLAIN_LANE },
     event: { event: 'waiting', jobId: id, prev: 'active', ts: now },
+    ...(o.skipAttempt ? { inPlace: true } : {}),
   };
 }
 

@@ -172,6 +172,8 @@ export function finishOps(
     record: Buffer | undefined;
     withClaim: boolean;
     slot?: string | undefined;
+    /** The job stays where its pointer is (a job given back to its lane's head). */
+    keepPointer?: boolean;
   },
   to: Destination | undefined,
 ): ProtocolOp[] {
@@ -179,8 +181,8 @@ export function finishOps(
     f.record
       ? { op: 'setData', path: layout.job(f.id), data: f.record, version: f.token }
       : { op: 'delete', path: layout.job(f.id), version: f.token },
-    { op: 'delete', path: f.pointer },
   ];
+  if (!f.keepPointer) ops.push({ op: 'delete', path: f.pointer });
   if (f.withClaim) {
     ops.push({ op: 'delete', path: layout.claim(f.id), role: 'claim' });
     if (f.slot) ops.push({ op: 'delete', path: layout.slot(f.slot) });
