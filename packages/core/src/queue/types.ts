@@ -4,8 +4,8 @@
  */
 import type { RetryOptions } from '../zk/retry.js';
 import type { SaslOptions } from '../zk/sasl.js';
-import type { TlsOptions } from '../zk/tls.js';
 import type { ClockSource } from '../zk/session.js';
+import type { TlsOptions } from '../zk/tls.js';
 import type { AclEntry } from '../zk/types.js';
 import type { Telemetry } from './telemetry.js';
 

@@ -40,11 +40,11 @@
 
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { ConnectionOptions as NodeTlsOptions } from 'node:tls';
 // node:timers' own functions, not the globals: a test that fakes the global
 // timers (sinon, node:test's mock timers) must not freeze request timeouts,
 // the heartbeat or the suspension timer
 import { clearTimeout, setTimeout } from 'node:timers';
+import type { ConnectionOptions as NodeTlsOptions } from 'node:tls';
 import { CREATOR_ACL, OPEN_ACL } from './acl.js';
 import {
   BadArgumentsError,
