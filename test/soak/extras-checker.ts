@@ -25,11 +25,12 @@ export const PROMOTE_BOUND_MS = 10_000;
 /** Most time between two iterations of one scheduler (and from its upsert to the first, from the last to its removal). */
 export const TICK_GAP_BOUND_MS = 15_000;
 /**
- * What a ZooKeeper restart adds to both bounds when it falls within the span
- * judged: its own length (down and started again) and a worker session's
- * timeout (clients may only get back by a new session).
+ * What a ZooKeeper restart adds to both bounds, besides its own length (down
+ * and started again), when it falls within the span judged: two worker
+ * session timeouts (the clients may give their sessions up and come back
+ * with new ones, and the claims of a session given up last until it expires).
  */
-export const RESTART_ALLOWANCE_MS = 8000;
+export const RESTART_ALLOWANCE_MS = 16_000;
 /** Tolerance between the producer's clock readings and ZooKeeper's (one machine: the same clock, read at other moments). */
 const CLOCK_MARGIN_MS = 250;
 

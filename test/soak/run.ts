@@ -257,6 +257,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
       ].join('\n');
     const text = `${formatReport(report, 25)}${failed ? `\n${elections(60)}` : ''}`;
     writeFileSync(join(dir, 'report.txt'), `${formatReport(report)}\n${elections(0)}\n`);
+    // the whole history as checked, so that a changed checker can judge a kept run again
+    if (keep) writeFileSync(join(dir, 'history.json'), JSON.stringify(history));
     o.print(`[${elapsed()}] checked\n${text}`);
     return { report, text, dir };
   } finally {
