@@ -20,6 +20,8 @@ export type ExtrasViolationKind =
 
 /** The most a reason is kept at (sizes.ts MAX_REASON_BYTES). */
 const MAX_REASON_BYTES = 16 * 1024;
+/** The most bytes of log lines a job keeps (sizes.ts MAX_LOG_BYTES). */
+const MAX_LOG_BYTES = 768 * 1024;
 /** A due job's first processor start comes at most this long after its due time (promotion, claim, rate limit). */
 export const PROMOTE_BOUND_MS = 10_000;
 /** Most time between two iterations of one scheduler (and from its upsert to the first, from the last to its removal). */
@@ -144,11 +146,18 @@ function checkLogs(f: FinalJob, keep: number, lines: number, evs: WorkerEvent[],
     finisher = last?.k === 'failed' ? last.t : undefined;
   }
   if (!finisher) return;
+  // lines after the finisher's are a revoked attempt's (they stay, as in BullMQ); short of all of
+  // its lines (up to keepLogs), the log is at its byte bound
+  const lost = new Set(evs.flatMap((e) => (e.k === 'lost' ? [e.t] : [])));
+  const lastOwn = parsed.findLastIndex((p) => p?.[1] === finisher);
   const own = parsed.filter((p) => p?.[1] === finisher).length;
-  const tail = parsed.at(-1);
-  if (!tail || tail[1] !== finisher || Number(tail[2]) !== lines - 1 || own < Math.min(keep, lines)) {
+  const after = parsed.slice(lastOwn + 1).filter((p) => !p || !lost.has(p[1] as string));
+  const full = logs.length >= Math.min(keep, Math.floor(MAX_LOG_BYTES / LOG_LINE_BYTES));
+  const ownLast = parsed[lastOwn];
+  if (lastOwn < 0 || Number(ownLast?.[2]) !== lines - 1 || after.length > 0 || (own < Math.min(keep, lines) && !full)) {
+    const ends = `the log ends '${logs.at(-1)?.slice(0, 20) ?? ''}'`;
     bad(
-      `the log ends '${logs.at(-1)?.slice(0, 20) ?? ''}' with ${own} lines of the finishing attempt ${finisher} (of ${lines}, keepLogs ${keep})`,
+      `${ends}, ${own} lines of the finishing attempt ${finisher} (of ${lines}, keepLogs ${keep}), ${after.length} after them not of a revoked attempt`,
     );
   }
 }

@@ -257,3 +257,23 @@ test('extras: a failed job whose workers logged out of time order is judged by t
   );
   assert.deepEqual(kinds(h), []);
 });
+
+test("extras: a revoked attempt's lines may follow the finishing attempt's, and the byte bound may cut them", () => {
+  const jobs = { '3': { x: 'logs' as const, keepLogs: 1000, lines: 500 } };
+  const done = { returnvalue: { w: 'w1', t: '3', n: 2, h: '' } };
+  // 786 lines of 1,000 B fill the 768 KiB: 286 of the finisher's (3), then all of the revoked attempt's (1)
+  const logs = [
+    ...Array.from({ length: 286 }, (_, i) => logLine('3', 214 + i)),
+    ...Array.from({ length: 500 }, (_, i) => logLine('1', i)),
+  ];
+  const lost: WorkerEvent = { k: 'lost', q: Q, j: '3', w: 'w2', t: '1', err: 'revoked', ts: 3000 };
+  const judge = (workers: WorkerEvent[]) =>
+    kinds(
+      history(
+        { jobs },
+        { enqueues: [enqueue('3', 3)], workers, finals: [final('3', 3, 'completed', { ...done, logs })] },
+      ),
+    ).filter((k) => k === 'logs-wrong');
+  assert.deepEqual(judge([lost]), []);
+  assert.deepEqual(judge([]), ['logs-wrong']);
+});
