@@ -17,8 +17,11 @@
  * - for the FIFO queues (one worker, concurrency 1, no faults): start order
  *   equals enqueue order within each priority;
  * - flows: see flow-checker.ts (a flow's parent left in waiting-children is
- *   judged there, not as unfinished).
+ *   judged there, not as unfinished);
+ * - the extras queue (sizes, logs, deduplication, schedulers, the rate
+ *   limit, promotion): see extras-checker.ts.
  */
+import { checkExtras, type ExtrasStats, type ExtrasViolationKind } from './extras-checker.js';
 import { checkFifo } from './fifo-checker.js';
 import { checkFlows, emptyFlowStats, type FlowStats, type FlowViolationKind, flowParents } from './flow-checker.js';
 import type { EnqueueEvent, FaultKind, FinalJob, SoakHistory, SoakResult, WorkerEvent } from './history.js';
@@ -37,7 +40,8 @@ export type ViolationKind =
   | 'run-after-finish'
   | 'duplicate-job'
   | 'fifo-order'
-  | FlowViolationKind;
+  | FlowViolationKind
+  | ExtrasViolationKind;
 
 export interface Violation {
   kind: ViolationKind;
@@ -64,6 +68,7 @@ export interface SoakStats {
   runsAfterFinish: number;
   faults: Record<FaultKind, number>;
   flows: FlowStats;
+  extras: ExtrasStats;
 }
 
 /** Something allowed worth naming: a parent left waiting by a child's plain failure. */
@@ -156,6 +161,7 @@ export function checkHistory(h: SoakHistory): CheckReport {
     note: (q: string, job: string, detail: string) => notes.push({ q, job, detail }),
   };
   checkFlows(h.flows, ctx, stats.flows);
+  stats.extras = checkExtras(h, add);
   stats.runsAfterFinish = violations.filter((v) => v.kind === 'run-after-finish').length;
   return { stats, violations, notes };
 }
@@ -318,5 +324,6 @@ function countEvents(h: SoakHistory): SoakStats {
     runsAfterFinish: 0,
     faults,
     flows: emptyFlowStats(),
+    extras: checkExtras({ ...h, extras: undefined }, () => undefined),
   };
 }

@@ -30,7 +30,7 @@ function toFinal(q: string, id: string, state: string, job: Job | undefined, lis
 }
 
 /** Final state of every job acknowledged on `queue` and of every job it lists. */
-export async function readFinals(queue: Queue, enqueues: EnqueueEvent[]): Promise<FinalJob[]> {
+export async function readFinals(queue: Queue, enqueues: EnqueueEvent[], withLogs = false): Promise<FinalJob[]> {
   const listed = new Map<string, string[]>(enqueues.filter((e) => e.q === queue.name).map((e) => [e.id, []]));
   for (const type of ALL_TYPES) {
     for (const job of await queue.getJobs([type])) listed.set(job.id, [...(listed.get(job.id) ?? []), type]);
@@ -43,7 +43,9 @@ export async function readFinals(queue: Queue, enqueues: EnqueueEvent[]): Promis
       ...(await Promise.all(
         batch.map(async (id) => {
           const [job, state] = await Promise.all([queue.getJob(id), queue.getJobState(id)]);
-          return toFinal(queue.name, id, state, job, listed.get(id) ?? []);
+          const f = toFinal(queue.name, id, state, job, listed.get(id) ?? []);
+          if (withLogs && job && (job.data as { x?: string } | null)?.x === 'logs') f.logs = await job.getLogs();
+          return f;
         }),
       )),
     );

@@ -119,6 +119,8 @@ export type WorkerEvent = WorkerBase &
     | { k: 'failed'; q: string; j: string; t: string; reason: string; attemptsMade: number }
     | { k: 'lost'; q: string; j: string; t: string; err: string }
     | { k: 'stalled'; q: string; j: string }
+    /** ZooKeeper's ctime of the claim node an attempt on the rate-limited queue runs under. */
+    | { k: 'claim'; q: string; j: string; t: string; ctime: number }
     | { k: 'error'; msg: string; code?: string }
     | { k: 'session'; state: string; q?: string; sid?: string }
     | { k: 'leader'; leader: boolean; q?: string }
@@ -169,6 +171,8 @@ export interface FinalJob {
   stalledCounter?: number;
   /** Hash of the stored data. */
   hash?: string;
+  /** The job's log lines (`getLogs`), read for jobs of the extras queue that log. */
+  logs?: string[];
   /** The `getJobs` types that list this job (a finished job: exactly its state). */
   listed?: string[];
 }
@@ -188,6 +192,62 @@ export interface SoakHistory {
   fifoQueues: string[];
   /** When the final states were read (ms since epoch). */
   endedAt?: number;
+  /** When the chaos phase's load stopped (ms since epoch). */
+  chaosEndedAt?: number;
+  /** The extras queue (extras.ts): sizes, logs, deduplication, schedulers, a rate limit. */
+  extras?: ExtrasHistory;
+}
+
+/** What the processor of an extras job does, by `data.x`. */
+export type ExtraKind = 'plain' | 'big-error' | 'logs' | 'too-large' | 'dedup' | 'tick';
+
+/** An extras job's data. */
+export interface ExtraData {
+  x: ExtraKind;
+  seq?: number;
+  /** `logs`: lines to log, each LOG_LINE_BYTES long. */
+  lines?: number;
+  /** `logs`: complete (true) or throw after logging. */
+  ok?: boolean;
+  /** `tick`: the scheduler. */
+  s?: string;
+}
+
+/** An add with `deduplication` on the extras queue: created its job, was deduplicated (returned another), or threw. */
+export interface DedupAddEvent {
+  k: 'dedup-add';
+  q: string;
+  dedup: string;
+  ttl?: number;
+  seq: number;
+  /** The id the add resolved with (absent when it threw). */
+  id?: string;
+  /** The add created the job (its name is `j<seq>`); false: it resolved with the kept job. */
+  own?: boolean;
+  /** When the add was called and when it resolved (or threw). */
+  sent: number;
+  ts: number;
+}
+
+/** A job scheduler of the extras queue, upserted at the chaos phase's start and removed at its end. */
+export interface SchedulerEvent {
+  k: 'scheduler';
+  id: string;
+  every: number;
+  upserted: number;
+  removed?: number;
+}
+
+export interface ExtrasHistory {
+  q: string;
+  /** The queue's rate limit: at most `max` claims per `duration` ms. */
+  limit: { max: number; duration: number };
+  dedupAdds: DedupAddEvent[];
+  schedulers: SchedulerEvent[];
+  /** Per deduplication id at the end: its raw key node exists, and the job it keeps when live. */
+  dedupKeys: { dedup: string; ttl?: number; exists: boolean; live: string | null }[];
+  /** What each acknowledged job of the queue does (by id), and its keepLogs when it logs. */
+  jobs: Record<string, { x: ExtraKind; keepLogs?: number; lines?: number }>;
 }
 
 /** An append-only NDJSON log; each line is written with one synchronous write. */

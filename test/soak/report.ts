@@ -8,6 +8,7 @@ import type { CheckReport, Violation, ViolationKind } from './checker.js';
 export function formatReport({ stats: s, violations, notes }: CheckReport, maxPerKind = 0): string {
   const f = s.faults;
   const fl = s.flows;
+  const x = s.extras;
   const lines = [
     `jobs: ${s.jobs} acknowledged, ${s.completed} completed, ${s.failed} failed (${s.failedByStallLimit} by the stall limit); ` +
       `${s.unacked} enqueues unacknowledged (${s.unackedCommitted} of them committed); ${s.readds} re-adds of custom ids`,
@@ -24,6 +25,9 @@ export function formatReport({ stats: s, violations, notes }: CheckReport, maxPe
       `${fl.parentsWaitingOnFailedChild} left waiting-children by a child's plain failure (allowed); ` +
       `${fl.childrenIgnored} children failures ignored`,
     `duplicates: ${s.runsAfterFinish} processor runs after the job had finished`,
+    `extras: ${x.bigErrors} oversized errors, ${x.tooLarge} results too large, ${x.logJobs} jobs that logged; ` +
+      `${x.dedupAdds} deduplicated adds (${x.deduplicated} resolved with the kept job); ${x.ticks} scheduler iterations; ` +
+      `${x.claims} rate-limited claims; ${x.promoted} due jobs started, the latest ${x.latestPromotionMs} ms past due`,
   ];
   const byKind = new Map<ViolationKind, Violation[]>();
   for (const v of violations) byKind.set(v.kind, [...(byKind.get(v.kind) ?? []), v]);

@@ -6,9 +6,11 @@
  *   2. chaos phase: 4 worker processes (concurrency 5/25/70/100 on queue
  *      `chaos`, 10 each on `chaos2`), each behind its own TcpProxy; the
  *      producer (behind a proxy too) enqueues jobs, and flows through
- *      BullMQ's FlowProducer (parents in `chaos`, children in both), while
- *      faults (faults.ts) hit the workers, the producer's connection and
- *      the server;
+ *      BullMQ's FlowProducer (parents in `chaos`, children in both), and
+ *      the extras (extras.ts: sizes, logs, deduplication, schedulers) on
+ *      the rate-limited queue `extra` (concurrency 3 in each process),
+ *      while faults (faults.ts) hit the workers, the producer's connection
+ *      and the server;
  *   3. drain: waits (with a deadline) until nothing is waiting, delayed or
  *      active in either queue, kills every worker, reads every job's final
  *      state through the public API, reads the workers' logs, and checks
@@ -24,6 +26,8 @@ import { Queue } from '@zkq/producer';
 import { startZooKeeper, TcpProxy, type ZooKeeperServer } from '@zkq/testing';
 import { type CheckReport, checkHistory } from './checker.js';
 import { describeElections, electionTimeline, readElections } from './elections.js';
+import { EXTRA_QUEUE } from './extra-attempt.js';
+import { ExtrasFeeder, emptyExtras } from './extras.js';
 import { runFaults, type Slot } from './faults.js';
 import { readFinals } from './final-state.js';
 import { FlowFeeder } from './flows.js';
@@ -64,6 +68,9 @@ const CHAOS_QUEUE = 'chaos';
 const FLOW_QUEUE = 'chaos2';
 const FLOW_QUEUE_CONCURRENCY = 10;
 const FIFO_QUEUE = 'fifo';
+const EXTRA_QUEUE_CONCURRENCY = 3;
+/** Extras jobs added per second, on average (extras.ts). */
+const EXTRAS_PER_SECOND = 2;
 const WORKER_SESSION_MS = 8000;
 // Two slots run their jobs on threads: one job per thread (an abort ends its thread), and 13 sharing each of two threads
 const SLOTS = [
@@ -88,7 +95,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     faults: [],
     finals: [],
     fifoQueues: [FIFO_QUEUE],
+    extras: emptyExtras(),
   };
+  const withExtras = history as SoakHistory & { extras: NonNullable<SoakHistory['extras']> };
   const started = Date.now();
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
   o.print(`soak: seed ${o.seed}, ${o.seconds} s of faults, logs in ${dir}`);
@@ -120,7 +129,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
         stalledInterval: 1000,
         failRate: name === 'fifo' ? 0 : 0.15,
         slowRate: name === 'fifo' ? 0 : 0.2,
-        ...(name === 'fifo' ? {} : { also: { queue: FLOW_QUEUE, concurrency: FLOW_QUEUE_CONCURRENCY } }),
+        ...(name === 'fifo'
+          ? {}
+          : {
+              also: { queue: FLOW_QUEUE, concurrency: FLOW_QUEUE_CONCURRENCY },
+              extra: { queue: EXTRA_QUEUE, concurrency: EXTRA_QUEUE_CONCURRENCY },
+            }),
         ...slot,
       });
       workers.push(w);
@@ -130,7 +144,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     const chaosQueue = new Queue(CHAOS_QUEUE, { connection: proxied, prefix: PREFIX });
     const inspector = new Queue(CHAOS_QUEUE, { connection: direct, prefix: PREFIX });
     const flowInspector = new Queue(FLOW_QUEUE, { connection: direct, prefix: PREFIX });
-    queues.push(fifoQueue, chaosQueue, inspector, flowInspector);
+    const extraQueue = new Queue(EXTRA_QUEUE, { connection: proxied, prefix: PREFIX });
+    const extraInspector = new Queue(EXTRA_QUEUE, { connection: direct, prefix: PREFIX });
+    queues.push(fifoQueue, chaosQueue, inspector, flowInspector, extraQueue, extraInspector);
     await Promise.all(queues.map((q) => q.waitUntilReady()));
     const producer = new Producer(rng, log, history);
     flows = new FlowFeeder({
@@ -143,6 +159,15 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
       history,
       nextSeq: () => producer.nextSeq(),
       perSecond: o.flowsPerSecond,
+    });
+
+    const extras = new ExtrasFeeder({
+      rng: new Rng(o.seed + 2),
+      log,
+      history: withExtras,
+      nextSeq: () => producer.nextSeq(),
+      perSecond: EXTRAS_PER_SECOND,
+      connection: { ...direct, namespace: PREFIX },
     });
 
     // 1. FIFO: a single consumer at concurrency 1, no faults.
@@ -176,9 +201,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     // The large batch comes late: if it stalls the queue, the faults before it have had their time.
     const largeAt = Date.now() + o.seconds * 1000 * (0.75 + 0.1 * rng.next());
     const stop = () => Date.now() >= until;
+    await extras.startSchedulers();
     const load = Promise.all([
       producer.runChaos(chaosQueue, o.jobsPerSecond, largeAt, stop, (line) => o.print(`[${elapsed()}] ${line}`)),
       flows.run(stop),
+      extras.run(extraQueue, stop),
     ]);
     await runFaults({
       zk: server,
@@ -196,20 +223,24 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
       warn: (line) => o.print(`[${elapsed()}] ${line}`),
     });
     await load;
+    await extras.stopSchedulers();
+    history.chaosEndedAt = Date.now();
     for (const s of slots) if (!s.worker.running) await s.respawn().catch(() => undefined);
 
     // 3. Drain, stop everything, read the end state.
     o.print(`[${elapsed()}] load stopped; draining (at most ${o.drainSeconds} s)`);
-    const drained = await drain([inspector, flowInspector], o.drainSeconds * 1000);
+    const drained = await drain([inspector, flowInspector, extraInspector], o.drainSeconds * 1000);
     o.print(`[${elapsed()}] ${drained ? 'drained' : 'NOT drained by the deadline'}; stopping workers`);
     // read while the workers' sessions live: a node left behind is still there, with its owner
     const electionNodes = await readElections(server.connectionString, PREFIX, [CHAOS_QUEUE, FLOW_QUEUE]);
+    await extras.readKeys(extraInspector);
     await Promise.all(workers.map((w) => w.kill()));
     history.endedAt = Date.now();
     history.finals = [
       ...(await readFinals(fifoQueue, history.enqueues)),
       ...(await readFinals(inspector, history.enqueues)),
       ...(await readFinals(flowInspector, history.enqueues)),
+      ...(await readFinals(extraInspector, history.enqueues, true)),
     ];
     history.workers = readWorkerLogs(dir);
     const report = checkHistory(history);
@@ -226,6 +257,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
       ].join('\n');
     const text = `${formatReport(report, 25)}${failed ? `\n${elections(60)}` : ''}`;
     writeFileSync(join(dir, 'report.txt'), `${formatReport(report)}\n${elections(0)}\n`);
+    // the whole history as checked, so that a changed checker can judge a kept run again
+    if (keep) writeFileSync(join(dir, 'history.json'), JSON.stringify(history));
     o.print(`[${elapsed()}] checked\n${text}`);
     return { report, text, dir };
   } finally {

@@ -18,6 +18,7 @@ import { subscribe } from 'node:diagnostics_channel';
 import { ELECTION_CHANNEL, type ElectionTrace, getDependencies, type Job, QueueStore, type Session } from '@zkq/core';
 import { Worker } from '@zkq/worker';
 import { runAttempt, THREAD_PLAN_ENV } from './attempt.js';
+import { EXTRA_LIMIT, runExtraAttempt } from './extra-attempt.js';
 import { NdjsonLog, type SeenDeps } from './history.js';
 
 export interface WorkerChildConfig {
@@ -29,6 +30,8 @@ export interface WorkerChildConfig {
   concurrency: number;
   /** A second queue and its concurrency. */
   also?: { queue: string; concurrency: number };
+  /** The extras queue (extra-attempt.ts) and its concurrency: rate-limited, no stall limit. */
+  extra?: { queue: string; concurrency: number };
   lockDuration: number;
   stalledInterval: number;
   sessionTimeout: number;
@@ -68,11 +71,14 @@ async function seenDeps(session: Session, q: string, id: string): Promise<SeenDe
 
 function startWorker(q: string, concurrency: number): Worker {
   const threaded = c.threads !== undefined && q === c.queue;
+  const extra = q === c.extra?.queue;
   if (threaded) process.env[THREAD_PLAN_ENV] = JSON.stringify({ ...plan, log: c.log, queue: q });
   const processor = threaded
     ? THREAD_PROCESSOR
-    : (job: Job) =>
-        runAttempt(plan, write, q, job, String(job.token), async () => seenDeps(await worker.client, q, job.id));
+    : extra
+      ? (job: Job) => runExtraAttempt(c.name, write, () => worker.client, q, job)
+      : (job: Job) =>
+          runAttempt(plan, write, q, job, String(job.token), async () => seenDeps(await worker.client, q, job.id));
   const worker: Worker = new Worker(q, processor, {
     connection: { connectionString: c.connectionString, sessionTimeout: c.sessionTimeout },
     prefix: c.prefix,
@@ -81,11 +87,20 @@ function startWorker(q: string, concurrency: number): Worker {
     lockDuration: c.lockDuration,
     stalledInterval: c.stalledInterval,
     ...(threaded ? { threads: c.threads, ...(c.jobsPerThread ? { jobsPerThread: c.jobsPerThread } : {}) } : {}),
+    // no stall limit on the extras queue: its jobs end by their own outcome, never 'stalled'
+    ...(extra ? { limiter: EXTRA_LIMIT, maxStalledCount: 1_000_000 } : {}),
   });
   worker.on('completed', (job) => write({ k: 'completed', q, j: job.id, t: String(job.token) }));
   worker.on('failed', (job, err) => {
     if (job)
-      write({ k: 'failed', q, j: job.id, t: String(job.token), reason: err.message, attemptsMade: job.attemptsMade });
+      write({
+        k: 'failed',
+        q,
+        j: job.id,
+        t: String(job.token),
+        reason: err.message.slice(0, 2000),
+        attemptsMade: job.attemptsMade,
+      });
   });
   worker.on('lost', (job, err) => write({ k: 'lost', q, j: job.id, t: String(job.token), err: err.message }));
   worker.on('stalled', (j) => write({ k: 'stalled', q, j }));
@@ -94,7 +109,11 @@ function startWorker(q: string, concurrency: number): Worker {
 }
 
 const worker = startWorker(c.queue, c.concurrency);
-const workers = c.also ? [worker, startWorker(c.also.queue, c.also.concurrency)] : [worker];
+const workers = [
+  worker,
+  ...(c.also ? [startWorker(c.also.queue, c.also.concurrency)] : []),
+  ...(c.extra ? [startWorker(c.extra.queue, c.extra.concurrency)] : []),
+];
 
 const sessions = await Promise.all(workers.map((w) => w.client));
 for (const [i, session] of sessions.entries()) {

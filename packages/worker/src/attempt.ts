@@ -236,16 +236,17 @@ export class Attempt {
     }
     // a child failed this parent (failParentOnFailure) while it waited: it fails without running
     if (record.deferredFailure) return this.failure(new Error(record.deferredFailure), true);
+    // a scheduler's iteration adds the next one as it starts (as BullMQ's Worker does), so a slow
+    // or failing run does not hold the schedule up; a failure to add it is reported, not the job's.
+    // Before the proof below: an advance held up past the lease must not let a revoked claim start.
+    if ((record.opts as { repeatJobKey?: string }).repeatJobKey) {
+      await advanceAfterClaim(this.store, record).catch((err) => this.worker.emitError(err));
+    }
     let proof: number | undefined = this.claimed.claimedAt;
     // Checked right before the processor starts, with no wait in between (see renewBeforeStart).
     while (performance.now() - proof >= this.opts.lockDuration / 2) {
       proof = await this.renewBeforeStart();
       if (proof === undefined) return this.revokedBeforeStart();
-    }
-    // a scheduler's iteration adds the next one as it starts (as BullMQ's Worker does), so a slow
-    // or failing run does not hold the schedule up; a failure to add it is reported, not the job's
-    if ((record.opts as { repeatJobKey?: string }).repeatJobKey) {
-      await advanceAfterClaim(this.store, record).catch((err) => this.worker.emitError(err));
     }
     this.worker.emit('active', this.job, 'waiting');
     try {
