@@ -8,6 +8,7 @@
 import { NodeExistsError, NoNodeError, NotEmptyError } from '../../zk/errors.js';
 import { sortBySequence } from '../../zk/sequence.js';
 import type { Watcher } from '../../zk/types.js';
+import { MalformedJobError } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
 import {
   DELAY_DAY_MS,
@@ -422,12 +423,19 @@ function byDueThenId(a: string, b: string): number {
 /** Numeric-aware: id 9 before id 10. */
 const ID_ORDER = new Intl.Collator('en', { numeric: true });
 
-/** Moves of due delayed pointers to ready; a pointer whose record is gone is deleted. */
+/**
+ * Moves of due delayed pointers to ready; a pointer whose record is gone, is
+ * not a job's or is not delayed is deleted. A record that could not be read
+ * (any other error) fails the round: its pointer stays for the next look.
+ */
 async function promotions(store: QueueStore, pointers: string[]): Promise<Move[]> {
   return Promise.all(
     pointers.map(async (pointer) => {
       const id = idOfDelayed(pointer.slice(pointer.lastIndexOf('/') + 1));
-      const stored = await store.getJob(id).catch(() => undefined);
+      const stored = await store.getJob(id).catch((err) => {
+        if (err instanceof MalformedJobError) return undefined;
+        throw err;
+      });
       if (stored?.record.state !== 'delayed') {
         return removal(store, { id, version: undefined, pointer }, []); // removed meanwhile, or foreign
       }
