@@ -1,8 +1,10 @@
 /**
  * A promoter that cannot read a due job's record (an error other than the
  * record being gone) leaves the job's delayed pointer where it is and tries
- * again: the job is promoted once the record reads. Here the server's reply
- * to the promoter's first read of the record carries an error.
+ * again: the job is promoted once the record reads, and the other due jobs
+ * of that look are promoted by it. Here the server's replies to the
+ * promoter's reads of one job's record carry an error, the first one or the
+ * first three (a record unreadable for a while).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -12,8 +14,11 @@ import { FaultProxy, OP, request } from '../../helpers/fault-proxy.js';
 import { queueEnv } from '../../helpers/queue.js';
 import { nextEvent, waitFor } from '../../helpers/zk.js';
 
-for (const code of [-125, -999]) {
-  test(`a due job whose record read fails (${code}) is promoted on a later look, not lost`, async (t) => {
+for (const [code, times] of [
+  [-125, 1],
+  [-999, 5],
+] as const) {
+  test(`a due job whose record read fails (${code}, ${times}x) is promoted on a later look, not lost; the others at once`, async (t) => {
     const env = await queueEnv(t);
     const proxy = await FaultProxy.start(env.connection.connectionString);
     t.after(() => proxy.stop());
@@ -32,12 +37,24 @@ for (const code of [-125, -999]) {
     await keeper.start();
     await elected;
 
-    const job = await queue.add('later', {}, { delay: 500 });
-    const fault = proxy.rewriteError(request(OP.getData, store.layout.job(job.id as string)), code);
-    await fault.fired;
-    await waitFor(async () => (await queue.getJobState(job.id as string)) === 'waiting', {
+    const [job, other] = await queue.addBulk([
+      { name: 'later', data: {}, opts: { delay: 500 } },
+      { name: 'later', data: {}, opts: { delay: 500 } },
+    ]);
+    const faults = Array.from({ length: times }, () =>
+      proxy.rewriteError(request(OP.getData, store.layout.job(job?.id as string)), code),
+    );
+    await faults[0]?.fired;
+    // the look that could not read the first job moved the other (a look a record unreadable
+    // for good would not hold every due job up)
+    await waitFor(async () => (await queue.getJobState(other?.id as string)) === 'waiting', {
       timeoutMs: 15_000,
-      what: `job ${job.id} promoted`,
+      what: 'the other job promoted',
+    });
+    if (times > 1) assert.ok(!faults[times - 1]?.hasFired, 'promoted while the record was still unreadable');
+    await waitFor(async () => (await queue.getJobState(job?.id as string)) === 'waiting', {
+      timeoutMs: 15_000,
+      what: `job ${job?.id} promoted`,
     });
     assert.deepEqual(await queue.getDelayed(), [], 'no delayed job left');
   });

@@ -262,12 +262,17 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     // a standby judges with the grace it woke for, and draws the next one
     const grace = leading ? 0 : this.grace;
     this.grace = STANDBY_GRACE_MS * (1 + Math.random());
-    const { promoted, nextDue } = leading
+    const { promoted, nextDue, failure } = leading
       ? await promoteDue(this.store, this.fence, this.onDelayedChange, now)
       : await promoteDue(this.store, undefined, undefined, now - grace);
     if (promoted.length > 0) this.emit('promoted', promoted);
     this.knownDue = nextDue;
     await this.maybeHeal(leading, now);
+    // a due job whose record could not be read: reported, and looked at again after a pause
+    if (failure !== undefined) {
+      this.report(failure);
+      return () => PROMOTE_RETRY_MS;
+    }
     if (leading) {
       // After promoting, look again at once: the promotion's own deletes fired the watches this
       // pass set, so sleeping now would leave a job delayed meanwhile to the poll.
