@@ -168,8 +168,9 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   }
 
   /**
-   * A due time (ZooKeeper's clock) this process wrote: a retry's backoff, a
-   * scheduler's iteration. A standby wakes for it without looking first.
+   * A due time (ZooKeeper's clock) this process wrote: a retry's backoff (a
+   * scheduler's next iteration is not noted: a standby learns it from its
+   * next look). A standby wakes for it without looking first.
    */
   noteDue(due: number): void {
     if (this.notedDue !== undefined && this.notedDue <= due) return;
