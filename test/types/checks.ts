@@ -84,7 +84,7 @@ export type WorkerOptionsGaps =
   | 'workerForkOptions'
   | 'workerThreadsOptions';
 /** zkq-only worker options. */
-export type WorkerOptionsExtras = 'threads' | 'jobsPerThread' | 'barrier' | 'housekeeping';
+export type WorkerOptionsExtras = 'threads' | 'jobsPerThread' | 'barrier' | 'housekeeping' | 'closeTimeout';
 /** BullMQ's repeat settings (repeatable jobs are not implemented). */
 export type AdvancedOptionsGaps = 'repeatStrategy' | 'repeatKeyHashAlgorithm';
 

@@ -8,6 +8,7 @@
 import { NodeExistsError, NoNodeError, NotEmptyError } from '../../zk/errors.js';
 import { sortBySequence } from '../../zk/sequence.js';
 import type { Watcher } from '../../zk/types.js';
+import { MalformedJobError } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
 import {
   DELAY_DAY_MS,
@@ -370,7 +371,9 @@ const PROMOTE_READ = 100;
  * loss). `fence` (a leader's election check) makes a deposed leader's
  * promotions fail with FencedError. Removes the buckets, hours and days it
  * leaves empty in the past. Resolves with the ids promoted and the next due
- * time, if any.
+ * time, if any; a due job whose record could not be read keeps its pointer
+ * (the others are promoted) and its error is `failure`, for the caller to
+ * report and look again.
  */
 export async function promoteDue(
   store: QueueStore,
@@ -378,17 +381,20 @@ export async function promoteDue(
   watch?: Watcher,
   /** The time due jobs are judged against (ZooKeeper's, see ServerClock). */
   now = Date.now(),
-): Promise<{ promoted: string[]; nextDue: number | undefined }> {
+): Promise<{ promoted: string[]; nextDue: number | undefined; failure?: unknown }> {
   const { layout } = store;
   const promoted: string[] = [];
+  const unread: unknown[] = [];
+  const done = (nextDue: number | undefined) =>
+    unread.length > 0 ? { promoted, nextDue, failure: unread[0] } : { promoted, nextDue };
   for (const day of (await store.children(layout.delayedDir, watch)).sort()) {
     const dayStart = numberOf(day) * DELAY_DAY_MS;
-    if (dayStart > now) return { promoted, nextDue: dayStart };
+    if (dayStart > now) return done(dayStart);
     const dayDir = `${layout.delayedDir}/${day}`;
     const hours = (await store.children(dayDir, watch)).sort();
     for (const hour of hours) {
       const hourStart = numberOf(hour) * DELAY_WINDOW_MS;
-      if (hourStart > now) return { promoted, nextDue: hourStart };
+      if (hourStart > now) return done(hourStart);
       const container = `${dayDir}/${hour}`;
       let nextDue: number | undefined;
       const buckets = await bucketsOf(store, container, watch);
@@ -402,17 +408,18 @@ export async function promoteDue(
           const moves = await promotions(
             store,
             due.slice(i, i + PROMOTE_READ).map((n) => `${dir}/${n}`),
+            unread,
           );
           promoted.push(...(await applyMoves(store, moves, fence)));
         }
         if (due.length === names.length && hourStart + DELAY_WINDOW_MS <= now) await removeIfEmpty(store, dir);
       }
-      if (nextDue !== undefined) return { promoted, nextDue };
+      if (nextDue !== undefined) return done(nextDue);
       if (hourStart + DELAY_WINDOW_MS <= now) await removeIfEmpty(store, container);
     }
     if (dayStart + DELAY_DAY_MS <= now) await removeIfEmpty(store, dayDir);
   }
-  return { promoted, nextDue: undefined };
+  return done(undefined);
 }
 
 function byDueThenId(a: string, b: string): number {
@@ -422,12 +429,25 @@ function byDueThenId(a: string, b: string): number {
 /** Numeric-aware: id 9 before id 10. */
 const ID_ORDER = new Intl.Collator('en', { numeric: true });
 
-/** Moves of due delayed pointers to ready; a pointer whose record is gone is deleted. */
-async function promotions(store: QueueStore, pointers: string[]): Promise<Move[]> {
-  return Promise.all(
-    pointers.map(async (pointer) => {
+/**
+ * Moves of due delayed pointers to ready; a pointer whose record is gone, is
+ * not a job's or is not delayed is deleted. A record that could not be read
+ * (any other error) gets no move: its pointer stays for the next look, and
+ * its error goes to `unread`.
+ */
+async function promotions(store: QueueStore, pointers: string[], unread: unknown[]): Promise<Move[]> {
+  const moves = await Promise.all(
+    pointers.map(async (pointer): Promise<Move | undefined> => {
       const id = idOfDelayed(pointer.slice(pointer.lastIndexOf('/') + 1));
-      const stored = await store.getJob(id).catch(() => undefined);
+      let stored: StoredJob | undefined;
+      try {
+        stored = await store.getJob(id);
+      } catch (err) {
+        if (!(err instanceof MalformedJobError)) {
+          unread.push(err);
+          return undefined;
+        }
+      }
       if (stored?.record.state !== 'delayed') {
         return removal(store, { id, version: undefined, pointer }, []); // removed meanwhile, or foreign
       }
@@ -435,6 +455,7 @@ async function promotions(store: QueueStore, pointers: string[]): Promise<Move[]
       return toReady(store, stored as StoredJob, promotedRecord(stored.record), pointer, events);
     }),
   );
+  return moves.filter((m) => m !== undefined);
 }
 
 // ---- retention --------------------------------------------------------------

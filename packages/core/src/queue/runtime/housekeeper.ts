@@ -168,8 +168,9 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   }
 
   /**
-   * A due time (ZooKeeper's clock) this process wrote: a retry's backoff, a
-   * scheduler's iteration. A standby wakes for it without looking first.
+   * A due time (ZooKeeper's clock) this process wrote: a retry's backoff (a
+   * scheduler's next iteration is not noted: a standby learns it from its
+   * next look). A standby wakes for it without looking first.
    */
   noteDue(due: number): void {
     if (this.notedDue !== undefined && this.notedDue <= due) return;
@@ -262,12 +263,17 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     // a standby judges with the grace it woke for, and draws the next one
     const grace = leading ? 0 : this.grace;
     this.grace = STANDBY_GRACE_MS * (1 + Math.random());
-    const { promoted, nextDue } = leading
+    const { promoted, nextDue, failure } = leading
       ? await promoteDue(this.store, this.fence, this.onDelayedChange, now)
       : await promoteDue(this.store, undefined, undefined, now - grace);
     if (promoted.length > 0) this.emit('promoted', promoted);
     this.knownDue = nextDue;
     await this.maybeHeal(leading, now);
+    // a due job whose record could not be read: reported, and looked at again after a pause
+    if (failure !== undefined) {
+      this.report(failure);
+      return () => PROMOTE_RETRY_MS;
+    }
     if (leading) {
       // After promoting, look again at once: the promotion's own deletes fired the watches this
       // pass set, so sleeping now would leave a job delayed meanwhile to the poll.

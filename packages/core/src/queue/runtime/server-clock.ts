@@ -9,7 +9,10 @@
  * known offset (at first 0: the local clock) is used. The write's mtime lies
  * somewhere within the round trip, so the offset is known to half of it
  * (`uncertainty`): whoever judges whether a due time has come takes it off
- * (`earliest`), and starts nothing early.
+ * (`earliest`), and starts nothing early. The offset is kept against this
+ * process's monotonic clock, not its wall clock: a wall clock stepped between
+ * two measures (an NTP step, a resumed machine) moves neither ZooKeeper's
+ * time as judged here nor a due time computed from a local one (`fromLocal`).
  *
  * On a session opened with `clock: 'process'` (tests in one process) the
  * clock is this process's `Date.now()` with no offset, never measured, so
@@ -20,8 +23,14 @@ import type { QueueStore } from '../store.js';
 /** How often the offset is measured again, ms. */
 const REFRESH_MS = 30_000;
 
+/** This process's monotonic clock, ms on the epoch's scale (never stepped). */
+function monotonic(): number {
+  return performance.timeOrigin + performance.now();
+}
+
 export class ServerClock {
-  private offset = 0;
+  /** ZooKeeper's time minus the monotonic clock (at first the wall clock's lead over it). */
+  private offset = Date.now() - monotonic();
   private spread = 0;
   private measuredAt = Number.NEGATIVE_INFINITY;
   private measuring: Promise<void> | undefined;
@@ -37,7 +46,7 @@ export class ServerClock {
   async now(): Promise<number> {
     if (this.local) return Date.now();
     if (this.stale()) await this.refresh();
-    return Date.now() + this.offset;
+    return monotonic() + this.offset;
   }
 
   /** How far ZooKeeper's time may be from `now()`, ms: half the round trip of the last measure. */
@@ -52,13 +61,14 @@ export class ServerClock {
   }
 
   /**
-   * ZooKeeper's time when the local clock reads `local`, by the last offset
-   * known; an old one is measured again in the background for the next call.
+   * ZooKeeper's time when the local clock reads `local` (read as so far
+   * from the local clock's now), by the last offset known; an old one is
+   * measured again in the background for the next call.
    */
   fromLocal(local: number): number {
     if (this.local) return local;
     if (this.stale()) void this.refresh();
-    return local + this.offset;
+    return local - Date.now() + monotonic() + this.offset;
   }
 
   private stale(): boolean {
@@ -74,14 +84,15 @@ export class ServerClock {
 
   /** The local time at which ZooKeeper's clock reads `serverTime`. */
   toLocal(serverTime: number): number {
-    return serverTime - this.offset;
+    if (this.local) return serverTime;
+    return serverTime - this.offset - monotonic() + Date.now();
   }
 
   private async measure(): Promise<void> {
-    const t0 = Date.now();
+    const t0 = monotonic();
     try {
       const server = await this.store.serverNow();
-      const t1 = Date.now();
+      const t1 = monotonic();
       this.offset = server - (t0 + t1) / 2;
       this.spread = (t1 - t0) / 2;
       this.measuredAt = performance.now();
