@@ -981,7 +981,8 @@ function transactionOf(client: WireClient, ops: readonly WireOp[], acl: readonly
 //   whole and uncopied, to the manager's own handler (which then neither
 //   buffers nor recurses); only a packet split across chunks is joined, once,
 //   when complete. Bytes left by a closed socket are dropped, not put in front
-//   of the next connection's;
+//   of the next connection's. A packet that does not parse drops the
+//   connection instead of throwing from the data handler (handleWhole);
 // - create, remove, setData, getData, exists and getChildren queue their
 //   request directly: with `retries: 0` (all the session uses) the wrapper
 //   sends once and passes the reply on, and the session has its own timeouts
