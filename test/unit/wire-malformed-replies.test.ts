@@ -40,7 +40,12 @@ for (const [name, reply] of MALFORMED) {
 
 test('a connect reply cut short: no throw, the connection dropped', () => {
   const wire = fakeWire({ tuned: true, state: CONNECTING });
-  for (const reply of [framed(), framed(int(0), int(30_000)), framed(int(0), int(30_000), long(1))]) {
+  for (const reply of [
+    framed(),
+    framed(int(0), int(30_000)),
+    framed(int(0), int(30_000), long(1)),
+    framed(int(0), int(30_000), long(1), int(16), Buffer.alloc(4)),
+  ]) {
     assert.doesNotThrow(() => wire.receive(reply));
     assert.equal(wire.socket.destroyed, true);
     assert.equal(wire.manager.state, CONNECTING, 'not taken for connected');

@@ -1282,7 +1282,7 @@ function frameReplies(m: ManagerLike): void {
         const refused = m.state === STATE.CONNECTING ? undefined : refusalCode(packet);
         if (refused !== undefined) refuse(m, refused);
         const sasl = (m as unknown as Record<symbol, SaslExchange | undefined>)[SASL];
-        if (packet.length < (m.state === STATE.CONNECTING ? CONNECT_REPLY_BYTES : REPLY_HEADER_BYTES)) {
+        if (packet.length < (m.state === STATE.CONNECTING ? connectReplyBytes(packet) : REPLY_HEADER_BYTES)) {
           at = buffer.length;
           socket?.destroy(); // shorter than any reply: not a ZooKeeper stream (or read misaligned), reconnect
           return;
@@ -1313,6 +1313,13 @@ function frameReplies(m: ManagerLike): void {
 const REPLY_HEADER_BYTES = 4 + 16;
 /** A connect reply at its shortest: the length, protocol version, timeout, session id, an empty password. */
 const CONNECT_REPLY_BYTES = 4 + 20;
+/** Bytes a connect reply must have: its password's length read where it is, if there (the client's parser reads past the end). */
+function connectReplyBytes(packet: Buffer): number {
+  return packet.length < CONNECT_REPLY_BYTES
+    ? CONNECT_REPLY_BYTES
+    : CONNECT_REPLY_BYTES + Math.max(0, packet.readInt32BE(20));
+}
+
 /** Set while the manager's handler hands a reply on (a request's callback, a watch event, a state change). */
 let delivering = false;
 
