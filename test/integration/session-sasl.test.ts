@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { AuthFailedError, AuthRequiredError, NoAuthError, Session, type SessionOptions, saslAcl } from '@zkq/core';
-import { saslServerOptions, startZooKeeper, uniqueRoot, type ZooKeeperServer } from '@zkq/testing';
+import { saslServerOptions, startZooKeeper, TcpProxy, uniqueRoot, type ZooKeeperServer } from '@zkq/testing';
 import { nextEvent } from '../helpers/zk.js';
 
 const CONNECT_TIMEOUT_MS = 15_000;
@@ -98,4 +98,43 @@ test('a server that takes SASL without enforcing it refuses a wrong password wit
   const anonymous = await Session.connect({ connectionString: lenient.connectionString, namespace: '/lenient' });
   t.after(() => anonymous.close());
   assert.ok(await anonymous.exists('/'), 'without enforcement, a connection without SASL is served');
+});
+
+test('connections cut mid-packet each way while requests are in flight: every reconnection authenticates before the requests it holds, the session never refused', async (t) => {
+  const proxy = await TcpProxy.start(server.connectionString);
+  t.after(() => proxy.stop());
+  const alice = await open(t, {
+    connectionString: proxy.connectionString,
+    namespace: uniqueRoot('sasl-cuts'),
+    sasl: { username: 'alice', password: 'secret' },
+  });
+  const failures: unknown[] = [];
+  alice.on('failed', (err) => failures.push(err));
+  await alice.create('/n', Buffer.from('0'));
+  for (const [round, [way, keep]] of (
+    [
+      ['up', 3],
+      ['down', 3],
+      ['up', 20],
+      ['down', 30],
+      ['down', 2],
+    ] as const
+  ).entries()) {
+    const cut = proxy.cutMidway(way, keep);
+    const burst = Array.from({ length: 8 }, (_, i) =>
+      alice.setData('/n', Buffer.from(`${round}.${i}`)).then(
+        () => undefined,
+        (err: unknown) => err,
+      ),
+    );
+    await cut;
+    // the requests of the next connection, sent while it authenticates, wait for the exchange
+    burst.push(alice.getChildren('/').then(() => undefined));
+    for (const err of await Promise.all(burst)) {
+      assert.ok(!(err instanceof AuthRequiredError) && !(err instanceof AuthFailedError), String(err));
+    }
+  }
+  assert.deepEqual(failures, []);
+  await alice.setData('/n', Buffer.from('end'));
+  assert.equal((await alice.getData('/n')).data.toString(), 'end');
 });

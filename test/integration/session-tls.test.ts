@@ -8,9 +8,17 @@
  * refused at the entry.
  */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
-import { BadArgumentsError, ConnectionSecurityError, Session, type TlsOptions } from '@zkq/core';
-import { makeTestCertificates, pem, startZooKeeper, type TestCertificates, type ZooKeeperServer } from '@zkq/testing';
+import { BadArgumentsError, ConnectionSecurityError, ConnectTimeoutError, Session, type TlsOptions } from '@zkq/core';
+import {
+  makeTestCertificates,
+  pem,
+  sharedZooKeeper,
+  startZooKeeper,
+  type TestCertificates,
+  type ZooKeeperServer,
+} from '@zkq/testing';
 import { nextEvent } from '../helpers/zk.js';
 
 const CONNECT_TIMEOUT_MS = 15_000;
@@ -86,5 +94,31 @@ test('bad TLS options are refused before connecting', async () => {
     { verify: true },
   ]) {
     await assert.rejects(connect(tls as TlsOptions), BadArgumentsError, JSON.stringify(tls).slice(0, 60));
+  }
+});
+
+test('TLS asked of a plaintext ZooKeeper, or of a server closing in the middle of the handshake: a typed error, never a plaintext session', async (t) => {
+  const closing = createServer((socket) => {
+    socket.on('error', () => undefined);
+    socket.once('data', () => socket.destroy()); // the client hello read, then gone
+  });
+  await new Promise<void>((resolve) => closing.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => closing.close(() => resolve())));
+  const closingAt = `127.0.0.1:${(closing.address() as { port: number }).port}`;
+  for (const connectionString of [await sharedZooKeeper(), closingAt]) {
+    const outcome = await Session.connect({
+      connectionString,
+      namespace: '/tls-plain',
+      sessionTimeout: 6000,
+      connectTimeout: 3000,
+      tls: valid(),
+    }).then(
+      async (session) => {
+        await session.close({ timeout: 0 });
+        return 'connected in the clear';
+      },
+      (err: unknown) => err,
+    );
+    assert.ok(outcome instanceof ConnectionSecurityError || outcome instanceof ConnectTimeoutError, String(outcome));
   }
 });

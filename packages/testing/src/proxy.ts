@@ -42,6 +42,8 @@ export class TcpProxy {
   private holding = false;
   /** The next chunk of replies is torn after `keep` bytes; `done` resolves what `tearReplies` returned. */
   private tearing: { keep: number; done: () => void } | undefined;
+  /** The next chunk going `way` is passed on up to `keep` bytes, then its connection cut (`cutMidway`). */
+  private midway: { way: 'up' | 'down'; keep: number; done: () => void } | undefined;
   private port = 0;
 
   private constructor(
@@ -103,10 +105,11 @@ export class TcpProxy {
     client.on('data', (d: Buffer) => {
       if (pair.severed) return;
       if (this.frozen) pair.up.push(d);
-      else upstream.write(d);
+      else if (!this.cutMidChunk(pair, 'up', d)) upstream.write(d);
     });
     upstream.on('data', (d: Buffer) => {
       if (this.holding || pair.severed) return;
+      if (!this.frozen && this.cutMidChunk(pair, 'down', d)) return;
       if (this.frozen) {
         pair.down.push(d);
         return;
@@ -174,6 +177,36 @@ export class TcpProxy {
     });
   }
 
+  /**
+   * Passes on the first `keep` bytes (at most all but the last) of the next
+   * chunk going `way` (`up`: requests, `down`: replies), then cuts that
+   * connection both ways, as when a connection dies while a packet is in
+   * flight. Later connections go through as usual. Resolves once cut.
+   */
+  cutMidway(way: 'up' | 'down', keep: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.midway = { way, keep, done: resolve };
+    });
+  }
+
+  private cutMidChunk(pair: Pair, way: 'up' | 'down', d: Buffer): boolean {
+    const midway = this.midway;
+    if (midway?.way !== way) return false;
+    this.midway = undefined;
+    pair.severed = true; // nothing more passes, either way
+    const keep = Math.max(0, Math.min(midway.keep, d.length - 1));
+    const to = way === 'up' ? pair.upstream : pair.client;
+    const end = () => {
+      pair.client.destroy();
+      pair.upstream?.destroy();
+      this.pairs.delete(pair);
+      midway.done();
+    };
+    if (keep > 0 && to) to.write(d.subarray(0, keep), end);
+    else end();
+    return true;
+  }
+
   /** Accepts connections (and forwards traffic) again; ends the connections a partition severed. */
   restore(): void {
     this.accepting = true;
@@ -191,6 +224,7 @@ export class TcpProxy {
     }
     this.holding = false;
     this.tearing = undefined;
+    this.midway = undefined;
   }
 
   /** Number of connections currently proxied. */
