@@ -112,3 +112,20 @@ test('election: a failed re-join after a new session is retried, each failure em
   await election.close();
   assert.deepEqual(await other.getChildren('/election'), []);
 });
+
+test("election: the leader's own node rewritten from outside, then deleted: the leader is still deposed", async (t) => {
+  const { sessions } = await sessionsOn(t, 3, STEADY_SESSION_TIMEOUT_MS);
+  const { elections } = await participants(sessions.slice(0, 2));
+  await waitFor(() => elections[0]!.isLeader, { what: 'p0 to lead' });
+  const outsider = sessions[2]!;
+  const [first] = (await outsider.getChildren('/election')).sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)));
+  const node = `/election/${first}`;
+  assert.equal((await outsider.getData(node)).data.toString(), 'p0');
+  // a data watch fires once: after this write the leader must still be watching its node
+  await outsider.setData(node, Buffer.from('p0'));
+  const deposed = nextEvent(elections[0]!, 'deposed');
+  await outsider.delete(node);
+  await deposed;
+  await waitFor(() => elections[1]!.isLeader, { what: 'p1 to take over' });
+  assert.equal(elections[0]!.isLeader, false, 'two leaders: p0 never noticed its node was deleted');
+});

@@ -305,11 +305,18 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
 
   /**
    * While leading, notices the node being deleted from outside (an operator,
-   * a cleanup). A data watch: if the node is already gone, none is left behind.
+   * a cleanup). A data watch: if the node is already gone, none is left behind;
+   * a write to the node fires it too, and it is set again.
    */
   private async watchOwnNode(epoch: number, node: string): Promise<void> {
     const present = await existsWithDataWatch(this.session, node, (event) => {
-      if (event.type === 'deleted' && epoch === this.epoch) void this.campaignFailed(new NoNodeError(node), epoch);
+      if (epoch !== this.epoch) return;
+      if (event.type === 'deleted') void this.campaignFailed(new NoNodeError(node), epoch);
+      else if (event.type === 'dataChanged') {
+        this.watchOwnNode(epoch, node).catch((err) =>
+          epoch === this.epoch ? this.campaignFailed(err, epoch) : undefined,
+        );
+      }
     });
     if (!present && epoch === this.epoch) throw new NoNodeError(node);
   }
