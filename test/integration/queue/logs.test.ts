@@ -7,20 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  decodeRecord,
-  encodeRecord,
-  Housekeeper,
-  LOG_SWEEP_SHARDS,
-  openSession,
-  QueueStore,
-  sweepOrphanLogs,
-  writeLogs,
-} from '@zkq/core';
+import { decodeRecord, encodeRecord, LOG_SWEEP_SHARDS, QueueStore, sweepOrphanLogs, writeLogs } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
+import { startLeader } from '../../helpers/housekeeper.js';
 import { queueEnv } from '../../helpers/queue.js';
-import { nextEvent, waitFor } from '../../helpers/zk.js';
+import { waitFor } from '../../helpers/zk.js';
 import { countNodes, prefixSession } from '../../helpers/znodes.js';
 
 test('log lines go to their own node, not the record; the sweep deletes those of removed jobs, and a job removed as it completes writes none', async (t) => {
@@ -162,20 +154,10 @@ test('a sweep pass costs a few requests per shard, not per logged job, and the p
 
 test("the leader's housekeeping, a few shards a pass, comes round to every removed job's lines", async (t) => {
   const env = await queueEnv(t);
-  const session = await openSession(env.connection, env.prefix);
-  const store = new QueueStore(session, 'rounds');
   const queue = new Queue('rounds', env);
   t.after(() => queue.close());
-  await store.init();
   // sweeping every 100 ms: the 256 shards take 16 passes
-  const keeper = new Housekeeper(store, 'leader', 100, undefined, 100);
-  t.after(async () => {
-    await keeper.close();
-    await session.close();
-  });
-  const elected = nextEvent(keeper, 'elected');
-  await keeper.start();
-  await elected;
+  const { store, session } = await startLeader(t, env, 'rounds', { stalledInterval: 100, sweepMs: 100 });
   const jobs = await queue.addBulk(Array.from({ length: 40 }, (_, n) => ({ name: 'r', data: { n } })));
   await writeLogs(
     store,
