@@ -6,7 +6,7 @@
  * (an older version) still read.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { decodeRecord, encodeRecord, LOG_SWEEP_SHARDS, QueueStore, sweepOrphanLogs, writeLogs } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
@@ -53,11 +53,15 @@ test('log lines go to their own node, not the record; the sweep deletes those of
   assert.equal(await countNodes(session, store.layout.logsDir), 1);
 });
 
-test("a job added again under a removed job's id does not show that job's lines, and logs its own", async (t) => {
+/**
+ * Queue `name` with a worker logging `run of <v>` (no housekeeping: no sweep
+ * but the test's), whose job `same` ran once, logged, and was removed.
+ */
+async function firstRunRemoved(t: TestContext, name: string) {
   const env = await queueEnv(t);
-  const queue = new Queue('reused', env);
+  const queue = new Queue(name, env);
   t.after(() => queue.close());
-  const worker = new Worker('reused', async (job) => void (await job.log(`run of ${job.data.v}`)), {
+  const worker = new Worker(name, async (job) => void (await job.log(`run of ${job.data.v}`)), {
     ...env,
     housekeeping: false,
   });
@@ -65,6 +69,11 @@ test("a job added again under a removed job's id does not show that job's lines,
   await queue.add('j', { v: 1 }, { jobId: 'same' });
   await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'first completed' });
   await queue.remove('same');
+  return { env, queue, worker };
+}
+
+test("a job added again under a removed job's id does not show that job's lines, and logs its own", async (t) => {
+  const { env, queue, worker } = await firstRunRemoved(t, 'reused');
   await worker.pause();
   await queue.add('j', { v: 2 }, { jobId: 'same' });
   assert.deepEqual(await (await queue.getJob('same'))?.getLogs(), [], "the earlier job's lines are not this job's");
@@ -80,17 +89,7 @@ test("a job added again under a removed job's id does not show that job's lines,
 });
 
 test("the sweep leaves an earlier job's lines under an id added again to that job, and never takes the new job's", async (t) => {
-  const env = await queueEnv(t);
-  const queue = new Queue('resweep', env);
-  t.after(() => queue.close());
-  const worker = new Worker('resweep', async (job) => void (await job.log(`run of ${job.data.v}`)), {
-    ...env,
-    housekeeping: false,
-  });
-  t.after(() => worker.close());
-  await queue.add('j', { v: 1 }, { jobId: 'same' });
-  await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'first completed' });
-  await queue.remove('same');
+  const { env, queue, worker } = await firstRunRemoved(t, 'resweep');
   await worker.close();
   await queue.add('j', { v: 2 }, { jobId: 'same' });
   const session = await prefixSession(t, env);
