@@ -11,6 +11,7 @@ import { DEDUP_LISTING_MAX, openSession, QueueStore, sweepDedupKeys } from '@zkq
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { withBackend } from 'bullmq';
+import { heldWorker } from '../../helpers/held-worker.js';
 import { startLeader } from '../../helpers/housekeeper.js';
 import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
@@ -119,21 +120,7 @@ test('a finish leaves the key alone once a newer job took it over', async (t) =>
   const env = await queueEnv(t);
   const queue = new Queue('taken', env);
   t.after(() => queue.close());
-  let release: () => void = () => {};
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const started: string[] = [];
-  const worker = new Worker(
-    'taken',
-    async (job) => {
-      started.push(job.id as string);
-      await held;
-      return 'done';
-    },
-    env,
-  );
-  t.after(() => worker.close());
+  const { started, release } = heldWorker(t, env, 'taken');
   const first = await queue.add('t', {}, { deduplication: { id: 'k' } });
   await waitFor(() => started.includes(first.id as string), { what: 'the first job to run' });
   // the key is freed while the first job runs, and a newer job takes it
