@@ -48,3 +48,28 @@ export function assertNumberedLogs(logs: readonly string[], count: number): void
     'every line (within keepLogs), in order',
   );
 }
+
+/** What a `failed` event of a QueueEvents says. */
+export interface FailedEvent {
+  jobId: string;
+  failedReason: string;
+}
+
+/**
+ * The `failed` events `events` (a QueueEvents of either front-end) reports
+ * once ready, as a list that grows; closed after the test.
+ */
+export async function failedEventsOf(
+  t: { after: (fn: () => unknown) => void },
+  events: {
+    on(event: 'failed', fn: (e: FailedEvent) => void): unknown;
+    waitUntilReady(): Promise<unknown>;
+    close(): Promise<unknown>;
+  },
+): Promise<FailedEvent[]> {
+  t.after(() => events.close());
+  await events.waitUntilReady();
+  const failed: FailedEvent[] = [];
+  events.on('failed', (e) => failed.push(e));
+  return failed;
+}

@@ -16,6 +16,7 @@ import {
   bigStackError,
   bytes,
   FAST,
+  failedEventsOf,
   pastALease,
 } from '../../helpers/finish-size.js';
 import { bullEnv } from '../../helpers/queue.js';
@@ -27,11 +28,7 @@ test('BullMQ Worker: a 300 KB error is retried as its attempts say, then fails w
   const { connection } = await bullEnv(t);
   const queue = new Queue('huge-error', { connection });
   t.after(() => queue.close());
-  const events = new QueueEvents('huge-error', { connection });
-  t.after(() => events.close());
-  await events.waitUntilReady();
-  const failedEvents: { jobId: string; failedReason: string }[] = [];
-  events.on('failed', (e) => failedEvents.push(e));
+  const failedEvents = await failedEventsOf(t, new QueueEvents('huge-error', { connection }));
   let runs = 0;
   const worker = new Worker(
     'huge-error',

@@ -16,6 +16,7 @@ import {
   bigStackError,
   bytes,
   FAST,
+  failedEventsOf,
   pastALease,
 } from '../../helpers/finish-size.js';
 import { queueEnv } from '../../helpers/queue.js';
@@ -100,11 +101,7 @@ test('a failed event with a huge reason reaches a QueueEvents, cut, and the job 
   const env = await queueEnv(t);
   const queue = new Queue('huge-event', env);
   t.after(() => queue.close());
-  const events = new QueueEvents('huge-event', env);
-  t.after(() => events.close());
-  await events.waitUntilReady();
-  const failedEvents: { jobId: string; failedReason: string }[] = [];
-  events.on('failed', (e) => failedEvents.push(e));
+  const failedEvents = await failedEventsOf(t, new QueueEvents('huge-event', env));
   let runs = 0;
   const worker = new Worker(
     'huge-event',
