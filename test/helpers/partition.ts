@@ -35,6 +35,14 @@ export async function sessionBehindProxy(
   return { proxy, session };
 }
 
+/** A session reaching the shared server through a proxy of its own, both closed after the test (the proxy first). */
+export async function sessionThroughProxy(t: Ctx, options: Partial<SessionOptions> = {}): Promise<BehindProxy> {
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const session = await testSession(t, { ...options, connectionString: proxy.connectionString });
+  return { proxy, session };
+}
+
 /** When `emitter` next emits `event`, on the monotonic clock. */
 export function eventAt(emitter: { once(event: string, fn: () => void): unknown }, event: string): Promise<number> {
   return new Promise((resolve) => emitter.once(event, () => resolve(performance.now())));

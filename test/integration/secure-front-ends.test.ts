@@ -13,7 +13,6 @@ import { type ConnectionOptions, Lock, Session, x509Acl } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import {
   makeTestCertificates,
-  pem,
   saslServerOptions,
   startZooKeeper,
   type TestCertificates,
@@ -23,6 +22,7 @@ import {
 } from '@zkq/testing';
 import { Worker } from '@zkq/worker';
 import { withBackend } from 'bullmq';
+import { clientTls } from '../helpers/secure-zookeeper.js';
 import { waitFor } from '../helpers/zk.js';
 
 const Bull = withBackend(createZooKeeperBackend);
@@ -37,13 +37,13 @@ const HARDENINGS: Hardening[] = [
   {
     name: 'TLS only',
     server: (certificates) => ({ tls: { certificates, clientAuth: 'none' } }),
-    connection: (certs) => ({ tls: { ca: pem(certs.ca) } }),
+    connection: (certs) => ({ tls: clientTls(certs, false) }),
   },
   {
     name: 'TLS with client certificates and x509 ACLs',
     server: (certificates) => ({ tls: { certificates, clientAuth: 'need' } }),
     connection: (certs) => ({
-      tls: { ca: pem(certs.ca), cert: pem(certs.client.cert), key: pem(certs.client.key) },
+      tls: clientTls(certs, true),
       acl: x509Acl(certs.client.subject),
     }),
   },

@@ -8,8 +8,7 @@ import { once } from 'node:events';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RequestTimeoutError } from '@zkq/core';
-import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
-import { testSession } from '../helpers/zk.js';
+import { sessionThroughProxy } from '../helpers/partition.js';
 
 /** `promise`, or a rejection after `ms` of real time. */
 async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -26,13 +25,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
 }
 
 test('faked global timers: the probe of an idle session notices a silent partition', async (t) => {
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, {
-    connectionString: proxy.connectionString,
-    sessionTimeout: 3000,
-    requestTimeout: 1000,
-  });
+  const { proxy, session: s } = await sessionThroughProxy(t, { sessionTimeout: 3000, requestTimeout: 1000 });
   t.mock.timers.enable({ apis: ['Date', 'setTimeout', 'setInterval'] });
   t.after(() => t.mock.timers.reset());
   const suspended = once(s, 'suspended');
@@ -43,13 +36,7 @@ test('faked global timers: the probe of an idle session notices a silent partiti
 });
 
 test('faked global timers: a request to a frozen server times out', async (t) => {
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, {
-    connectionString: proxy.connectionString,
-    sessionTimeout: 30_000,
-    requestTimeout: 1000,
-  });
+  const { proxy, session: s } = await sessionThroughProxy(t, { sessionTimeout: 30_000, requestTimeout: 1000 });
   t.mock.timers.enable({ apis: ['Date', 'setTimeout', 'setInterval'] });
   t.after(() => t.mock.timers.reset());
   proxy.freeze();

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { NoNodeError, RequestTimeoutError, SessionExpiredError, type WatchEvent } from '@zkq/core';
-import { expireSession, sharedZooKeeper, TcpProxy } from '@zkq/testing';
+import { expireSession, sharedZooKeeper } from '@zkq/testing';
+import { sessionThroughProxy } from '../helpers/partition.js';
 import { nextEvent, testSession, waitFor } from '../helpers/zk.js';
 
 function recorder() {
@@ -81,9 +82,7 @@ test('expiry: lost, hooks, then reconnected as a new session; ephemerals and wat
 });
 
 test('short disconnect: suspended then reconnected with the same session; ephemerals survive', async (t) => {
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, { connectionString: proxy.connectionString, sessionTimeout: 15_000 });
+  const { proxy, session: s } = await sessionThroughProxy(t, { sessionTimeout: 15_000 });
   await s.create('/eph', undefined, 'ephemeral');
   const oldId = s.sessionId;
   const states: string[] = [];
@@ -109,9 +108,7 @@ test('short disconnect: suspended then reconnected with the same session; epheme
 });
 
 test('a reply torn when its connection died: the next connection reads clean, the same session resumes', async (t) => {
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, { connectionString: proxy.connectionString, sessionTimeout: 15_000 });
+  const { proxy, session: s } = await sessionThroughProxy(t, { sessionTimeout: 15_000 });
   await s.create('/eph', undefined, 'ephemeral');
   const oldId = s.sessionId;
   const states: string[] = [];
@@ -136,10 +133,7 @@ test('a reply torn when its connection died: the next connection reads clean, th
 });
 
 test('silent partition: an unanswered request drops the connection, so the session is suspended, then resumes', async (t) => {
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, {
-    connectionString: proxy.connectionString,
+  const { proxy, session: s } = await sessionThroughProxy(t, {
     sessionTimeout: 15_000,
     requestTimeout: 1000,
     retry: { maxAttempts: 1 },
@@ -160,14 +154,8 @@ test('silent partition: an unanswered request drops the connection, so the sessi
 });
 
 test('silent partition of an idle session: its own probe notices', async (t) => {
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
   // sessionTimeout 3000: the probe reads after 1 s of quiet; its reply is due within 1 s.
-  const s = await testSession(t, {
-    connectionString: proxy.connectionString,
-    sessionTimeout: 3000,
-    requestTimeout: 1000,
-  });
+  const { proxy, session: s } = await sessionThroughProxy(t, { sessionTimeout: 3000, requestTimeout: 1000 });
   const suspended = nextEvent(s, 'suspended', 15_000);
   proxy.freeze(); // and send nothing ourselves
   await suspended;
@@ -176,13 +164,7 @@ test('silent partition of an idle session: its own probe notices', async (t) => 
 });
 
 test('suspension past the session timeout: lost while cut off, a new session after restore', async (t) => {
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, {
-    connectionString: proxy.connectionString,
-    sessionTimeout: 2000,
-    requestTimeout: 60_000,
-  });
+  const { proxy, session: s } = await sessionThroughProxy(t, { sessionTimeout: 2000, requestTimeout: 60_000 });
   const observer = await testSession(t, { namespace: s.namespace });
   await s.create('/p', Buffer.from('v'));
   await s.create('/eph', undefined, 'ephemeral');

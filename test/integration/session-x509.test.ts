@@ -6,34 +6,18 @@
  * certificate only.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { NoAuthError, Session, type SessionOptions, x509Acl } from '@zkq/core';
-import {
-  makeTestCertificates,
-  pem,
-  startZooKeeper,
-  type TestCertificates,
-  uniqueRoot,
-  type ZooKeeperServer,
-} from '@zkq/testing';
+import { uniqueRoot } from '@zkq/testing';
+import { clientTls, secureZooKeeperForFile } from '../helpers/secure-zookeeper.js';
 
-let certs: TestCertificates;
-let server: ZooKeeperServer;
-
-before(async () => {
-  certs = makeTestCertificates({ clientSubject: '/O=tenant-a/CN=zkq-worker' });
-  server = await startZooKeeper({ heapMb: 128, tls: { certificates: certs, clientAuth: 'want' } });
-});
-after(() => server?.stop());
+const zk = secureZooKeeperForFile('/O=tenant-a/CN=zkq-worker');
 
 async function open(t: { after(fn: () => unknown): void }, options: Partial<SessionOptions> & { withCert: boolean }) {
   const { withCert, ...rest } = options;
   const session = await Session.connect({
-    connectionString: server.connectionString,
-    tls: {
-      ca: pem(certs.ca),
-      ...(withCert ? { cert: pem(certs.client.cert), key: pem(certs.client.key) } : {}),
-    },
+    connectionString: zk.server.connectionString,
+    tls: clientTls(zk.certs, withCert),
     ...rest,
   });
   t.after(() => session.close());
@@ -41,11 +25,11 @@ async function open(t: { after(fn: () => unknown): void }, options: Partial<Sess
 }
 
 test("the certificate's subject, RFC 2253 order, is the identity an x509 ACL names", () => {
-  assert.equal(certs.client.subject, 'CN=zkq-worker,O=tenant-a');
+  assert.equal(zk.certs.client.subject, 'CN=zkq-worker,O=tenant-a');
 });
 
 for (const [what, acl] of [
-  ['an x509 ACL naming the subject', () => x509Acl(certs.client.subject)],
+  ['an x509 ACL naming the subject', () => x509Acl(zk.certs.client.subject)],
   ["the creator ACL on a certificate's connection", () => 'creator' as const],
 ] as const) {
   test(`${what}: the certificate may use the nodes, a connection without it may not`, async (t) => {

@@ -11,45 +11,30 @@
  * The owner works normally throughout.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { type ConnectionOptions, NoAuthError, Session } from '@zkq/core';
 import { Queue } from '@zkq/producer';
-import {
-  makeTestCertificates,
-  pem,
-  saslServerOptions,
-  startZooKeeper,
-  type TestCertificates,
-  uniqueRoot,
-  type ZooKeeperServer,
-} from '@zkq/testing';
+import { saslServerOptions, uniqueRoot } from '@zkq/testing';
 import { Worker } from '@zkq/worker';
+import { clientTls, secureZooKeeperForFile } from '../helpers/secure-zookeeper.js';
 import { waitFor } from '../helpers/zk.js';
-
-let certs: TestCertificates;
-let server: ZooKeeperServer;
 
 // One server knows all three schemes: TLS with optional client certificates
 // and the x509 provider, SASL taken but not enforced, digest as always.
-before(async () => {
-  certs = makeTestCertificates({ clientSubject: '/O=tenant-x509/CN=zkq-worker' });
-  server = await startZooKeeper({
-    heapMb: 128,
-    tls: { certificates: certs, clientAuth: 'want' },
-    ...saslServerOptions({ users: { tenantsasl: 'sasl-pw' }, enforce: false }),
-  });
-});
-after(() => server?.stop());
+const zk = secureZooKeeperForFile(
+  '/O=tenant-x509/CN=zkq-worker',
+  saslServerOptions({ users: { tenantsasl: 'sasl-pw' }, enforce: false }),
+);
 
 type Scheme = 'x509' | 'sasl' | 'digest';
 
 /** The connection of a tenant known by `scheme`; every tenant's nodes get its creator ACL. */
 function identity(scheme: Scheme): ConnectionOptions {
-  const ca = pem(certs.ca);
-  const base = { connectionString: server.connectionString, sessionTimeout: 6000, acl: 'creator' as const };
-  if (scheme === 'x509') return { ...base, tls: { ca, cert: pem(certs.client.cert), key: pem(certs.client.key) } };
-  if (scheme === 'sasl') return { ...base, tls: { ca }, sasl: { username: 'tenantsasl', password: 'sasl-pw' } };
-  return { ...base, tls: { ca }, auth: 'tenantdigest:digest-pw' };
+  const base = { connectionString: zk.server.connectionString, sessionTimeout: 6000, acl: 'creator' as const };
+  const tls = clientTls(zk.certs, scheme === 'x509');
+  if (scheme === 'sasl') return { ...base, tls, sasl: { username: 'tenantsasl', password: 'sasl-pw' } };
+  if (scheme === 'digest') return { ...base, tls, auth: 'tenantdigest:digest-pw' };
+  return { ...base, tls };
 }
 
 for (const [owner, other] of [

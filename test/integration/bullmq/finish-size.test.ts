@@ -7,27 +7,28 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { MAX_LOG_BYTES, MAX_REASON_BYTES, MAX_RECORD_BYTES, MAX_STACK_BYTES, MAX_STACKTRACE_BYTES } from '@zkq/core';
+import { MAX_REASON_BYTES, MAX_RECORD_BYTES, MAX_STACK_BYTES } from '@zkq/core';
 import { withBackend } from 'bullmq';
+import {
+  assertCutReason,
+  assertNumberedLogs,
+  assertStackHistoryBounded,
+  bigStackError,
+  bytes,
+  FAST,
+  failedEventsOf,
+  pastALease,
+} from '../../helpers/finish-size.js';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const { Queue, QueueEvents, Worker } = withBackend(createZooKeeperBackend);
 
-/** A short lease: a finish that were lost would run the job again within seconds. */
-const FAST = { lockDuration: 2000, stalledInterval: 500 };
-
-const bytes = (s: string | undefined) => Buffer.byteLength(s ?? '');
-
 test('BullMQ Worker: a 300 KB error is retried as its attempts say, then fails with the real reason, cut', async (t) => {
   const { connection } = await bullEnv(t);
   const queue = new Queue('huge-error', { connection });
   t.after(() => queue.close());
-  const events = new QueueEvents('huge-error', { connection });
-  t.after(() => events.close());
-  await events.waitUntilReady();
-  const failedEvents: { jobId: string; failedReason: string }[] = [];
-  events.on('failed', (e) => failedEvents.push(e));
+  const failedEvents = await failedEventsOf(t, new QueueEvents('huge-error', { connection }));
   let runs = 0;
   const worker = new Worker(
     'huge-error',
@@ -48,9 +49,7 @@ test('BullMQ Worker: a 300 KB error is retried as its attempts say, then fails w
   assert.equal(failed?.attemptsMade, 3);
   assert.equal(failed?.stalledCounter, 0);
   const reason = failed?.failedReason ?? '';
-  assert.ok(reason.startsWith('boom xxx'), reason.slice(0, 40));
-  assert.match(reason, /…\[truncated \d+ bytes\]$/);
-  assert.ok(bytes(reason) <= MAX_REASON_BYTES);
+  assertCutReason(reason, 'boom xxx');
   assert.ok((failed?.stacktrace?.length ?? 0) >= 1);
   for (const s of failed?.stacktrace ?? []) assert.ok(bytes(s) <= MAX_STACK_BYTES);
   await waitFor(() => failedEvents.some((e) => e.jobId === job.id), { timeoutMs: 10_000, what: 'the failed event' });
@@ -66,9 +65,7 @@ test('BullMQ Worker: many retries with big stacks keep a stack trace history bou
     'big-stacks',
     async () => {
       runs++;
-      const err = new Error(`attempt ${runs}`);
-      err.stack = `Error: attempt ${runs}\n${'    at frame (file.js:1:1)\n'.repeat(1500)}`; // ~40 KB
-      throw err;
+      throw bigStackError(runs);
     },
     { connection, ...FAST },
   );
@@ -81,9 +78,7 @@ test('BullMQ Worker: many retries with big stacks keep a stack trace history bou
   const failed = await queue.getJob(job.id as string);
   assert.equal(runs, 25);
   assert.equal(failed?.failedReason, 'attempt 25');
-  const total = (failed?.stacktrace ?? []).reduce((n, s) => n + bytes(s), 0);
-  assert.ok(total <= MAX_STACKTRACE_BYTES, `history ${total} bytes`);
-  assert.ok((failed?.stacktrace?.length ?? 0) >= 2);
+  assertStackHistoryBounded(failed?.stacktrace ?? []);
 });
 
 test('BullMQ Worker: a return value too large to store fails the job at once with a short reason, ran once', async (t) => {
@@ -109,7 +104,7 @@ test('BullMQ Worker: a return value too large to store fails the job at once wit
   assert.match(failed?.failedReason ?? '', /^PayloadTooLargeError: result too large/);
   assert.equal(failed?.attemptsMade, 1);
   // no second run once a lease has passed
-  await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
+  await pastALease();
   assert.equal(runs, 1);
   assert.equal(await queue.getJobState(job.id as string), 'failed');
 });
@@ -139,11 +134,7 @@ test('BullMQ Worker: 700 log lines of 1 KB then a return: completed once, every 
   assert.equal(done?.attemptsMade, 1);
   const { logs, count } = await queue.getJobLogs(job.id as string);
   assert.equal(count, 700);
-  assert.ok(logs.reduce((n, l) => n + bytes(l), 0) <= MAX_LOG_BYTES);
-  assert.deepEqual(
-    logs.map((l) => Number(l.split(' ')[0])),
-    Array.from({ length: 700 }, (_, i) => i),
-  );
-  await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
+  assertNumberedLogs(logs, 700);
+  await pastALease();
   assert.equal(runs, 1);
 });

@@ -16,6 +16,7 @@ import { openSession, QueueLayout, QueueStore, type Session, sweepDedupKeys } fr
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { FaultProxy, OP, request } from '../../helpers/fault-proxy.js';
+import { heldWorker } from '../../helpers/held-worker.js';
 import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
@@ -47,26 +48,6 @@ async function rawStore(t: { after: (fn: () => unknown) => void }, env: QueueTes
   const session = await openSession(env.connection, env.prefix);
   t.after(() => session.close());
   return new QueueStore(session, queue);
-}
-
-/** A worker running `queue`'s jobs, each until `release()` is called. */
-function heldWorker(t: { after: (fn: () => unknown) => void }, env: QueueTestEnv, queue: string) {
-  let release: () => void = () => {};
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const started: string[] = [];
-  const worker = new Worker(
-    queue,
-    async (job) => {
-      started.push(job.id as string);
-      await held;
-      return 'done';
-    },
-    env,
-  );
-  t.after(() => worker.close());
-  return { worker, started, release: () => release() };
 }
 
 test('an add that read a key whose job then completed, while another add created the key again, is deduplicated to the newer job', async (t) => {

@@ -7,12 +7,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { DEDUP_LISTING_MAX, Housekeeper, openSession, QueueStore, sweepDedupKeys } from '@zkq/core';
+import { DEDUP_LISTING_MAX, openSession, QueueStore, sweepDedupKeys } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { withBackend } from 'bullmq';
+import { heldWorker } from '../../helpers/held-worker.js';
+import { startLeader } from '../../helpers/housekeeper.js';
 import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';
-import { nextEvent, waitFor } from '../../helpers/zk.js';
+import { waitFor } from '../../helpers/zk.js';
 
 const Bull = withBackend(createZooKeeperBackend);
 
@@ -118,21 +120,7 @@ test('a finish leaves the key alone once a newer job took it over', async (t) =>
   const env = await queueEnv(t);
   const queue = new Queue('taken', env);
   t.after(() => queue.close());
-  let release: () => void = () => {};
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const started: string[] = [];
-  const worker = new Worker(
-    'taken',
-    async (job) => {
-      started.push(job.id as string);
-      await held;
-      return 'done';
-    },
-    env,
-  );
-  t.after(() => worker.close());
+  const { started, release } = heldWorker(t, env, 'taken');
   const first = await queue.add('t', {}, { deduplication: { id: 'k' } });
   await waitFor(() => started.includes(first.id as string), { what: 'the first job to run' });
   // the key is freed while the first job runs, and a newer job takes it
@@ -187,20 +175,10 @@ test("drain and clean on BullMQ's Queue delete the keys of the jobs they remove"
 
 test("the leader's housekeeping sweeps a ttl key once its ttl ran out, and the shard with it", async (t) => {
   const env = await queueEnv(t);
-  const session = await openSession(env.connection, env.prefix);
-  const store = new QueueStore(session, 'swept');
   const queue = new Queue('swept', env);
   t.after(() => queue.close());
-  await store.init();
   // elected before the worker's own housekeeper joins, and sweeping every 200 ms
-  const keeper = new Housekeeper(store, 'leader', 100, undefined, 200);
-  t.after(async () => {
-    await keeper.close();
-    await session.close();
-  });
-  const elected = nextEvent(keeper, 'elected');
-  await keeper.start();
-  await elected;
+  const { store } = await startLeader(t, env, 'swept', { stalledInterval: 100, sweepMs: 200 });
   const throttled = await queue.add('t', {}, { deduplication: { id: 'again', ttl: TTL } });
   const worker = new Worker('swept', async () => 'ok', env);
   t.after(() => worker.close());

@@ -6,24 +6,21 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  MAX_LOG_BYTES,
-  MAX_REASON_BYTES,
-  MAX_RECORD_BYTES,
-  MAX_STACK_BYTES,
-  MAX_STACKTRACE_BYTES,
-  QueueLayout,
-  Session,
-} from '@zkq/core';
+import { MAX_REASON_BYTES, MAX_RECORD_BYTES, MAX_STACK_BYTES, QueueLayout, Session } from '@zkq/core';
 import { FlowProducer, type Job, Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
+import {
+  assertCutReason,
+  assertNumberedLogs,
+  assertStackHistoryBounded,
+  bigStackError,
+  bytes,
+  FAST,
+  failedEventsOf,
+  pastALease,
+} from '../../helpers/finish-size.js';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
-
-/** A short lease: a finish that were lost would run the job again within seconds. */
-const FAST = { lockDuration: 2000, stalledInterval: 500 };
-
-const bytes = (s: string | undefined) => Buffer.byteLength(s ?? '');
 
 async function recordBytes(
   env: { connection: { connectionString: string }; prefix: string },
@@ -66,9 +63,7 @@ test('a processor throwing a 300 KB error is retried as its attempts say and fai
   assert.equal(failed?.stalledCounter, 0);
   assert.deepEqual(lost, []);
   const reason = failed?.failedReason ?? '';
-  assert.ok(reason.startsWith('boom xxx'), reason.slice(0, 40));
-  assert.match(reason, /…\[truncated \d+ bytes\]$/);
-  assert.ok(bytes(reason) <= MAX_REASON_BYTES, `reason ${bytes(reason)} bytes`);
+  assertCutReason(reason, 'boom xxx');
   assert.equal(failed?.stacktrace.length, 3);
   for (const s of failed?.stacktrace ?? []) assert.ok(bytes(s) <= MAX_STACK_BYTES, `stack ${bytes(s)} bytes`);
   assert.ok((await recordBytes(env, 'huge-error', job.id)) < MAX_RECORD_BYTES);
@@ -83,9 +78,7 @@ test('many retries with big stacks keep a stack trace history bounded in bytes',
     'big-stacks',
     async () => {
       runs++;
-      const err = new Error(`attempt ${runs}`);
-      err.stack = `Error: attempt ${runs}\n${'    at frame (file.js:1:1)\n'.repeat(1500)}`; // ~40 KB
-      throw err;
+      throw bigStackError(runs);
     },
     { ...env, ...FAST, concurrency: 1 },
   );
@@ -100,9 +93,7 @@ test('many retries with big stacks keep a stack trace history bounded in bytes',
   assert.equal(failed?.attemptsMade, 25);
   assert.equal(failed?.failedReason, 'attempt 25');
   const stacks = failed?.stacktrace ?? [];
-  const total = stacks.reduce((n, s) => n + bytes(s), 0);
-  assert.ok(total <= MAX_STACKTRACE_BYTES, `history ${total} bytes`);
-  assert.ok(stacks.length >= 2, `${stacks.length} stacks kept`);
+  assertStackHistoryBounded(stacks);
   assert.ok(stacks[0]?.startsWith('Error: attempt 25'), 'newest first');
 });
 
@@ -110,11 +101,7 @@ test('a failed event with a huge reason reaches a QueueEvents, cut, and the job 
   const env = await queueEnv(t);
   const queue = new Queue('huge-event', env);
   t.after(() => queue.close());
-  const events = new QueueEvents('huge-event', env);
-  t.after(() => events.close());
-  await events.waitUntilReady();
-  const failedEvents: { jobId: string; failedReason: string }[] = [];
-  events.on('failed', (e) => failedEvents.push(e));
+  const failedEvents = await failedEventsOf(t, new QueueEvents('huge-event', env));
   let runs = 0;
   const worker = new Worker(
     'huge-event',
@@ -168,7 +155,7 @@ test('a return value too large to store fails the job at once with a short reaso
   assert.equal(reported[0]?.event, 'failed');
   assert.match(reported[0]?.reason ?? '', /^PayloadTooLargeError: result too large/);
   // no second run once a lease has passed
-  await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
+  await pastALease();
   assert.equal(runs, 1);
   assert.equal(await queue.getJobState(job.id), 'failed');
 });
@@ -206,7 +193,7 @@ test('a flow child whose return value fits its record but not twice (record and 
     what: 'the child failed',
   });
   assert.match((await childQueue.getJob(child.id))?.failedReason ?? '', /^PayloadTooLargeError: result too large/);
-  await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
+  await pastALease();
   assert.equal(runs, 1, 'never run again');
   assert.equal(await parents.getJobState(tree.job.id), 'waiting-children', 'its parent waits as for any failed child');
   // 400 KB of JSON fits twice: the parent gets it whole
@@ -249,19 +236,14 @@ test('700 log lines of 1 KB then a return: completed once, every line readable, 
   assert.equal(done?.returnvalue, 'done');
   assert.equal(done?.attemptsMade, 1);
   const logs = (await done?.getLogs()) ?? [];
-  assert.ok(logs.reduce((n, l) => n + bytes(l), 0) <= MAX_LOG_BYTES);
-  assert.deepEqual(
-    logs.map((l) => Number(l.split(' ')[0])),
-    Array.from({ length: 700 }, (_, i) => i),
-    'every line (within keepLogs), in order',
-  );
+  assertNumberedLogs(logs, 700);
   assert.ok((await recordBytes(env, 'many-logs', job.id)) < 4096, 'the lines live apart from the record');
   const fewLogs = (await (await queue.getJob(few.id))?.getLogs()) ?? [];
   assert.deepEqual(
     fewLogs.map((l) => Number(l.split(' ')[0])),
     [695, 696, 697, 698, 699],
   );
-  await new Promise((r) => setTimeout(r, FAST.lockDuration + 1000));
+  await pastALease();
   assert.equal(runs, 2, 'each job ran once');
 });
 

@@ -13,11 +13,10 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type MarkSightings, openSession, QueueStore, releaseCutFlows } from '@zkq/core';
 import { FlowProducer, Queue } from '@zkq/producer';
-import { Worker } from '@zkq/worker';
 import { FaultProxy, OP } from '../../helpers/fault-proxy.js';
+import { runToParent } from '../../helpers/flows.js';
 import { type Fixture, spawnFixture } from '../../helpers/process.js';
 import { queueEnv } from '../../helpers/queue.js';
-import { waitFor } from '../../helpers/zk.js';
 
 const ADDER = fileURLToPath(new URL('../../fixtures/queue/big-flow-adder.ts', import.meta.url));
 const KIDS = 'children-of-one-very-large-parent-job';
@@ -69,22 +68,7 @@ test('an adder killed after its last children were written leaves no mark: the l
   assert.deepEqual(await session.getChildren(store.layout.flowAddsDir).catch(() => []), [], 'no mark left');
   assert.equal(await parents.getJobState(parentId), 'waiting-children', 'the parent was not failed');
 
-  let runs = 0;
-  const kids = new Worker(KIDS, async (job) => job.data.i, { ...env, concurrency: 20 });
-  const worker = new Worker(
-    'parents',
-    async (job) => {
-      runs++;
-      return Object.keys(await job.getChildrenValues()).length;
-    },
-    env,
-  );
-  t.after(() => Promise.all([kids.close(), worker.close()]));
-  await waitFor(async () => (await parents.getJobState(parentId)) === 'completed', {
-    timeoutMs: 120_000,
-    what: 'the parent to complete',
-  });
-  assert.equal(runs, 1);
+  assert.equal(await runToParent(t, env, KIDS, parents, parentId), 1);
   assert.equal((await parents.getJob(parentId))?.returnvalue, n);
 });
 
@@ -115,21 +99,6 @@ test('a split add whose second transaction lost its reply: every child once, cou
   assert.equal(total, n, 'every child written once');
   assert.deepEqual(await tree.job.getDependenciesCount(), { processed: 0, unprocessed: n, ignored: 0, failed: 0 });
 
-  let runs = 0;
-  const kids = new Worker(KIDS, async (job) => job.data.i, { ...env, concurrency: 20 });
-  const worker = new Worker(
-    'parents',
-    async (job) => {
-      runs++;
-      return Object.keys(await job.getChildrenValues()).length;
-    },
-    env,
-  );
-  t.after(() => Promise.all([kids.close(), worker.close()]));
-  await waitFor(async () => (await tree.job.getState()) === 'completed', {
-    timeoutMs: 120_000,
-    what: 'the parent to complete',
-  });
-  assert.equal(runs, 1);
+  assert.equal(await runToParent(t, env, KIDS, parents, tree.job.id), 1);
   assert.equal((await parents.getJob(tree.job.id))?.returnvalue, n);
 });

@@ -14,9 +14,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openSession, QueueStore } from '@zkq/core';
-import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { zkqFlowEnv } from '../../helpers/flows.js';
+import type { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const KIDS = 'children-of-one-very-large-parent-job';
@@ -27,10 +27,7 @@ async function parentGrownOverTime(
   n: number,
 ) {
   const per = 1000;
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const parents = new Queue('parents', env);
-  t.after(() => Promise.all([flows.close(), parents.close()]));
+  const { env, flows, parents } = await zkqFlowEnv(t);
   // a parent waiting for one child, which runs once all the others were added (so they all count) ...
   const tree = await flows.add({
     name: 'parent',

@@ -6,20 +6,20 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { zkqFlowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const KIDS = 'children-of-one-very-large-parent-job';
 
 test('a parent added again under the id of a removed one with 4,000 children: added, its old node gone, it runs after its new child', async (t) => {
   const n = 4_000;
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const parents = new Queue('parents', env);
-  const kidsQueue = new Queue(KIDS, env);
-  t.after(() => Promise.all([flows.close(), parents.close(), kidsQueue.close()]));
+  const {
+    env,
+    flows,
+    parents,
+    queues: [_kidsQueue],
+  } = await zkqFlowEnv(t, KIDS);
   // long child ids: the old node's paths pass one transaction
   const long = (i: number) => `${i}-`.padEnd(128, 'k');
   const first = await flows.add({

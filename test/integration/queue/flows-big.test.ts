@@ -14,6 +14,7 @@ import { test } from 'node:test';
 import { PayloadTooLargeError } from '@zkq/core';
 import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
+import { zkqFlowEnv } from '../../helpers/flows.js';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
@@ -22,10 +23,7 @@ const KIDS = 'children-of-one-very-large-parent-job';
 
 test('a flow of 10,000 children is added, every child runs, the parent runs once with all their values', async (t) => {
   const n = 10_000;
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const parents = new Queue('parents', env);
-  t.after(() => Promise.all([flows.close(), parents.close()]));
+  const { env, flows, parents } = await zkqFlowEnv(t);
   const tree = await flows.add({
     name: 'parent',
     queueName: 'parents',
@@ -77,10 +75,7 @@ test('a flow of 10,000 children is added, every child runs, the parent runs once
 });
 
 test('a flow whose one node is too large for any transaction is refused with PayloadTooLargeError, nothing written', async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const parents = new Queue('parents', env);
-  t.after(() => Promise.all([flows.close(), parents.close()]));
+  const { env, flows, parents } = await zkqFlowEnv(t);
   const big = 'x'.repeat(600_000);
   const err = await flows
     .add({

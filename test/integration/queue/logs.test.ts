@@ -6,21 +6,13 @@
  * (an older version) still read.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
-import {
-  decodeRecord,
-  encodeRecord,
-  Housekeeper,
-  LOG_SWEEP_SHARDS,
-  openSession,
-  QueueStore,
-  sweepOrphanLogs,
-  writeLogs,
-} from '@zkq/core';
+import { type TestContext, test } from 'node:test';
+import { decodeRecord, encodeRecord, LOG_SWEEP_SHARDS, QueueStore, sweepOrphanLogs, writeLogs } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
+import { startLeader } from '../../helpers/housekeeper.js';
 import { queueEnv } from '../../helpers/queue.js';
-import { nextEvent, waitFor } from '../../helpers/zk.js';
+import { waitFor } from '../../helpers/zk.js';
 import { countNodes, prefixSession } from '../../helpers/znodes.js';
 
 test('log lines go to their own node, not the record; the sweep deletes those of removed jobs, and a job removed as it completes writes none', async (t) => {
@@ -61,11 +53,15 @@ test('log lines go to their own node, not the record; the sweep deletes those of
   assert.equal(await countNodes(session, store.layout.logsDir), 1);
 });
 
-test("a job added again under a removed job's id does not show that job's lines, and logs its own", async (t) => {
+/**
+ * Queue `name` with a worker logging `run of <v>` (no housekeeping: no sweep
+ * but the test's), whose job `same` ran once, logged, and was removed.
+ */
+async function firstRunRemoved(t: TestContext, name: string) {
   const env = await queueEnv(t);
-  const queue = new Queue('reused', env);
+  const queue = new Queue(name, env);
   t.after(() => queue.close());
-  const worker = new Worker('reused', async (job) => void (await job.log(`run of ${job.data.v}`)), {
+  const worker = new Worker(name, async (job) => void (await job.log(`run of ${job.data.v}`)), {
     ...env,
     housekeeping: false,
   });
@@ -73,6 +69,11 @@ test("a job added again under a removed job's id does not show that job's lines,
   await queue.add('j', { v: 1 }, { jobId: 'same' });
   await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'first completed' });
   await queue.remove('same');
+  return { env, queue, worker };
+}
+
+test("a job added again under a removed job's id does not show that job's lines, and logs its own", async (t) => {
+  const { env, queue, worker } = await firstRunRemoved(t, 'reused');
   await worker.pause();
   await queue.add('j', { v: 2 }, { jobId: 'same' });
   assert.deepEqual(await (await queue.getJob('same'))?.getLogs(), [], "the earlier job's lines are not this job's");
@@ -88,17 +89,7 @@ test("a job added again under a removed job's id does not show that job's lines,
 });
 
 test("the sweep leaves an earlier job's lines under an id added again to that job, and never takes the new job's", async (t) => {
-  const env = await queueEnv(t);
-  const queue = new Queue('resweep', env);
-  t.after(() => queue.close());
-  const worker = new Worker('resweep', async (job) => void (await job.log(`run of ${job.data.v}`)), {
-    ...env,
-    housekeeping: false,
-  });
-  t.after(() => worker.close());
-  await queue.add('j', { v: 1 }, { jobId: 'same' });
-  await waitFor(async () => (await queue.getJobState('same')) === 'completed', { what: 'first completed' });
-  await queue.remove('same');
+  const { env, queue, worker } = await firstRunRemoved(t, 'resweep');
   await worker.close();
   await queue.add('j', { v: 2 }, { jobId: 'same' });
   const session = await prefixSession(t, env);
@@ -162,20 +153,10 @@ test('a sweep pass costs a few requests per shard, not per logged job, and the p
 
 test("the leader's housekeeping, a few shards a pass, comes round to every removed job's lines", async (t) => {
   const env = await queueEnv(t);
-  const session = await openSession(env.connection, env.prefix);
-  const store = new QueueStore(session, 'rounds');
   const queue = new Queue('rounds', env);
   t.after(() => queue.close());
-  await store.init();
   // sweeping every 100 ms: the 256 shards take 16 passes
-  const keeper = new Housekeeper(store, 'leader', 100, undefined, 100);
-  t.after(async () => {
-    await keeper.close();
-    await session.close();
-  });
-  const elected = nextEvent(keeper, 'elected');
-  await keeper.start();
-  await elected;
+  const { store, session } = await startLeader(t, env, 'rounds', { stalledInterval: 100, sweepMs: 100 });
   const jobs = await queue.addBulk(Array.from({ length: 40 }, (_, n) => ({ name: 'r', data: { n } })));
   await writeLogs(
     store,

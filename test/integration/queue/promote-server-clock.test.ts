@@ -9,33 +9,24 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Housekeeper, openSession, QueueStore } from '@zkq/core';
 import { Queue } from '@zkq/producer';
+import { promotedIds, startLeader } from '../../helpers/housekeeper.js';
 import { queueEnv } from '../../helpers/queue.js';
 import { beforeNextClockRead } from '../../helpers/queue-internals-b.js';
-import { nextEvent, waitFor } from '../../helpers/zk.js';
+import { waitFor } from '../../helpers/zk.js';
 
 test('a promoter whose clock measure ran ahead does not promote a delayed job before its time', async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('clock-bound', env);
   t.after(() => queue.close());
-  const session = await openSession(env.connection, env.prefix);
-  const store = new QueueStore(session, 'clock-bound');
-  await store.init();
-  await store.serverNow(); // the clock node exists: the promoter's measure is one write
-  beforeNextClockRead(session, 'clock-bound', () => new Promise((r) => setTimeout(r, 400)));
-  const keeper = new Housekeeper(store, 'promoter', 60_000);
-  t.after(async () => {
-    await keeper.close();
-    await session.close();
+  const { keeper, store, session } = await startLeader(t, env, 'clock-bound', {
+    id: 'promoter',
+    before: async (store, session) => {
+      await store.serverNow(); // the clock node exists: the promoter's measure is one write
+      beforeNextClockRead(session, 'clock-bound', () => new Promise((r) => setTimeout(r, 400)));
+    },
   });
-  const promoted = new Set<string>();
-  keeper.on('promoted', (ids) => {
-    for (const id of ids) promoted.add(id);
-  });
-  const elected = nextEvent(keeper, 'elected');
-  await keeper.start();
-  await elected;
+  const promoted = promotedIds(keeper);
 
   const job = await queue.add('later', {}, { delay: 1000 });
   const due = (await store.getJob(job.id))?.record.due as number;

@@ -5,30 +5,17 @@
  * it (the poll is stretched here so that only a watch can).
  */
 import { test } from 'node:test';
-import { Housekeeper, openSession, QueueStore } from '@zkq/core';
 import { Queue } from '@zkq/producer';
+import { promotedIds, startLeader } from '../../helpers/housekeeper.js';
 import { queueEnv } from '../../helpers/queue.js';
-import { nextEvent, waitFor } from '../../helpers/zk.js';
+import { waitFor } from '../../helpers/zk.js';
 
 test('a job delayed right after a promotion is promoted without waiting for the poll', async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('wake', env);
   t.after(() => queue.close());
-  const session = await openSession(env.connection, env.prefix);
-  const store = new QueueStore(session, 'wake');
-  await store.init();
-  const keeper = new Housekeeper(store, 'leader', 60_000, 600_000);
-  t.after(async () => {
-    await keeper.close();
-    await session.close();
-  });
-  const promoted = new Set<string>();
-  keeper.on('promoted', (ids) => {
-    for (const id of ids) promoted.add(id);
-  });
-  const elected = nextEvent(keeper, 'elected');
-  await keeper.start();
-  await elected;
+  const { keeper } = await startLeader(t, env, 'wake', { promotePollMs: 600_000 });
+  const promoted = promotedIds(keeper);
 
   for (let i = 0; i < 3; i++) {
     const job = await queue.add('later', { i }, { delay: 150 });

@@ -69,16 +69,25 @@ async function holderToldFirst(
   assert.ok(contest.contenderHolds(), label);
 }
 
-function lockContest(holder: Session, contender: Session): Contest {
-  const a = new Lock(holder, '/lock', { id: 'holder' });
-  const b = new Lock(contender, '/lock', { id: 'contender' });
+/** What a lock (or a side of a read/write lock) offers a contest. */
+type Acquirable = Contest['holder'] & {
+  acquire(opts?: { timeout?: number }): Promise<unknown>;
+  readonly isHeld: boolean;
+};
+
+/** The contest of lock `a`, held by the holder, and lock `b`, wanted by the contender. */
+function locksContest(a: Acquirable, b: Acquirable): Contest {
   return {
-    hold: () => a.acquire(),
+    hold: async () => void (await a.acquire()),
     holds: () => a.isHeld,
     holder: a,
-    contend: () => b.acquire({ timeout: 120_000 }),
+    contend: async () => void (await b.acquire({ timeout: 120_000 })),
     contenderHolds: () => b.isHeld,
   };
+}
+
+function lockContest(holder: Session, contender: Session): Contest {
+  return locksContest(new Lock(holder, '/lock', { id: 'holder' }), new Lock(contender, '/lock', { id: 'contender' }));
 }
 
 test('lock, read/write lock and leadership: the partitioned holder is told before another holds (6 and 12 s sessions)', {
@@ -89,31 +98,19 @@ test('lock, read/write lock and leadership: the partitioned holder is told befor
     ['lock', lockContest],
     [
       'write lock against a reader',
-      (holder, contender) => {
-        const a = new ReadWriteLock(holder, '/rw', { id: 'writer' }).writeLock;
-        const b = new ReadWriteLock(contender, '/rw', { id: 'reader' }).readLock;
-        return {
-          hold: () => a.acquire(),
-          holds: () => a.isHeld,
-          holder: a,
-          contend: () => b.acquire({ timeout: 120_000 }),
-          contenderHolds: () => b.isHeld,
-        };
-      },
+      (holder, contender) =>
+        locksContest(
+          new ReadWriteLock(holder, '/rw', { id: 'writer' }).writeLock,
+          new ReadWriteLock(contender, '/rw', { id: 'reader' }).readLock,
+        ),
     ],
     [
       'read lock against a writer',
-      (holder, contender) => {
-        const a = new ReadWriteLock(holder, '/rw', { id: 'reader' }).readLock;
-        const b = new ReadWriteLock(contender, '/rw', { id: 'writer' }).writeLock;
-        return {
-          hold: () => a.acquire(),
-          holds: () => a.isHeld,
-          holder: a,
-          contend: () => b.acquire({ timeout: 120_000 }),
-          contenderHolds: () => b.isHeld,
-        };
-      },
+      (holder, contender) =>
+        locksContest(
+          new ReadWriteLock(holder, '/rw', { id: 'reader' }).readLock,
+          new ReadWriteLock(contender, '/rw', { id: 'writer' }).writeLock,
+        ),
     ],
     [
       'leadership',

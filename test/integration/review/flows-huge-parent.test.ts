@@ -10,9 +10,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core';
-import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { zkqFlowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 /** A long queue name: longer entry names, so fewer children pass the budget. */
@@ -21,10 +20,7 @@ const CHILDREN = 7000;
 const PER_ADD = 1000;
 
 async function bigParent(t: { name?: string; after: (fn: () => unknown) => void }) {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const parents = new Queue('parents', env);
-  t.after(() => Promise.all([flows.close(), parents.close()]));
+  const { env, flows, parents } = await zkqFlowEnv(t);
   // a parent waiting for one child that fails and lets it go on (continueParentOnFailure) ...
   const tree = await flows.add({
     name: 'parent',

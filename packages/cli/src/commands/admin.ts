@@ -9,7 +9,7 @@
  */
 import { createInterface } from 'node:readline/promises';
 import type { Job, JobType, Queue } from '@zkq/producer';
-import type { Argv } from 'yargs';
+import type { ArgumentsCamelCase, Argv } from 'yargs';
 import { type GlobalArgs, integer, withQueue, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, NotSupportedError, UsageError } from '../errors.js';
 import { plural, printJson, println } from '../output.js';
@@ -82,47 +82,40 @@ export async function withExistingQueue<T>(
   return withQueue(args, name, fn);
 }
 
+/** `zkq pause` (paused) or `zkq resume`: the queue's paused flag set, for every worker. */
+function pauseCommand(paused: boolean) {
+  const name = paused ? 'pause' : 'resume';
+  return [
+    `${name} <queue>`,
+    paused
+      ? 'Stop every worker of the queue from claiming jobs (running jobs finish)'
+      : 'Let workers claim jobs of the queue again',
+    (b: Argv<GlobalArgs>) => {
+      const built = zooKeeperOptions(
+        b.positional('queue', queueArg).option('json', jsonOpt).option('create', createOpt),
+      ).example(`$0 ${name} emails`, `${paused ? 'Pause' : 'Resume'} emails`);
+      return paused
+        ? built.example('$0 pause emails --create', 'Pause emails, a new queue, before its first job')
+        : built;
+    },
+    async (argv: ArgumentsCamelCase<GlobalArgs & { queue: string; json: boolean; create: boolean }>) => {
+      await withExistingQueue(
+        argv,
+        argv.queue,
+        async (queue) => {
+          await (paused ? queue.pause() : queue.resume());
+          report(argv, { queue: argv.queue, paused }, `${paused ? 'paused' : 'resumed'} ${argv.queue}`);
+        },
+        argv.create,
+      );
+    },
+  ] as const;
+}
+
 export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
   return y
-    .command(
-      'pause <queue>',
-      'Stop every worker of the queue from claiming jobs (running jobs finish)',
-      (b) =>
-        zooKeeperOptions(b.positional('queue', queueArg).option('json', jsonOpt).option('create', createOpt))
-          .example('$0 pause emails', 'Pause emails')
-          .example('$0 pause emails --create', 'Pause emails, a new queue, before its first job'),
-      async (argv) => {
-        await withExistingQueue(
-          argv,
-          argv.queue,
-          async (queue) => {
-            await queue.pause();
-            report(argv, { queue: argv.queue, paused: true }, `paused ${argv.queue}`);
-          },
-          argv.create,
-        );
-      },
-    )
-    .command(
-      'resume <queue>',
-      'Let workers claim jobs of the queue again',
-      (b) =>
-        zooKeeperOptions(b.positional('queue', queueArg).option('json', jsonOpt).option('create', createOpt)).example(
-          '$0 resume emails',
-          'Resume emails',
-        ),
-      async (argv) => {
-        await withExistingQueue(
-          argv,
-          argv.queue,
-          async (queue) => {
-            await queue.resume();
-            report(argv, { queue: argv.queue, paused: false }, `resumed ${argv.queue}`);
-          },
-          argv.create,
-        );
-      },
-    )
+    .command(...pauseCommand(true))
+    .command(...pauseCommand(false))
     .command(
       'retry <queue>',
       'Move failed (or completed) jobs back to waiting; one job with --job',

@@ -32,6 +32,31 @@ export const QUEUE_EVENT_NAMES = [
   'drained',
 ] as const;
 
+/**
+ * A QueueEvents a command follows (from `lastEventId`) until a signal or its
+ * first error: `failed` resolves at that error, kept in `failure`.
+ */
+export class FollowedEvents {
+  readonly events: QueueEvents;
+  failure: Error | undefined;
+  readonly failed: Promise<void>;
+
+  constructor(argv: GlobalArgs, queue: string, lastEventId: string) {
+    this.events = new QueueEvents(queue, { connection: connectionOf(argv), prefix: prefixOf(argv), lastEventId });
+    this.failed = new Promise<void>((resolve) =>
+      this.events.on('error', (err) => {
+        this.failure = err;
+        resolve();
+      }),
+    );
+  }
+
+  /** Closes the QueueEvents, waiting for it at most EVENTS_CLOSE_WAIT_MS. */
+  async close(): Promise<void> {
+    await Promise.race([this.events.close(), sleep(EVENTS_CLOSE_WAIT_MS, undefined, { ref: false })]);
+  }
+}
+
 export function registerEventsCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
   return y.command(
     'events <queue>',
@@ -45,20 +70,9 @@ export function registerEventsCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
     async (argv) => {
       // QueueEvents would create a queue it does not find: check first (exit 8).
       await assertQueueExists(argv, argv.queue);
-      const events = new QueueEvents(argv.queue, {
-        connection: connectionOf(argv),
-        prefix: prefixOf(argv),
-        lastEventId: argv.fromStart ? '0' : '$',
-      });
-      let failure: Error | undefined;
-      const failed = new Promise<void>((resolve) =>
-        events.on('error', (err) => {
-          failure = err;
-          resolve();
-        }),
-      );
+      const followed = new FollowedEvents(argv, argv.queue, argv.fromStart ? '0' : '$');
       for (const name of QUEUE_EVENT_NAMES) {
-        events.on(name, (...args: unknown[]) => {
+        followed.events.on(name, (...args: unknown[]) => {
           const [payload, id] = name === 'drained' ? [{}, args[0]] : args;
           const fields = (payload ?? {}) as Record<string, unknown>;
           if (argv.json) println(JSON.stringify({ event: name, id, ...fields }));
@@ -66,14 +80,14 @@ export function registerEventsCommand(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
         });
       }
       try {
-        await events.waitUntilReady();
+        await followed.events.waitUntilReady();
         const stopped = nextSignal(); // before saying so: a signal from then on stops it cleanly
         createLogger(argv, 'stderr').info({ queue: argv.queue }, 'following events');
-        await Promise.race([stopped, failed]);
+        await Promise.race([stopped, followed.failed]);
       } finally {
-        await Promise.race([events.close(), sleep(EVENTS_CLOSE_WAIT_MS, undefined, { ref: false })]);
+        await followed.close();
       }
-      if (failure) throw failure;
+      if (followed.failure) throw followed.failure;
     },
   );
 }

@@ -5,15 +5,13 @@
  * A job that finished before the listener was registered is read from its
  * record, so no ending is missed.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { JobNotFoundError } from '@zkq/core';
-import { QueueEvents } from '@zkq/producer';
-import { connectionOf, type GlobalArgs, prefixOf } from '../context.js';
+import type { GlobalArgs } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { println } from '../output.js';
 import { nextSignal } from './dev-server.js';
-import { EVENTS_CLOSE_WAIT_MS, readable } from './events.js';
+import { FollowedEvents, readable } from './events.js';
 
 /** The events of one job printed while it is followed; its ending is told by waitJobFinished. */
 const FOLLOWED = ['waiting', 'active', 'progress', 'delayed', 'stalled', 'waiting-children'] as const;
@@ -22,14 +20,8 @@ const FOLLOWED = ['waiting', 'active', 'progress', 'delayed', 'stalled', 'waitin
 export async function followJob(argv: GlobalArgs & { json: boolean }, queue: string, id: string): Promise<void> {
   const print = (event: string, fields: Record<string, unknown>) =>
     println(argv.json ? JSON.stringify({ event, jobId: id, ...fields }) : readable(event, { jobId: id, ...fields }));
-  const events = new QueueEvents(queue, { connection: connectionOf(argv), prefix: prefixOf(argv), lastEventId: '$' });
-  let failure: Error | undefined;
-  const broken = new Promise<void>((resolve) =>
-    events.on('error', (err) => {
-      failure = err;
-      resolve();
-    }),
-  );
+  const followed = new FollowedEvents(argv, queue, '$');
+  const { events } = followed;
   for (const name of FOLLOWED) {
     events.on(name, (payload: { jobId: string }) => {
       if (payload.jobId !== id) return;
@@ -45,8 +37,8 @@ export async function followJob(argv: GlobalArgs & { json: boolean }, queue: str
       (returnvalue) => ({ ok: true as const, returnvalue }),
       (err: unknown) => ({ ok: false as const, err }),
     );
-    const outcome = await Promise.race([ending, stopped.then(() => undefined), broken.then(() => undefined)]);
-    if (failure) throw failure;
+    const outcome = await Promise.race([ending, stopped.then(() => undefined), followed.failed.then(() => undefined)]);
+    if (followed.failure) throw followed.failure;
     if (!outcome) return;
     if (outcome.ok) {
       print('completed', { returnvalue: outcome.returnvalue });
@@ -60,6 +52,6 @@ export async function followJob(argv: GlobalArgs & { json: boolean }, queue: str
     print('failed', { failedReason: reason });
     throw new CliError(`job ${id} failed: ${reason}`, EXIT.FAILURE);
   } finally {
-    await Promise.race([events.close(), sleep(EVENTS_CLOSE_WAIT_MS, undefined, { ref: false })]);
+    await followed.close();
   }
 }

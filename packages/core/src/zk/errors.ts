@@ -54,36 +54,37 @@ export class ZooKeeperError extends ZkqError {
   }
 }
 
-export class NoNodeError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_NO_NODE', ZK_CODES.NO_NODE, 'node does not exist', path);
-  }
+/**
+ * The base of an error class that ZooKeeper reports with a fixed code and
+ * message about one path: each class keeps its own name, `code` and
+ * `instanceof`, written in one line.
+ */
+function ZooKeeperErrorOf(code: string, zkCode: number, message: string): new (path?: string) => ZooKeeperError {
+  return class extends ZooKeeperError {
+    constructor(path?: string) {
+      super(code, zkCode, message, path);
+    }
+  };
 }
 
-export class NodeExistsError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_NODE_EXISTS', ZK_CODES.NODE_EXISTS, 'node already exists', path);
-  }
-}
+export class NoNodeError extends ZooKeeperErrorOf('ZK_NO_NODE', ZK_CODES.NO_NODE, 'node does not exist') {}
 
-export class BadVersionError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_BAD_VERSION', ZK_CODES.BAD_VERSION, 'version does not match', path);
-  }
-}
+export class NodeExistsError extends ZooKeeperErrorOf('ZK_NODE_EXISTS', ZK_CODES.NODE_EXISTS, 'node already exists') {}
 
-export class NotEmptyError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_NOT_EMPTY', ZK_CODES.NOT_EMPTY, 'node has children', path);
-  }
-}
+export class BadVersionError extends ZooKeeperErrorOf(
+  'ZK_BAD_VERSION',
+  ZK_CODES.BAD_VERSION,
+  'version does not match',
+) {}
+
+export class NotEmptyError extends ZooKeeperErrorOf('ZK_NOT_EMPTY', ZK_CODES.NOT_EMPTY, 'node has children') {}
 
 /** The session's identities (digest auth) do not grant the permission the operation needs. */
-export class NoAuthError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_NO_AUTH', ZK_CODES.NO_AUTH, 'not authorized (check the connection auth and the ACL of the node)', path);
-  }
-}
+export class NoAuthError extends ZooKeeperErrorOf(
+  'ZK_NO_AUTH',
+  ZK_CODES.NO_AUTH,
+  'not authorized (check the connection auth and the ACL of the node)',
+) {}
 
 export class AuthFailedError extends ZooKeeperError {
   constructor() {
@@ -97,16 +98,11 @@ export class AuthFailedError extends ZooKeeperError {
  * -124, with `enforce.auth.enabled`). Nothing was applied; retrying without
  * credentials cannot succeed, so the session fails for good.
  */
-export class AuthRequiredError extends ZooKeeperError {
-  constructor(path?: string) {
-    super(
-      'ZK_AUTH_REQUIRED',
-      ZK_CODES.SESSION_CLOSED_REQUIRE_AUTH,
-      'the server requires authentication this connection has not done (configure SASL credentials)',
-      path,
-    );
-  }
-}
+export class AuthRequiredError extends ZooKeeperErrorOf(
+  'ZK_AUTH_REQUIRED',
+  ZK_CODES.SESSION_CLOSED_REQUIRE_AUTH,
+  'the server requires authentication this connection has not done (configure SASL credentials)',
+) {}
 
 /**
  * The secure connection to ZooKeeper could not be made: the server's
@@ -136,56 +132,47 @@ export class ConnectionSecurityError extends ZooKeeperError {
 }
 
 /** A hard quota (node count or bytes) set on a parent would be exceeded; nothing was applied. */
-export class QuotaExceededError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_QUOTA_EXCEEDED', ZK_CODES.QUOTA_EXCEEDED, 'quota exceeded', path);
-  }
-}
+export class QuotaExceededError extends ZooKeeperErrorOf(
+  'ZK_QUOTA_EXCEEDED',
+  ZK_CODES.QUOTA_EXCEEDED,
+  'quota exceeded',
+) {}
 
 /**
  * The server shed the request under load without applying it: safe to send
  * again after a pause, also for a write (the session's retry policy does for
  * the requests it retries).
  */
-export class ThrottledError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_THROTTLED', ZK_CODES.THROTTLED, 'the server is throttling requests', path);
-  }
-}
+export class ThrottledError extends ZooKeeperErrorOf(
+  'ZK_THROTTLED',
+  ZK_CODES.THROTTLED,
+  'the server is throttling requests',
+) {}
 
-export class InvalidAclError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_INVALID_ACL', ZK_CODES.INVALID_ACL, 'invalid ACL', path);
-  }
-}
+export class InvalidAclError extends ZooKeeperErrorOf('ZK_INVALID_ACL', ZK_CODES.INVALID_ACL, 'invalid ACL') {}
 
-export class NoChildrenForEphemeralsError extends ZooKeeperError {
-  constructor(path?: string) {
-    super(
-      'ZK_NO_CHILDREN_FOR_EPHEMERALS',
-      ZK_CODES.NO_CHILDREN_FOR_EPHEMERALS,
-      'ephemeral nodes cannot have children',
-      path,
-    );
-  }
-}
+export class NoChildrenForEphemeralsError extends ZooKeeperErrorOf(
+  'ZK_NO_CHILDREN_FOR_EPHEMERALS',
+  ZK_CODES.NO_CHILDREN_FOR_EPHEMERALS,
+  'ephemeral nodes cannot have children',
+) {}
 
 /**
  * The connection dropped before the reply came. The operation may or may not
  * have been applied: only idempotent operations are retried on it.
  */
-export class ConnectionLossError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_CONNECTION_LOSS', ZK_CODES.CONNECTION_LOSS, 'connection lost before the reply', path);
-  }
-}
+export class ConnectionLossError extends ZooKeeperErrorOf(
+  'ZK_CONNECTION_LOSS',
+  ZK_CODES.CONNECTION_LOSS,
+  'connection lost before the reply',
+) {}
 
 /** The session expired: its ephemeral nodes and watches are gone. */
-export class SessionExpiredError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_SESSION_EXPIRED', ZK_CODES.SESSION_EXPIRED, 'session expired', path);
-  }
-}
+export class SessionExpiredError extends ZooKeeperErrorOf(
+  'ZK_SESSION_EXPIRED',
+  ZK_CODES.SESSION_EXPIRED,
+  'session expired',
+) {}
 
 /**
  * No reply within the request timeout. Like a connection loss, the outcome is
@@ -222,11 +209,11 @@ export class BadArgumentsError extends ZooKeeperError {
 }
 
 /** The session was closed by its owner; no further operations are possible. */
-export class SessionClosedError extends ZooKeeperError {
-  constructor(path?: string) {
-    super('ZK_SESSION_CLOSED', ZK_CODES.CONNECTION_LOSS, 'session is closed', path);
-  }
-}
+export class SessionClosedError extends ZooKeeperErrorOf(
+  'ZK_SESSION_CLOSED',
+  ZK_CODES.CONNECTION_LOSS,
+  'session is closed',
+) {}
 
 /** The release of node-zookeeper-client the session layer extends at runtime. */
 export const WIRE_EXTENSIONS_VERSION = '1.1.3';

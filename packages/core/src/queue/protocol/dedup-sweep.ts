@@ -30,6 +30,7 @@ import { PACKET_LIMIT_BYTES } from '../../zk/limits.js';
 import type { QueueStore } from '../store.js';
 import { dedupGenerationBumpOp, keptJobCheckOp } from './builders.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
+import { type ShardSweep, type ShardSweepRange, sweepShards } from './shard-sweep.js';
 
 /** Keys read (and job paths checked) at once. */
 export const DEDUP_SWEEP_BATCH = 100;
@@ -41,21 +42,11 @@ export const DEDUP_LISTING_MAX = Math.floor((PACKET_LIMIT_BYTES - 64 * 1024) / (
 /** Shards the leader sweeps a pass (of 256): each is swept every 16 passes. */
 export const DEDUP_SWEEP_SHARDS = 16;
 
-/** What a sweep did. */
-export interface DedupSweep {
-  /** Keys deleted. */
-  deleted: number;
-  /** Shards too large to list this time (paths). */
-  crowded: string[];
-  /** The shard the next pass starts at (undefined: from the first again). */
-  next?: string;
-}
+/** What a sweep did (`deleted`: keys). */
+export type DedupSweep = ShardSweep;
 
 /** Which shards a pass sweeps: `shards` of them from `from` on (default: all). */
-export interface DedupSweepRange {
-  from?: string;
-  shards?: number;
-}
+export type DedupSweepRange = ShardSweepRange;
 
 interface SeenKey {
   name: string;
@@ -76,64 +67,55 @@ export async function sweepDedupKeys(
   fence?: () => ProtocolOp[],
   range: DedupSweepRange = {},
 ): Promise<DedupSweep> {
-  const { layout, session } = store;
-  const out: DedupSweep = { deleted: 0, crowded: [] };
-  const all = (await store.children(layout.dedupDir)).sort();
-  const from = range.from;
-  const start = from === undefined ? 0 : all.findIndex((s) => s >= from);
-  const shards = start < 0 ? [] : all.slice(start, start + (range.shards ?? all.length));
-  const after = all[start + shards.length];
-  if (start >= 0 && after !== undefined) out.next = after;
+  const { layout } = store;
   let now: number | undefined;
-  for (const shard of shards) {
-    const dir = `${layout.dedupDir}/${shard}`;
-    const stat = await session.exists(dir);
-    if (!stat) continue;
-    if (stat.numChildren > DEDUP_LISTING_MAX) {
-      out.crowded.push(dir);
-      continue;
-    }
-    const names = await store.children(dir);
-    let kept = names.length;
-    for (let i = 0; i < names.length; i += DEDUP_SWEEP_BATCH) {
-      const batch = names.slice(i, i + DEDUP_SWEEP_BATCH);
-      const first = await readKeys(store, dir, batch);
-      if (now === undefined && first.some((k) => k.ttl !== undefined)) now = await store.serverNow();
-      const gone = await goneJobs(
-        store,
-        first.map((k) => k.job),
-      );
-      // read again after their jobs: a key deleted with its job and created again by a newer
-      // add names another job (at the version first read, maybe); only a key still naming the
-      // job looked for is judged by it
-      const named = new Map(first.map((k) => [k.name, k.job]));
-      const again = await readKeys(
-        store,
-        dir,
-        first.map((k) => k.name),
-      );
-      kept -= batch.length - again.length; // gone meanwhile
-      const keys = again.filter((k) => named.get(k.name) === k.job);
-      const due = keys.filter((k) =>
-        k.ttl === undefined ? gone.has(k.job) : now !== undefined && now - k.mtime >= k.ttl,
-      );
-      // a run-out key of a job that exists goes only while the job does: its removal deletes the
-      // key, and a newer add may create it again at the version read
-      const deleted = await deleteAll(
-        store,
-        due.map((k): ProtocolOp[] => [
-          { op: 'delete', path: k.path, version: k.version },
-          ...(gone.has(k.job) ? [] : [keptJobCheckOp(layout, k.job)]),
-          dedupGenerationBumpOp(layout),
-        ]),
-        fence,
-      );
-      out.deleted += deleted;
-      kept -= deleted;
-    }
-    if (kept === 0) await deleteAll(store, [[{ op: 'delete', path: dir }]], fence);
-  }
-  return out;
+  return sweepShards(store, layout.dedupDir, range, {
+    listingMax: DEDUP_LISTING_MAX,
+    sweep: async (dir, names) => {
+      let swept = 0;
+      let kept = names.length;
+      for (let i = 0; i < names.length; i += DEDUP_SWEEP_BATCH) {
+        const batch = names.slice(i, i + DEDUP_SWEEP_BATCH);
+        const first = await readKeys(store, dir, batch);
+        if (now === undefined && first.some((k) => k.ttl !== undefined)) now = await store.serverNow();
+        const gone = await goneJobs(
+          store,
+          first.map((k) => k.job),
+        );
+        // read again after their jobs: a key deleted with its job and created again by a newer
+        // add names another job (at the version first read, maybe); only a key still naming the
+        // job looked for is judged by it
+        const named = new Map(first.map((k) => [k.name, k.job]));
+        const again = await readKeys(
+          store,
+          dir,
+          first.map((k) => k.name),
+        );
+        kept -= batch.length - again.length; // gone meanwhile
+        const keys = again.filter((k) => named.get(k.name) === k.job);
+        const due = keys.filter((k) =>
+          k.ttl === undefined ? gone.has(k.job) : now !== undefined && now - k.mtime >= k.ttl,
+        );
+        // a run-out key of a job that exists goes only while the job does: its removal deletes the
+        // key, and a newer add may create it again at the version read
+        const deleted = await deleteAll(
+          store,
+          due.map((k): ProtocolOp[] => [
+            { op: 'delete', path: k.path, version: k.version },
+            ...(gone.has(k.job) ? [] : [keptJobCheckOp(layout, k.job)]),
+            dedupGenerationBumpOp(layout),
+          ]),
+          fence,
+        );
+        swept += deleted;
+        kept -= deleted;
+      }
+      return { deleted: swept, kept };
+    },
+    dropEmpty: async (dir) => {
+      await deleteAll(store, [[{ op: 'delete', path: dir }]], fence);
+    },
+  });
 }
 
 /** The keys named `names` in `dir` as read now (unreadable data: a key of no job, without ttl). */

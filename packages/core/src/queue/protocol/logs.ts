@@ -27,6 +27,7 @@ import { decodeRecord, type JobRecord } from '../record.js';
 import { keptLogs } from '../sizes.js';
 import type { QueueStore } from '../store.js';
 import type { ProtocolOp } from './executor.js';
+import { type ShardSweep, type ShardSweepRange, sweepShards } from './shard-sweep.js';
 
 /** The job a log write is for: its id, its record's czxid and its `keepLogs`. */
 export interface LogOwner {
@@ -168,21 +169,11 @@ export async function readJobLogs(
   return { record, czxid: job.stat.czxid, logs: lines };
 }
 
-/** What a pass of the log sweep did. */
-export interface LogSweep {
-  /** Log nodes deleted. */
-  deleted: number;
-  /** Shards too large to list this time (paths). */
-  crowded: string[];
-  /** The shard the next pass starts at (undefined: from the first again). */
-  next?: string;
-}
+/** What a pass of the log sweep did (`deleted`: log nodes). */
+export type LogSweep = ShardSweep;
 
 /** Which shards a pass sweeps: `shards` of them from `from` on (default: all). */
-export interface LogSweepRange {
-  from?: string;
-  shards?: number;
-}
+export type LogSweepRange = ShardSweepRange;
 
 /**
  * Deletes the log nodes of jobs that are gone (removed, trimmed by
@@ -203,33 +194,18 @@ export async function sweepOrphanLogs(
   fence: () => ProtocolOp[],
   range: LogSweepRange = {},
 ): Promise<LogSweep> {
-  const { session, layout } = store;
-  const out: LogSweep = { deleted: 0, crowded: [] };
-  const all = (await store.children(layout.logsDir)).sort();
-  const from = range.from;
-  const start = from === undefined ? 0 : all.findIndex((s) => s >= from);
-  const shards = start < 0 ? [] : all.slice(start, start + (range.shards ?? all.length));
-  const after = all[start + shards.length];
-  if (start >= 0 && after !== undefined) out.next = after;
-  for (const shard of shards) {
-    const dir = `${layout.logsDir}/${shard}`;
-    const stat = await session.exists(dir);
-    if (!stat) continue;
-    if (stat.numChildren > LOG_LISTING_MAX) {
-      out.crowded.push(dir);
-      continue;
-    }
-    const ids = await store.children(dir);
-    let kept = ids.length;
-    for (let i = 0; i < ids.length; i += SWEEP_BATCH) {
-      const gone = await goneJobs(store, ids.slice(i, i + SWEEP_BATCH));
-      const deleted = await dropLogsOfGoneJobs(store, gone, fence);
-      out.deleted += deleted;
-      kept -= deleted;
-    }
-    if (kept === 0) await dropEmptyShard(store, dir);
-  }
-  return out;
+  return sweepShards(store, store.layout.logsDir, range, {
+    listingMax: LOG_LISTING_MAX,
+    sweep: async (_dir, ids) => {
+      let deleted = 0;
+      for (let i = 0; i < ids.length; i += SWEEP_BATCH) {
+        const gone = await goneJobs(store, ids.slice(i, i + SWEEP_BATCH));
+        deleted += await dropLogsOfGoneJobs(store, gone, fence);
+      }
+      return { deleted, kept: ids.length - deleted };
+    },
+    dropEmpty: (dir) => dropEmptyShard(store, dir),
+  });
 }
 
 /**
