@@ -72,7 +72,7 @@ test("barrier --queue: joins a queue's worker batch barrier batch by batch, and 
   const reset = await zkq(['barrier', 'nightly', '--queue', 'crunch', '--reset', ...env.global]);
   assert.equal(reset.code, 0, reset.stderr);
   assert.equal(await zk.exists(`${path}/released`), null);
-  assert.equal((await zkq(['barrier', 'nightly', '--queue', 'bad/name', '--reset', ...env.global])).code, 2);
+  assert.equal((await zkq(['barrier', 'nightly', '--queue', 'bad:name', '--reset', ...env.global])).code, 2);
 });
 
 test('lock: two commands under the same lock never overlap, and each exit code is passed on', async (t) => {
