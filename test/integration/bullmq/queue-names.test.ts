@@ -52,7 +52,9 @@ test("a flow's child in such a queue is read back from its parent's dependencies
   const parent = new Worker('plain', async (j) => j.getChildrenValues(), { connection });
   t.after(() => Promise.all([kid.close(), parent.close()]));
   await waitFor(async () => (await tree.job.getState()) === 'completed', { what: 'the parent to run' });
-  const values = (await new Queue('plain', { connection }).getJob(tree.job.id as string))?.returnvalue;
+  const plain = new Queue('plain', { connection });
+  t.after(() => plain.close());
+  const values = (await plain.getJob(tree.job.id as string))?.returnvalue;
   const child = tree.children?.[0]?.job;
   assert.ok(child);
   assert.deepEqual(values, { [`${connection.namespace}:${SPECIAL}:${child.id}`]: 'from kid' });

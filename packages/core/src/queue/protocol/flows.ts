@@ -35,7 +35,7 @@ import {
   PayloadTooLargeError,
 } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
-import type { ChildKey, DepKind } from '../layout.js';
+import { type ChildKey, type DepKind, encodeQueueName } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord, type ParentLink } from '../record.js';
 import type { QueueStore, StoredJob } from '../store.js';
 import type { Place } from './attempts.js';
@@ -171,7 +171,7 @@ async function releaseParent(ps: QueueStore, parent: StoredJob, deferredFailure?
 
 /** The path of `child`'s entry of `kind` in the directory of `entry` (its bucket, or an older node). */
 function entryBeside(entry: string, kind: DepKind, child: ChildKey): string {
-  return `${entry.slice(0, entry.lastIndexOf('/'))}/${kind}-${childKey(child)}`;
+  return `${entry.slice(0, entry.lastIndexOf('/'))}/${kind}-${encodeQueueName(child.queue)}:${child.id}`;
 }
 
 /**
