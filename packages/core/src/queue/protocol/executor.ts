@@ -46,38 +46,27 @@
  *   read and writes it, planning again when another writer went first: the
  *   one retry policy (replan.ts) every read → plan → write loop goes through.
  *
- * The units and their ops' roles are typed in units.ts.
+ * The units and their ops' roles are typed in units.ts; the errors a run
+ * ends with are in write-errors.ts; receipts and the event log are cleaned
+ * up after the writes by write-cleanup.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { ZkqError } from '../../errors.js';
 import { isOutcomeUnknown, NoNodeError, SessionExpiredError, ZooKeeperError } from '../../zk/errors.js';
 import { MULTI_BYTE_LIMIT, MULTI_OVERHEAD_BYTES, opBytes, type Session } from '../../zk/session.js';
 import type { OpResult } from '../../zk/types.js';
 import { PayloadTooLargeError } from '../errors.js';
 import type { QueueEventRecord } from '../event-record.js';
-import { type QueueLayout, sequenceOf } from '../layout.js';
+import type { QueueLayout } from '../layout.js';
 import type { Containers } from './containers.js';
 import { type Plan, type PlannedOptions, runPlanned } from './replan.js';
 import type { Built, EventLog, ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
+import { WriteCleanup } from './write-cleanup.js';
+import { FencedError, OutcomeUnknownError } from './write-errors.js';
 
 export * from './replan.js';
 export type * from './units.js';
-
-/** A fenced write failed its fence: this process is no longer the leader (or a claim met a pause). */
-export class FencedError extends ZkqError {
-  constructor(cause: unknown) {
-    super('ZKQ_FENCED', 'the write was fenced off: its fence no longer holds (leadership lost, or queue paused)', {
-      cause,
-    });
-  }
-}
-
-/** A transaction's outcome stayed unknown after several tries to send it or read it back. */
-export class OutcomeUnknownError extends ZkqError {
-  constructor(cause: unknown) {
-    super('ZKQ_OUTCOME_UNKNOWN', 'could not learn whether a transaction was applied', { cause });
-  }
-}
+export { deleteUnit, EVENTS_KEEP, EVENTS_TRIM_EVERY } from './write-cleanup.js';
+export * from './write-errors.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -93,17 +82,6 @@ const MAX_RETRIES = 8;
  * its turn at most once per sibling.
  */
 const MAX_REREADS = 1000;
-/**
- * Receipts deleted per multi, and how long deletions wait to be batched, ms:
- * a second, so that a trickle of jobs does not send one more transaction per
- * transaction, and a busy queue sends one per RECEIPT_BATCH (the session
- * flushes what is left when it closes; the leader sweeps a dead client's).
- */
-const RECEIPT_BATCH = 500;
-const RECEIPT_FLUSH_MS = 1000;
-/** Event log nodes: the writer of every TRIM_EVERY-th trims the log to EVENTS_KEEP. */
-export const EVENTS_KEEP = 1000;
-export const EVENTS_TRIM_EVERY = 100;
 
 interface Entry<U extends TxUnit> {
   unit: U;
@@ -135,8 +113,8 @@ interface Batch<U extends TxUnit> {
 }
 
 export class TxExecutor {
-  private readonly pendingReceipts: string[] = [];
-  private receiptTimer: NodeJS.Timeout | undefined;
+  /** Receipts deleted and the event log trimmed after the writes (write-cleanup.ts). */
+  private readonly cleanup: WriteCleanup;
 
   /**
    * The executor of a queue's store: receipts are deleted in batches a while
@@ -153,7 +131,9 @@ export class TxExecutor {
     private readonly layout: QueueLayout,
     private readonly containers: Containers,
     private readonly events: EventLog,
-  ) {}
+  ) {
+    this.cleanup = new WriteCleanup(session, layout, (units, o) => this.run(units, o));
+  }
 
   /**
    * Runs an optimistic write: `plan` reads and returns a unit written at the
@@ -336,9 +316,10 @@ export class TxExecutor {
       const mine = written?.slice(start, start + (e.built as Built).ops.length);
       this.decide(results, e, mine ? { ok: true, results: mine } : { ok: true });
     });
-    if (batch.receipt) this.deleteReceipt(batch.receipt);
+    if (batch.receipt) this.cleanup.deleteReceipt(batch.receipt);
     if (written) this.noteSequential(batch.ops, written);
-    if (written && batch.eventIndex >= 0) this.afterEvent((written[batch.eventIndex] as { path?: string }).path);
+    if (written && batch.eventIndex >= 0)
+      this.cleanup.afterEvent((written[batch.eventIndex] as { path?: string }).path);
   }
 
   private async failed<U extends TxUnit>(
@@ -454,45 +435,9 @@ export class TxExecutor {
     });
   }
 
-  // ---- receipts and the event log: cleanup after a write ---------------------
-
-  private deleteReceipt(path: string): void {
-    this.pendingReceipts.push(path);
-    if (this.pendingReceipts.length >= RECEIPT_BATCH) {
-      void this.flushReceipts();
-      return;
-    }
-    if (!this.receiptTimer) {
-      this.receiptTimer = setTimeout(() => void this.flushReceipts(), RECEIPT_FLUSH_MS);
-      this.receiptTimer.unref();
-    }
-  }
-
   /** Deletes the receipts of settled transactions now (left ones are removed by the leader later). */
-  async flushReceipts(): Promise<void> {
-    clearTimeout(this.receiptTimer);
-    this.receiptTimer = undefined;
-    const paths = this.pendingReceipts.splice(0);
-    if (paths.length === 0) return;
-    await this.run(paths.map(deleteUnit), { receipt: false }).catch(() => undefined);
-  }
-
-  /** Trims the event log to its last EVENTS_KEEP nodes, when the node just written is a trim point. */
-  private afterEvent(path: string | undefined): void {
-    if (!path) return;
-    const seq = sequenceOf(path);
-    if (seq % EVENTS_TRIM_EVERY !== 0 || seq < EVENTS_KEEP) return;
-    void this.trimEvents(seq).catch(() => undefined);
-  }
-
-  /** Deletes event nodes older than the last EVENTS_KEEP before `latest`. */
-  async trimEvents(latest: number): Promise<void> {
-    const names = await this.session.getChildren(this.layout.eventLog);
-    const old = names.filter((n) => sequenceOf(n) <= latest - EVENTS_KEEP);
-    await this.run(
-      old.map((n) => deleteUnit(`${this.layout.eventLog}/${n}`)),
-      { receipt: false },
-    );
+  flushReceipts(): Promise<void> {
+    return this.cleanup.flushReceipts();
   }
 }
 
@@ -500,9 +445,4 @@ export class TxExecutor {
 function drop<U extends TxUnit>(entry: Entry<U>, op: ProtocolOp): void {
   entry.built = undefined;
   entry.unit.dropped?.(op);
-}
-
-/** A unit that deletes one node; a node already gone is fine (the unit then fails with NoNode, unread). */
-export function deleteUnit(path: string): TxUnit {
-  return { build: () => ({ ops: [{ op: 'delete', path }] }) };
 }

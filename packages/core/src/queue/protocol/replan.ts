@@ -19,8 +19,8 @@
  * plan are thrown as they are.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ZkqError } from '../../errors.js';
 import type { ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
+import { TooManyConflictsError } from './write-errors.js';
 
 /** Plans an optimistic write makes before it gives up with TooManyConflictsError. */
 export const PLAN_ATTEMPTS = 32;
@@ -46,18 +46,6 @@ export interface PlannedOptions<T> extends Pick<RunOptions<TxUnit>, 'fence' | 'r
     error: unknown,
     op: ProtocolOp | undefined,
   ) => FailureVerdict<T> | undefined | Promise<FailureVerdict<T> | undefined>;
-}
-
-/** An optimistic write met another writer PLAN_ATTEMPTS times in a row; nothing of it was applied. */
-export class TooManyConflictsError extends ZkqError {
-  constructor(
-    readonly attempts: number,
-    cause: unknown,
-  ) {
-    super('ZKQ_TOO_MANY_CONFLICTS', `gave up after ${attempts} plans, each met a write by another process`, {
-      cause,
-    });
-  }
 }
 
 /** Whether a failed write conflicted with another writer: one of its ops failed (nothing was applied). */
