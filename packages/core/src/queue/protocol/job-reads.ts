@@ -145,3 +145,8 @@ export async function readJobsTogether(store: ProtocolContext, ids: readonly str
 export async function activeIds(store: ProtocolContext): Promise<Set<string>> {
   return new Set(await store.children(store.layout.claimsDir));
 }
+
+/** `n` as a positive whole count, or `fallback`. */
+export function positive(n: number | undefined, fallback: number): number {
+  return n !== undefined && Number.isFinite(n) && n > 0 ? Math.floor(n) : fallback;
+}

@@ -1,8 +1,8 @@
-/** Promoting a delayed job by hand (queue control's promoteJob, Job.promote): waiting now, at the version read. */
+/** Promoting delayed jobs by hand (queue control's promoteJob, Job.promote, promoteJobs): waiting now, at the version read. */
 import { JobNotFoundError, JobStateError } from '../errors.js';
 import type { ProtocolContext } from './context.js';
-import { findPointer } from './job-reads.js';
-import { promotedRecord, toReady } from './moves.js';
+import { findPointer, positive, readJobs } from './job-reads.js';
+import { applyMoves, delayedPointers, type Move, promotedRecord, toReady } from './moves.js';
 import { waitingEvent } from './retry-job.js';
 
 /**
@@ -24,4 +24,20 @@ export async function promoteJob(store: ProtocolContext, id: string): Promise<vo
     },
     { receipt: false },
   );
+}
+
+/** Promotes every delayed job, `count` (default 1000) at a time. Resolves with the number promoted. */
+export async function promoteJobs(store: ProtocolContext, opts: { count?: number } = {}): Promise<number> {
+  await store.init();
+  let moved = 0;
+  for await (const chunk of delayedPointers(store, positive(opts.count, 1000))) {
+    const moves: Move[] = [];
+    for (const j of await readJobs(store, chunk)) {
+      if (j.stored?.record.state !== 'delayed') continue;
+      const record = promotedRecord(j.stored.record);
+      moves.push(toReady(store, j.stored, record, j.pointer, [waitingEvent(j.id, 'delayed')]));
+    }
+    moved += (await applyMoves(store, moves)).length;
+  }
+  return moved;
 }

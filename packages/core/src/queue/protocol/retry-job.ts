@@ -10,8 +10,8 @@ import type { JobRecord } from '../record.js';
 import type { FinishedStatus } from '../types.js';
 import type { ProtocolContext, StoredJob } from './context.js';
 import { joinBuilt, rependOps } from './flows.js';
-import { findPointer, laneOfRecord } from './job-reads.js';
-import { type Move, toReady } from './moves.js';
+import { findPointer, laneOfRecord, positive, readJobs } from './job-reads.js';
+import { applyMoves, type Move, pointersIn, toReady } from './moves.js';
 
 /** Options of retryJob / Job.retry (BullMQ's RetryOptions; zkq resets both counters unless told not to). */
 export interface RetryJobOptions {
@@ -78,4 +78,30 @@ export function retryMove(
 
 export function waitingEvent(jobId: string, prev: string): QueueEventRecord {
   return { event: 'waiting', jobId, prev, ts: Date.now() };
+}
+
+/**
+ * Retries the jobs in `state` (default failed) that finished at or before
+ * `timestamp` (default now), `count` (default 1000) at a time, oldest first,
+ * resetting their attempt counters unless `opts` keeps them.
+ * Resolves with the number retried.
+ */
+export async function retryJobs(
+  store: ProtocolContext,
+  opts: { state?: FinishedStatus; count?: number; timestamp?: number } & Omit<RetryJobOptions, 'state'> = {},
+): Promise<number> {
+  await store.init();
+  const state = opts.state ?? 'failed';
+  const timestamp = opts.timestamp ?? Date.now();
+  let moved = 0;
+  for await (const chunk of pointersIn(store, store.layout.finishedDir(state), positive(opts.count, 1000))) {
+    const moves: Move[] = [];
+    for (const j of await readJobs(store, chunk)) {
+      if (!j.stored || j.stored.record.state !== state) continue;
+      if ((j.stored.record.finishedOn ?? 0) > timestamp) continue;
+      moves.push(retryMove(store, j.stored, j.pointer, opts, [waitingEvent(j.id, state)]));
+    }
+    moved += (await applyMoves(store, moves)).length;
+  }
+  return moved;
 }
