@@ -367,15 +367,34 @@ export function leaseOf(job: ClaimedJob, progress?: unknown): Lease {
  * an expired session is re-created while the token still holds. Resolves
  * with the leases no longer owned: their attempts must be aborted, and only
  * they (see `sameAttempt`): by the time this resolves, the same worker may
- * hold a new attempt of the same job.
+ * hold a new attempt of the same job. A renewal whose outcome could not be
+ * learnt (its connection lost again and again) leaves its lease out: nothing
+ * says the lease moved on, and the next renewal proves it again.
  */
 export async function renewLeases(store: QueueStore, leases: Lease[], o: ClaimOptions): Promise<Lease[]> {
+  const states = await renewLeaseStates(store, leases, o);
+  return leases.filter((_, i) => states[i] === 'lost');
+}
+
+/**
+ * What a renewal learnt of a lease: `renewed`; `lost` (the record or the
+ * attempt's pointer moved on, or its claim could not be re-created); or
+ * `unknown` (the outcome could not be learnt: the lease may hold or not).
+ */
+export type LeaseState = 'renewed' | 'lost' | 'unknown';
+
+/** Renews `leases` as `renewLeases` does; resolves with what became of each, in order. */
+export async function renewLeaseStates(store: QueueStore, leases: Lease[], o: ClaimOptions): Promise<LeaseState[]> {
   const units = leases.map((l) => leaseUnit(store, l, o, false));
   const results = await store.executor.run(units, {
     receipt: false,
     onConflict: reclaimVanished(store, o),
   });
-  return leases.filter((_, i) => !results[i]?.ok);
+  return leases.map((_, i) => {
+    const r = results[i];
+    if (r?.ok) return 'renewed';
+    return r?.error instanceof OutcomeUnknownError ? 'unknown' : 'lost';
+  });
 }
 
 /**
