@@ -13,6 +13,13 @@ import type { ProtocolOp } from './executor.js';
 
 const EMPTY = Buffer.alloc(0);
 
+/** A place to send a job, before Containers picked its bucket. */
+export type Place =
+  | { kind: 'ready'; lane: string }
+  | { kind: 'delayed'; due: number }
+  | { kind: 'completed' | 'failed' }
+  | { kind: 'waiting-children' };
+
 /** Where a job's new pointer goes: a bucket path chosen by Containers, and the kind of pointer. */
 export type Destination =
   | { kind: 'ready'; bucket: string }

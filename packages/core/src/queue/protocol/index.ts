@@ -45,17 +45,24 @@
  * active, so the next claim counts a stall, and past maxStalledCount the job
  * fails instead of running again.
  */
-export * from './attempts.js';
+
+export type { OpResult } from '../../zk/types.js';
 export * from './builders.js';
 export * from './cancels.js';
+export * from './claim.js';
 export { Containers } from './containers.js';
 export * from './dedup-sweep.js';
 export * from './deps-entries.js';
 export * from './executor.js';
+export * from './finish.js';
+export * from './finish-plan.js';
 export * from './flow-adds.js';
 export * from './flows.js';
+export * from './lease.js';
 export * from './limited-claims.js';
 export * from './limits.js';
 export * from './logs.js';
 export * from './moves.js';
+export * from './quarantine.js';
+export * from './stale.js';
 export { prepareTrims } from './trims.js';

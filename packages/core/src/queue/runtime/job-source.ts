@@ -23,16 +23,11 @@
  */
 import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import { MalformedJobError } from '../errors.js';
-import {
-  type Candidate,
-  type ClaimedJob,
-  type ClaimResult,
-  claimJobs,
-  quarantineMalformed,
-} from '../protocol/attempts.js';
+import { type Candidate, type ClaimedJob, type ClaimResult, claimJobs } from '../protocol/claim.js';
 import { admit, claimLimited, readLimitState } from '../protocol/limited-claims.js';
 import { effectiveLimits, type RateLimit } from '../protocol/limits.js';
 import { dropOrphanPointer, lookAtHead } from '../protocol/moves.js';
+import { quarantineMalformed } from '../protocol/quarantine.js';
 import type { QueueStore } from '../store.js';
 import { IdleLine } from './idle-line.js';
 import { LimitsView } from './limits-view.js';
