@@ -107,7 +107,7 @@
  *                                     (no `bucketed`) may hold entries right under it too; they
  *                                     are read and settled where they are
  *   deps-adds/a-<random>              a flow too large for one transaction being added, from
- *                                     its first job's queue (see protocol/flow-adds.ts):
+ *                                     its first job's queue (see protocol/flow-add-split.ts):
  *                                     {"held": [parents it parks]}, created on first use by its
  *                                     first transaction, rewritten by each later one, deleted by
  *                                     the last; one the leader sees unchanged for

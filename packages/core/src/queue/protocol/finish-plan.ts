@@ -5,7 +5,7 @@ import { cutReason, keptStacktrace } from '../sizes.js';
 import type { KeepJobs } from '../types.js';
 import type { Place } from './builders.js';
 import { type ClaimedJob, PLAIN_LANE } from './claim.js';
-import type { Settlement } from './flows.js';
+import type { Settlement } from './flow-parent.js';
 
 /** Where a finished attempt sends its job. */
 export type Outcome =

@@ -8,7 +8,10 @@ import { type Destination, finishOps, parkedPath, releaseOps } from './builders.
 import type { ClaimInfo } from './claim.js';
 import type { Built, TxUnit, UnitResult } from './executor.js';
 import { type Finish, type Outcome, planFinish } from './finish-plan.js';
-import { dropDepsOps, joinBuilt, mayBePendingChild, parkShare, settleChildOps } from './flows.js';
+import { mayBePendingChild } from './flow-detach.js';
+import { joinBuilt } from './flow-parent.js';
+import { parkShare, settleChildOps } from './flow-settle.js';
+import { dropDepsOps } from './flow-sweep.js';
 import { dropLogsOfGoneJobs, writeLogs } from './logs.js';
 import { dropTrim, sendingTrim, settleTrim, TrimBatch, type TrimState, trimShare, unsentTrim } from './trims.js';
 

@@ -34,7 +34,8 @@ import {
 } from './builders.js';
 import { type Candidate, PLAIN_LANE } from './claim.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
-import { detachOps, joinBuilt, mayBePendingChild } from './flows.js';
+import { detachOps, mayBePendingChild } from './flow-detach.js';
+import { joinBuilt } from './flow-parent.js';
 
 /** Lanes in the order they are served: lifo first, then by priority. */
 export function sortLanes(lanes: string[]): string[] {
