@@ -11,7 +11,7 @@
  */
 import type { KeepJobs } from './types.js';
 
-export { trimFinished } from './protocol/moves.js';
+export { trimFinished } from './protocol/trim-finished.js';
 
 export const DEFAULT_KEEP_COMPLETED: KeepJobs = { count: 1000 };
 export const DEFAULT_KEEP_FAILED: KeepJobs = { count: 5000 };

@@ -10,9 +10,10 @@ import { performance } from 'node:perf_hooks';
 import { BadVersionError, NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { PayloadTooLargeError } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
+import type { QueueLayout } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
-import { claimOps, pauseCheckOp } from './builders.js';
+import { pauseCheckOp } from './builders.js';
 import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
 
 /** Lane of jobs without priority. */
@@ -305,4 +306,25 @@ export function isConflict(err: unknown): boolean {
     err instanceof NodeExistsError ||
     err instanceof BadVersionError
   );
+}
+
+/**
+ * Claim: the ready pointer seen is still there (a job finished and retried
+ * meanwhile has a new one), the claim node is created (EPHEMERAL: the create
+ * is the mutex), and the record is written at the version read. The new
+ * version is the attempt's fencing token. Under a global concurrency the
+ * attempt's slot is created last (EPHEMERAL too: a slot taken meanwhile
+ * fails the claim), so claim node and slot live and die together.
+ */
+export function claimOps(
+  layout: QueueLayout,
+  c: { id: string; pointer: string; version: number; record: Buffer; claim: Buffer; slot?: string | undefined },
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [
+    { op: 'check', path: c.pointer, version: 0 },
+    { op: 'create', path: layout.claim(c.id), data: c.claim, mode: 'ephemeral' },
+    { op: 'setData', path: layout.job(c.id), data: c.record, version: c.version },
+  ];
+  if (c.slot) ops.push({ op: 'create', path: layout.slot(c.slot), mode: 'ephemeral' });
+  return ops;
 }

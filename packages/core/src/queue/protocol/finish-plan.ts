@@ -1,3 +1,8 @@
+/**
+ * What a finished attempt writes, planned from its outcome alone: the
+ * record, the place the job goes to, its events and what its parent learns
+ * (pure, but for the clock). finish.ts writes the plan.
+ */
 import { eventValue, type QueueEventRecord } from '../events.js';
 import { MAX_DELAY_MS } from '../options.js';
 import type { JobRecord } from '../record.js';

@@ -1,12 +1,21 @@
+/**
+ * The finish: an attempt's outcome written at its token, in one transaction
+ * with everything it entails: pointer and claim swapped for the new place,
+ * a parent's standing settled (flow-settle.ts), the finished set trimmed to
+ * its count (trims.ts), a deduplication key dropped or handed on (dedup.ts).
+ * A finish too large to store is written again smaller; its log lines go
+ * first, to the job's log node. Called by the Worker's Finisher.
+ */
 import { NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { type HandoffMode, handoffAfterConflict, withHandoff } from '../dedup.js';
 import { LostJobError, PayloadTooLargeError } from '../errors.js';
+import type { QueueLayout } from '../layout.js';
 import { encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
 import { tooLargeReason } from '../sizes.js';
 import type { QueueStore } from '../store.js';
-import { type Destination, finishOps, parkedPath, releaseOps } from './builders.js';
+import { type Destination, parkedPath, pointerOp } from './builders.js';
 import type { ClaimInfo } from './claim.js';
-import type { Built, TxUnit, UnitResult } from './executor.js';
+import type { Built, ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { type Finish, type Outcome, planFinish } from './finish-plan.js';
 import { mayBePendingChild } from './flow-detach.js';
 import { joinBuilt } from './flow-parent.js';
@@ -293,4 +302,53 @@ async function removeOwnReclaims(store: QueueStore, finished: Finish[]): Promise
       }
     }),
   );
+}
+
+/**
+ * Finish (complete, fail, retry): the record written (or deleted) at the
+ * token, the ready pointer and the claim deleted (with the attempt's slot,
+ * which lives as long as the claim node naming it), the new pointer created.
+ * `withClaim: false` when the claim vanished with an expired session: the
+ * token alone proves that nobody claimed the job since, and the slot
+ * vanished with the claim (another attempt may hold that name by now).
+ */
+export function finishOps(
+  layout: QueueLayout,
+  f: {
+    id: string;
+    token: number;
+    pointer: string;
+    record: Buffer | undefined;
+    withClaim: boolean;
+    slot?: string | undefined;
+    /** The job stays where its pointer is (a job given back to its lane's head). */
+    keepPointer?: boolean;
+  },
+  to: Destination | undefined,
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [
+    f.record
+      ? { op: 'setData', path: layout.job(f.id), data: f.record, version: f.token }
+      : { op: 'delete', path: layout.job(f.id), version: f.token },
+  ];
+  if (!f.keepPointer) ops.push({ op: 'delete', path: f.pointer });
+  if (f.withClaim) {
+    ops.push({ op: 'delete', path: layout.claim(f.id), role: 'claim' });
+    if (f.slot) ops.push({ op: 'delete', path: layout.slot(f.slot) });
+  }
+  if (to) ops.push(pointerOp(layout, f.id, to));
+  return ops;
+}
+
+/**
+ * Delete a claim node at the version read, and the slot it names: a worker
+ * removing its own re-claim after the finish was written without it.
+ */
+export function releaseOps(
+  layout: QueueLayout,
+  r: { id: string; claimVersion: number; slot?: string | undefined },
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [{ op: 'delete', path: layout.claim(r.id), version: r.claimVersion }];
+  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
+  return ops;
 }

@@ -1,8 +1,16 @@
+/**
+ * The lease: a worker renews its claims, and publishes progress, by
+ * rewriting the claim node (fenced: only while the record is still at its
+ * token), which moves the node's data version on; the leader judges a claim
+ * by that version alone (stale.ts). A claim that vanished with an expired
+ * session is re-created while the token holds. Called by the Worker's
+ * renewer and its jobs' `updateProgress`.
+ */
 import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import { PayloadTooLargeError } from '../errors.js';
 import { eventValue, type QueueEventRecord } from '../events.js';
+import type { QueueLayout } from '../layout.js';
 import type { QueueStore } from '../store.js';
-import { reclaimOps, renewOps } from './builders.js';
 import { type ClaimedJob, type ClaimOptions, claimPayload } from './claim.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
 
@@ -120,4 +128,40 @@ export async function reportProgress(store: QueueStore, lease: Lease, o: ClaimOp
     onConflict: reclaimVanished(store, o),
   });
   return result?.ok === true;
+}
+
+/**
+ * Renew a lease (and publish progress): only while the record is still at
+ * the attempt's token (a revoked or re-claimed job has moved on), rewrite
+ * the claim node; its version change is what the leader watches for.
+ */
+export function renewOps(
+  layout: QueueLayout,
+  r: { id: string; token: number; pointer: string; claim: Buffer },
+): ProtocolOp[] {
+  return [
+    { op: 'check', path: layout.job(r.id), version: r.token },
+    // a token is a record version: a job removed and added again under its id counts from 0 again,
+    // so the attempt's ready pointer (a new job has a new one) tells the attempts apart
+    { op: 'check', path: r.pointer, version: 0 },
+    { op: 'setData', path: layout.claim(r.id), data: r.claim, role: 'claim' },
+  ];
+}
+
+/**
+ * Re-create a claim that vanished with an expired session, while the record
+ * is still at the token, and its slot with it: a slot another attempt took
+ * meanwhile fails the re-claim (the job is lost here, not run over the limit).
+ */
+export function reclaimOps(
+  layout: QueueLayout,
+  r: { id: string; token: number; pointer: string; claim: Buffer; slot?: string | undefined },
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [
+    { op: 'check', path: layout.job(r.id), version: r.token },
+    { op: 'check', path: r.pointer, version: 0 }, // this attempt's job, not one added again under its id
+    { op: 'create', path: layout.claim(r.id), data: r.claim, mode: 'ephemeral', role: 'claim' },
+  ];
+  if (r.slot) ops.push({ op: 'create', path: layout.slot(r.slot), mode: 'ephemeral' });
+  return ops;
 }

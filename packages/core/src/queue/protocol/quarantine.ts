@@ -1,3 +1,8 @@
+/**
+ * A job whose record cannot be read is moved to failed/ with a readable
+ * record in its place, so that no worker meets it again. Called by the
+ * JobSource when a claim finds one.
+ */
 import { encodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
 import { type Destination, fillOp, moveOps } from './builders.js';

@@ -8,9 +8,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { LostJobError } from '../errors.js';
+import type { QueueLayout } from '../layout.js';
 import { encodeRecord, type JobRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
-import { revokeOps } from './builders.js';
 import type { ClaimInfo } from './claim.js';
 import type { ProtocolOp } from './executor.js';
 
@@ -107,4 +107,24 @@ export async function revokeClaims(
   }));
   const results = await store.executor.run(units, { fence, receipt: false });
   return stale.filter((_, i) => results[i]?.ok).map((s) => s.id);
+}
+
+/**
+ * Revoke a stale claim (the leader): delete the claim at the version judged
+ * stale (a renewal since then wins) and write the record at the token, one
+ * stall more, which moves the version on so that the late result is fenced
+ * off. The ready pointer stays: the job is claimed again. The slot named in
+ * the claim goes with it (the hung worker runs on outside the count; its
+ * result will be refused).
+ */
+export function revokeOps(
+  layout: QueueLayout,
+  r: { id: string; claimVersion: number; token: number; record: Buffer; slot?: string | undefined },
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [
+    { op: 'delete', path: layout.claim(r.id), version: r.claimVersion },
+    { op: 'setData', path: layout.job(r.id), data: r.record, version: r.token },
+  ];
+  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
+  return ops;
 }
