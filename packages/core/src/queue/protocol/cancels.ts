@@ -45,7 +45,7 @@ import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { Watcher } from '../../zk/types.js';
 import { parseCancelName, type QueueLayout } from '../layout.js';
 import type { QueueStore } from '../store.js';
-import { isConflict } from './attempts.js';
+import { isConflict } from './claim.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
 
 /** Longest cancel reason, in bytes (UTF-8): a reason is a message, not a payload. */

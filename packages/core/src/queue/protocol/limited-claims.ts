@@ -1,7 +1,7 @@
 /**
  * Claims under a global limit: a global concurrency N, a rate limit
  * (`max` jobs per `duration`), or a manual window. Without any, claims take
- * the plain path (attempts.ts) and pay nothing for this.
+ * the plain path (claim.ts) and pay nothing for this.
  *
  * One transaction admits a group of jobs and records the admission, so no
  * interleaving of workers can over-admit:
@@ -36,6 +36,7 @@
 import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { opBytes } from '../../zk/session.js';
 import type { QueueStore } from '../store.js';
+import { pauseCheckOp, settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
 import {
   type Candidate,
   type ClaimedJob,
@@ -46,8 +47,7 @@ import {
   type PreparedClaim,
   prepareClaims,
   preparedClaimOps,
-} from './attempts.js';
-import { pauseCheckOp, settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
+} from './claim.js';
 import { type ProtocolOp, TX_BYTE_BUDGET, type TxUnit } from './executor.js';
 import {
   countData,
