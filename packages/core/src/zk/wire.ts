@@ -18,8 +18,8 @@
  * - internals.ts: the release they were written against, and the client's
  *   insides as they see them.
  *
- * Only this module (its parts) and session.ts import the client; nothing
- * else touches its internals.
+ * Only the parts under wire/ load the client; the session layer (session.ts
+ * and the files it is made of) reaches it through this module alone.
  */
 
 export { acceptUnknownErrorCodes, unknownCodeProblems } from './wire/codes.js';
