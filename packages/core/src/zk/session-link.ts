@@ -17,7 +17,7 @@
  *   would only be refused again.
  */
 
-import { EventEmitter } from 'node:events';
+import type { EventEmitter } from 'node:events';
 // node:timers' own functions, not the globals: a test that fakes the global
 // timers (sinon, node:test's mock timers) must not freeze request timeouts,
 // the heartbeat or the suspension timer
@@ -35,8 +35,8 @@ import {
 import { Heartbeat } from './heartbeat.js';
 import { normalizeNamespace, validatePath } from './paths.js';
 import { type Callback, Requests } from './requests.js';
+import { withRetry } from './retry.js';
 import {
-  type ClockSource,
   DEFAULT_CLOSE_WAIT_MS,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
@@ -46,22 +46,23 @@ import {
   type SessionOptions,
   type SessionStats,
 } from './session-types.js';
-import type { ConnectionState } from './types.js';
+import { ignoreExists } from './tree.js';
+import type { ConnectionState, CreateMode } from './types.js';
 import { Watches } from './watches.js';
-import { dropConnection, type WireClient, wire, wireAcl } from './wire.js';
+import { dropConnection, type WireClient, wire, wireAcl, wireMode } from './wire.js';
 
 /** Longest wait of close() for the work registered with beforeClose, ms. */
 const CLOSE_HOOKS_MS = 1000;
 
-/** The connection's life of a `Session` (its operations: session.ts). */
-export abstract class SessionLink extends EventEmitter<SessionEvents> {
+/** The connection's life of a `Session` (which is `events`; its operations: session.ts). */
+export class SessionLink {
   readonly namespace: string;
   readonly stats: SessionStats = { requests: 0, maxChildren: 0, sessionsCreated: 0 };
   private client!: WireClient;
   private current: ConnectionState | 'connecting' = 'connecting';
-  protected readonly acl: ReturnType<typeof wireAcl>;
+  readonly acl: ReturnType<typeof wireAcl>;
   private readonly hooks = new Set<NewSessionHook>();
-  protected readonly watches = new Watches((path) => this.rel(path));
+  readonly watches = new Watches((path) => this.rel(path));
   private readonly requests = new Requests({
     refusal: (path) => (this.failure ? this.failure(path) : this.isClosed ? new SessionClosedError(path) : undefined),
     client: () => this.client,
@@ -74,7 +75,7 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
     unanswered: (client) => this.dropIfSilent(client),
   });
   private suspendTimer: NodeJS.Timeout | undefined;
-  protected readonly heartbeat = new Heartbeat({
+  readonly heartbeat = new Heartbeat({
     beating: () => !this.isClosed && this.linkUp,
     sessionTimeout: () => this.sessionTimeout,
     drop: () => dropConnection(this.client),
@@ -91,49 +92,33 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
   private closing: Promise<void> | undefined;
   private readonly closeHooks = new Set<() => Promise<unknown>>();
 
-  protected constructor(protected readonly options: SessionOptions) {
-    super();
+  constructor(
+    private readonly options: SessionOptions,
+    private readonly events: EventEmitter<SessionEvents>,
+  ) {
     this.namespace = normalizeNamespace(options.namespace);
     const acl = options.acl ?? (options.auth || options.sasl ? 'creator' : 'open');
     this.acl = wireAcl(acl === 'open' ? OPEN_ACL : acl === 'creator' ? CREATOR_ACL : acl);
   }
 
-  /** The current connection state. */
+  /** See Session: the link's state, sureness, session id, timeout and credentials. */
   get state(): ConnectionState | 'connecting' {
     return this.current;
   }
 
-  /**
-   * Whether the connection is up and still sure: the state is `connected` or
-   * `reconnected`, and a request sent in the last two thirds of the session
-   * timeout was answered (the heartbeat's rule, see heartbeat.ts), read on
-   * the clock at the call. A process whose event loop was blocked past that
-   * (a long synchronous computation) sees false at once, before the
-   * heartbeat's timer gets to run and drop the connection: the server may
-   * have expired the session meanwhile. What holders' `isHeld` and
-   * `isLeader` rest on.
-   */
   get isConnected(): boolean {
     if (this.current !== 'connected' && this.current !== 'reconnected') return false;
     return this.heartbeat.isAlive(this.sessionTimeout);
   }
 
-  /** The current session id in hex, in the same form as `Stat.ephemeralOwner` (no leading zeros). */
   get sessionId(): string {
     return this.client.getSessionId().readBigUInt64BE(0).toString(16);
   }
 
-  /** The clock queues on this session judge time on (`SessionOptions.clock`). */
-  get clock(): ClockSource {
-    return this.options.clock ?? 'zookeeper';
-  }
-
-  /** Session timeout granted by the server, ms. */
   get sessionTimeout(): number {
     return this.client.getSessionTimeout();
   }
 
-  /** The current session's id and password (to expire it on purpose in tests). */
   credentials(): { sessionId: Buffer; password: Buffer } {
     return { sessionId: this.client.getSessionId(), password: this.client.getSessionPassword() };
   }
@@ -146,17 +131,17 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
 
   private setState(state: ConnectionState): void {
     this.current = state;
-    this.emit('state', state);
+    this.events.emit('state', state);
   }
 
-  protected open(signal?: AbortSignal): Promise<void> {
+  open(signal?: AbortSignal): Promise<void> {
     const timeoutMs = this.options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_MS;
     const client = this.newClient();
     return new Promise((resolve, reject) => {
       const settle = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        this.off('failed', failed);
+        this.events.off('failed', failed);
       };
       const fail = (err: Error) => {
         settle();
@@ -180,7 +165,7 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
         settle();
         resolve();
       });
-      this.once('failed', failed);
+      this.events.once('failed', failed);
     });
   }
 
@@ -204,14 +189,14 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
         everConnected = true;
         if (newSession && firstSession) {
           this.setState('connected');
-          this.emit('connected');
+          this.events.emit('connected');
         } else {
           void this.announceReconnect(newSession);
         }
       } else if (s === wire.State.DISCONNECTED) {
         this.linkUp = false;
         this.setState('suspended');
-        this.emit('suspended');
+        this.events.emit('suspended');
         this.armSuspendTimer(client);
       } else if (s === wire.State.EXPIRED) {
         this.linkUp = false;
@@ -230,7 +215,7 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
     clearTimeout(this.suspendTimer);
     this.requests.failPending(client, make);
     this.watches.loseAll();
-    this.emit('failed', failure);
+    this.events.emit('failed', failure);
     void this.close();
   }
 
@@ -240,13 +225,13 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
         try {
           await hook();
         } catch (err) {
-          this.emit('hookError', err);
+          this.events.emit('hookError', err);
         }
       }
     }
     if (this.isClosed) return;
     this.setState('reconnected');
-    this.emit('reconnected', { newSession });
+    this.events.emit('reconnected', { newSession });
   }
 
   /**
@@ -268,7 +253,7 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
     expired.close();
     this.requests.failPending(expired, (path) => new SessionExpiredError(path));
     this.setState('lost');
-    this.emit('lost');
+    this.events.emit('lost');
     this.watches.loseAll();
     this.newClient();
   }
@@ -284,31 +269,20 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
       new Promise<void>((resolve) => {
         stop = resolve;
         timer = setTimeout(resolve, waitMs);
-        this.once('suspended', resolve);
+        this.events.once('suspended', resolve);
       }),
     ]);
     clearTimeout(timer);
-    if (stop) this.off('suspended', stop);
+    if (stop) this.events.off('suspended', stop);
   }
 
-  /**
-   * Closes the session: its ephemeral nodes go at once. Idempotent; concurrent
-   * calls share one close. Waits for the server at most `timeout` ms (default
-   * 3000: up to a second of it for the work registered with beforeClose, the
-   * rest for the server to confirm); past it the connection is dropped, and a
-   * server that never got the close expires the session one session timeout
-   * later. With 0 the close request is sent and nothing is waited for.
-   */
+  /** See Session.close: one close, however many calls. */
   close(options: { timeout?: number } = {}): Promise<void> {
     this.closing ??= this.shutDown(options.timeout ?? DEFAULT_CLOSE_WAIT_MS);
     return this.closing;
   }
 
-  /**
-   * Runs `hook` when close() starts, while the session still works: writes
-   * deferred so as to batch them (a connected session waits for them, up to
-   * a second). Returns the function that unregisters it.
-   */
+  /** Runs `hook` when close() starts; returns the function that unregisters it. */
   beforeClose(hook: () => Promise<unknown>): () => void {
     this.closeHooks.add(hook);
     return () => this.closeHooks.delete(hook);
@@ -338,7 +312,7 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
     this.requests.failPending(client, (path) => new SessionClosedError(path));
     this.watches.clear();
     this.setState('closed');
-    this.emit('closed');
+    this.events.emit('closed');
   }
 
   get closed(): boolean {
@@ -346,25 +320,51 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
   }
 
   /**
-   * The watches this session has armed that have not fired yet, as
-   * `<exists|data|children>:<path>` (paths in the namespace): for
-   * diagnostics and tests, since ZooKeeper's `wchp` lists no child watches.
+   * Creates the namespace node under the session's ACL, and its missing
+   * ancestors open: under the creator's ACL, a parent shared by several
+   * tenants' namespaces would let only the first tenant create its own.
+   * Existing nodes are left as they are (an operator may have made them
+   * with a stricter ACL).
    */
-  armedWatches(): string[] {
-    return this.watches.keys();
+  async ensureNamespace(): Promise<void> {
+    const parts = this.namespace.split('/').filter(Boolean);
+    const openAcl = wireAcl(OPEN_ACL);
+    let path = '';
+    for (const [i, part] of parts.entries()) {
+      path += `/${part}`;
+      const target = path;
+      const acl = i === parts.length - 1 ? this.acl : openAcl;
+      await withRetry(
+        () => this.create(target, undefined, 'persistent', target, acl).catch(ignoreExists),
+        this.options.retry,
+      );
+    }
+  }
+
+  /** Creates `absPath`, a server path; `errorPath` is the path errors report: the caller's, inside the namespace. */
+  create(
+    absPath: string,
+    data: Buffer | undefined,
+    mode: CreateMode,
+    errorPath = absPath,
+    acl = this.acl,
+  ): Promise<string> {
+    return this.call<string>(errorPath, (c, cb) =>
+      data ? c.create(absPath, data, acl, wireMode(mode), cb) : c.create(absPath, acl, wireMode(mode), cb),
+    );
   }
 
   // ---- paths -------------------------------------------------------------
 
   /** The absolute server path of a namespace path; a malformed path is refused (it could escape the namespace). */
-  protected abs(path: string): string {
+  abs(path: string): string {
     validatePath(path);
     if (!this.namespace) return path;
     return path === '/' ? this.namespace : this.namespace + path;
   }
 
   /** The namespace path of a server path. */
-  protected rel(path: string): string {
+  rel(path: string): string {
     if (!this.namespace) return path;
     const rest = path.slice(this.namespace.length);
     return rest === '' ? '/' : rest;
@@ -383,7 +383,7 @@ export abstract class SessionLink extends EventEmitter<SessionEvents> {
   }
 
   /** Sends one request with a timeout, mapping wire errors to typed errors. */
-  protected call<T>(path: string, send: (client: WireClient, cb: Callback<T>) => void): Promise<T> {
+  call<T>(path: string, send: (client: WireClient, cb: Callback<T>) => void): Promise<T> {
     return this.requests.call(path, send);
   }
 }

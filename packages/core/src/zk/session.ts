@@ -30,16 +30,9 @@
  *   every connection, through wire.ts.
  */
 
-import { OPEN_ACL } from './acl.js';
+import { EventEmitter } from 'node:events';
 import { checkWireExtensions } from './client-setup.js';
-import {
-  BadArgumentsError,
-  errorFromCode,
-  NodeExistsError,
-  NoNodeError,
-  SessionClosedError,
-  ZK_CODES,
-} from './errors.js';
+import { BadArgumentsError, errorFromCode, NoNodeError, SessionClosedError, ZK_CODES } from './errors.js';
 import { MAX_DATA_BYTES } from './limits.js';
 import { checkMultiSize, checkReads, multiError, toOpResults, toReadResult, toWireOps } from './multi-ops.js';
 import type { ReadOp, ReadResults } from './multi-size.js';
@@ -47,9 +40,10 @@ import { createProtected } from './protected-create.js';
 import { isRetryable, withRetry } from './retry.js';
 import { saslOptionsProblem } from './sasl.js';
 import { SessionLink } from './session-link.js';
-import type { SessionOptions } from './session-types.js';
+import type { ClockSource, NewSessionHook, SessionEvents, SessionOptions, SessionStats } from './session-types.js';
 import { tlsOptionsProblem } from './tls.js';
-import type { CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
+import { deleteRecursive, ensurePath } from './tree.js';
+import type { ConnectionState, CreateMode, Op, OpResult, Stat, Watcher } from './types.js';
 import {
   assertReadMultiSupported,
   sendMulti,
@@ -57,8 +51,6 @@ import {
   toStat,
   type WireReadResult,
   type WriteResult,
-  wireAcl,
-  wireMode,
 } from './wire.js';
 
 export {
@@ -84,9 +76,17 @@ export {
   type SessionStats,
 } from './session-types.js';
 
-export class Session extends SessionLink {
-  private constructor(options: SessionOptions) {
-    super(options);
+export class Session extends EventEmitter<SessionEvents> {
+  readonly namespace: string;
+  readonly stats: SessionStats;
+  /** The connection's life: its states, the heartbeat, requests and watches (session-link.ts). */
+  private readonly link: SessionLink;
+
+  private constructor(private readonly options: SessionOptions) {
+    super();
+    this.link = new SessionLink(options, this);
+    this.namespace = this.link.namespace;
+    this.stats = this.link.stats;
   }
 
   /**
@@ -105,12 +105,12 @@ export class Session extends SessionLink {
     if (saslProblem) throw new BadArgumentsError(saslProblem[0]);
     checkWireExtensions(options);
     const session = new Session(options);
-    await session.open(signal);
-    session.heartbeat.start();
+    await session.link.open(signal);
+    session.link.heartbeat.start();
     const giveUp = () => void session.close({ timeout: 0 });
     signal?.addEventListener('abort', giveUp, { once: true });
     try {
-      if (session.namespace) await session.ensureRoot();
+      if (session.namespace) await session.link.ensureNamespace();
       if (signal?.aborted) throw new SessionClosedError('/');
     } catch (err) {
       await session.close({ timeout: signal?.aborted ? 0 : undefined });
@@ -121,26 +121,82 @@ export class Session extends SessionLink {
     return session;
   }
 
+  /** The current connection state. */
+  get state(): ConnectionState | 'connecting' {
+    return this.link.state;
+  }
+
   /**
-   * Creates the namespace node under the session's ACL, and its missing
-   * ancestors open: under the creator's ACL, a parent shared by several
-   * tenants' namespaces would let only the first tenant create its own.
-   * Existing nodes are left as they are (an operator may have made them
-   * with a stricter ACL).
+   * Whether the connection is up and still sure: the state is `connected` or
+   * `reconnected`, and a request sent in the last two thirds of the session
+   * timeout was answered (the heartbeat's rule, see heartbeat.ts), read on
+   * the clock at the call. A process whose event loop was blocked past that
+   * (a long synchronous computation) sees false at once, before the
+   * heartbeat's timer gets to run and drop the connection: the server may
+   * have expired the session meanwhile. What holders' `isHeld` and
+   * `isLeader` rest on.
    */
-  private async ensureRoot(): Promise<void> {
-    const parts = this.namespace.split('/').filter(Boolean);
-    const openAcl = wireAcl(OPEN_ACL);
-    let path = '';
-    for (const [i, part] of parts.entries()) {
-      path += `/${part}`;
-      const target = path;
-      const acl = i === parts.length - 1 ? this.acl : openAcl;
-      await withRetry(
-        () => this.rawCreate(target, undefined, 'persistent', target, acl).catch(ignoreExists),
-        this.options.retry,
-      );
-    }
+  get isConnected(): boolean {
+    return this.link.isConnected;
+  }
+
+  /** The current session id in hex, in the same form as `Stat.ephemeralOwner` (no leading zeros). */
+  get sessionId(): string {
+    return this.link.sessionId;
+  }
+
+  /** The clock queues on this session judge time on (`SessionOptions.clock`). */
+  get clock(): ClockSource {
+    return this.options.clock ?? 'zookeeper';
+  }
+
+  /** Session timeout granted by the server, ms. */
+  get sessionTimeout(): number {
+    return this.link.sessionTimeout;
+  }
+
+  /** The current session's id and password (to expire it on purpose in tests). */
+  credentials(): { sessionId: Buffer; password: Buffer } {
+    return this.link.credentials();
+  }
+
+  /** Runs `hook` after every *new* session (not the first); returns an unsubscribe function. */
+  onNewSession(hook: NewSessionHook): () => void {
+    return this.link.onNewSession(hook);
+  }
+
+  /**
+   * Closes the session: its ephemeral nodes go at once. Idempotent; concurrent
+   * calls share one close. Waits for the server at most `timeout` ms (default
+   * 3000: up to a second of it for the work registered with beforeClose, the
+   * rest for the server to confirm); past it the connection is dropped, and a
+   * server that never got the close expires the session one session timeout
+   * later. With 0 the close request is sent and nothing is waited for.
+   */
+  close(options: { timeout?: number } = {}): Promise<void> {
+    return this.link.close(options);
+  }
+
+  /**
+   * Runs `hook` when close() starts, while the session still works: writes
+   * deferred so as to batch them (a connected session waits for them, up to
+   * a second). Returns the function that unregisters it.
+   */
+  beforeClose(hook: () => Promise<unknown>): () => void {
+    return this.link.beforeClose(hook);
+  }
+
+  get closed(): boolean {
+    return this.link.closed;
+  }
+
+  /**
+   * The watches this session has armed that have not fired yet, as
+   * `<exists|data|children>:<path>` (paths in the namespace): for
+   * diagnostics and tests, since ZooKeeper's `wchp` lists no child watches.
+   */
+  armedWatches(): string[] {
+    return this.link.watches.keys();
   }
 
   private checkData(data: Buffer | undefined, path: string): void {
@@ -149,25 +205,12 @@ export class Session extends SessionLink {
     }
   }
 
-  /** `errorPath` is the path errors report: the caller's, inside the namespace. */
-  private rawCreate(
-    absPath: string,
-    data: Buffer | undefined,
-    mode: CreateMode,
-    errorPath = absPath,
-    acl = this.acl,
-  ): Promise<string> {
-    return this.call<string>(errorPath, (c, cb) =>
-      data ? c.create(absPath, data, acl, wireMode(mode), cb) : c.create(absPath, acl, wireMode(mode), cb),
-    );
-  }
-
   // ---- operations ---------------------------------------------------------
 
   /** Creates a node; resolves with its path (sequential modes append the sequence number). Not retried. */
   async create(path: string, data?: Buffer, mode: CreateMode = 'persistent'): Promise<string> {
     this.checkData(data, path);
-    return this.rel(await this.rawCreate(this.abs(path), data, mode, path));
+    return this.link.rel(await this.link.create(this.link.abs(path), data, mode, path));
   }
 
   /**
@@ -216,17 +259,19 @@ export class Session extends SessionLink {
 
   /** Deletes a node, if `version` matches (-1: any). Not retried. */
   async delete(path: string, version = -1): Promise<void> {
-    await this.call<void>(path, (c, cb) => c.remove(this.abs(path), version, cb));
+    await this.link.call<void>(path, (c, cb) => c.remove(this.link.abs(path), version, cb));
   }
 
   /** The node's stat, or null when it does not exist. A watch fires on create, delete or change. */
   exists(path: string, options: { watch?: Watcher } = {}): Promise<Stat | null> {
-    return this.watches.watched('exists', path, options.watch, (w) =>
+    return this.link.watches.watched('exists', path, options.watch, (w) =>
       withRetry(
         () =>
-          this.call<zkStat | null>(path, (c, cb) =>
-            w ? c.exists(this.abs(path), w, cb) : c.exists(this.abs(path), cb),
-          ).then((s) => (s ? toStat(s) : null)),
+          this.link
+            .call<zkStat | null>(path, (c, cb) =>
+              w ? c.exists(this.link.abs(path), w, cb) : c.exists(this.link.abs(path), cb),
+            )
+            .then((s) => (s ? toStat(s) : null)),
         this.options.retry,
       ),
     );
@@ -234,14 +279,14 @@ export class Session extends SessionLink {
 
   /** The node's data and stat. A watch fires on change or delete. */
   getData(path: string, options: { watch?: Watcher } = {}): Promise<{ data: Buffer; stat: Stat }> {
-    return this.watches.watched('data', path, options.watch, (w) =>
+    return this.link.watches.watched('data', path, options.watch, (w) =>
       withRetry(
         () =>
-          this.call<{ data: Buffer; stat: Stat }>(path, (c, cb) => {
+          this.link.call<{ data: Buffer; stat: Stat }>(path, (c, cb) => {
             const reply = (err: unknown, data?: Buffer, stat?: zkStat) =>
               err ? cb(err) : cb(null, { data: data ?? Buffer.alloc(0), stat: toStat(stat as zkStat) });
-            if (w) c.getData(this.abs(path), w, reply);
-            else c.getData(this.abs(path), reply);
+            if (w) c.getData(this.link.abs(path), w, reply);
+            else c.getData(this.link.abs(path), reply);
           }),
         this.options.retry,
       ),
@@ -251,17 +296,17 @@ export class Session extends SessionLink {
   /** Writes data if `version` matches (-1: any); resolves with the new stat. Not retried. */
   async setData(path: string, data: Buffer, version = -1): Promise<Stat> {
     this.checkData(data, path);
-    const stat = await this.call<zkStat>(path, (c, cb) => c.setData(this.abs(path), data, version, cb));
+    const stat = await this.link.call<zkStat>(path, (c, cb) => c.setData(this.link.abs(path), data, version, cb));
     return toStat(stat);
   }
 
   /** The names of the node's children (unsorted). A watch fires when children are added or removed. */
   async getChildren(path: string, options: { watch?: Watcher } = {}): Promise<string[]> {
-    const names = await this.watches.watched('children', path, options.watch, (w) =>
+    const names = await this.link.watches.watched('children', path, options.watch, (w) =>
       withRetry(
         () =>
-          this.call<string[]>(path, (c, cb) =>
-            w ? c.getChildren(this.abs(path), w, cb) : c.getChildren(this.abs(path), cb),
+          this.link.call<string[]>(path, (c, cb) =>
+            w ? c.getChildren(this.link.abs(path), w, cb) : c.getChildren(this.link.abs(path), cb),
           ),
         this.options.retry,
       ),
@@ -281,11 +326,11 @@ export class Session extends SessionLink {
   async multi(ops: readonly Op[]): Promise<OpResult[]> {
     if (ops.length === 0) return [];
     checkMultiSize(ops, this.namespace);
-    const wireOps = toWireOps(ops, (path) => this.abs(path));
+    const wireOps = toWireOps(ops, (path) => this.link.abs(path));
     let results: WriteResult[];
     try {
-      results = await this.call<WriteResult[]>(ops[0]?.path ?? '/', (c, cb) =>
-        sendMulti(c, wireOps, this.acl, (err: unknown, res?: WriteResult[]) => {
+      results = await this.link.call<WriteResult[]>(ops[0]?.path ?? '/', (c, cb) =>
+        sendMulti(c, wireOps, this.link.acl, (err: unknown, res?: WriteResult[]) => {
           if (err && res && typeof err === 'object') Object.assign(err, { results: res });
           cb(err, res);
         }),
@@ -293,7 +338,7 @@ export class Session extends SessionLink {
     } catch (err) {
       throw multiError(err, ops);
     }
-    return toOpResults(results, ops, (path) => this.rel(path));
+    return toOpResults(results, ops, (path) => this.link.rel(path));
   }
 
   /**
@@ -312,11 +357,11 @@ export class Session extends SessionLink {
   async readMulti<const R extends readonly ReadOp[]>(reads: R): Promise<ReadResults<R>> {
     if (reads.length === 0) return [] as unknown as ReadResults<R>;
     checkReads(reads, this.namespace);
-    const wireReads = reads.map((r) => ({ op: r.op, path: this.abs(r.path) }));
+    const wireReads = reads.map((r) => ({ op: r.op, path: this.link.abs(r.path) }));
     assertReadMultiSupported();
     const first = (reads[0] as ReadOp).path;
     const results = await withRetry(
-      () => this.call<WireReadResult[] | undefined>(first, (c, cb) => sendReadMulti(c, wireReads, cb)),
+      () => this.link.call<WireReadResult[] | undefined>(first, (c, cb) => sendReadMulti(c, wireReads, cb)),
       this.options.retry,
     );
     if (!results || results.length !== reads.length) throw errorFromCode(ZK_CODES.MARSHALLING_ERROR, first);
@@ -327,32 +372,12 @@ export class Session extends SessionLink {
 
   /** Creates `path` and any missing parents (persistent, empty). Idempotent and retried. */
   async ensurePath(path: string): Promise<void> {
-    const parts = path.split('/').filter(Boolean);
-    let current = '';
-    for (const part of parts) {
-      current += `/${part}`;
-      const target = current;
-      await withRetry(() => this.create(target).then(() => undefined, ignoreExists), this.options.retry);
-    }
+    await ensurePath(this, path, this.options.retry);
   }
 
   /** Deletes `path` and everything under it; a missing node is fine. */
   async deleteRecursive(path: string): Promise<void> {
-    let children: string[];
-    try {
-      children = await this.getChildren(path);
-    } catch (err) {
-      if (err instanceof NoNodeError) return;
-      throw err;
-    }
-    const base = path === '/' ? '' : path;
-    for (let i = 0; i < children.length; i += 64) {
-      await Promise.all(children.slice(i, i + 64).map((c) => this.deleteRecursive(`${base}/${c}`)));
-    }
-    if (path === '/') return;
-    await this.delete(path).catch((err) => {
-      if (!(err instanceof NoNodeError)) throw err;
-    });
+    await deleteRecursive(this, path);
   }
 
   /** Runs `fn` under the session's retry policy (for callers' own idempotent sequences). */
@@ -362,7 +387,3 @@ export class Session extends SessionLink {
 }
 
 type zkStat = Parameters<typeof toStat>[0];
-
-function ignoreExists(err: unknown): void {
-  if (!(err instanceof NodeExistsError)) throw err;
-}
