@@ -277,3 +277,23 @@ test("extras: a revoked attempt's lines may follow the finishing attempt's, and 
   assert.deepEqual(judge([lost]), []);
   assert.deepEqual(judge([]), ['logs-wrong']);
 });
+
+test("extras: a revoked attempt logging after the finish may push all of the finisher's lines out of a full log", () => {
+  const jobs = { '3': { x: 'logs' as const, keepLogs: 50, lines: 530 } };
+  const done = { returnvalue: { w: 'w1', t: '3', n: 2, h: '' } };
+  // the revoked attempt (1) flushed its 530 lines after the finisher (3): the last 50 are all its own
+  const pushed = Array.from({ length: 50 }, (_, i) => logLine('1', 480 + i));
+  const lost: WorkerEvent = { k: 'lost', q: Q, j: '3', w: 'w2', t: '1', err: 'revoked', ts: 3000 };
+  const judge = (workers: WorkerEvent[], logs: string[]) =>
+    kinds(
+      history(
+        { jobs },
+        { enqueues: [enqueue('3', 3)], workers, finals: [final('3', 3, 'completed', { ...done, logs })] },
+      ),
+    ).filter((k) => k === 'logs-wrong');
+  assert.deepEqual(judge([lost], pushed), []);
+  // not revoked: an attempt that did not finish the job left the only lines
+  assert.deepEqual(judge([], pushed), ['logs-wrong']);
+  // not full: the finisher's lines were lost, not pushed out
+  assert.deepEqual(judge([lost], pushed.slice(10)), ['logs-wrong']);
+});

@@ -7,10 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { WireClientMismatchError } from '@zkq/core';
 import zookeeper from 'node-zookeeper-client';
 import {
@@ -49,6 +50,22 @@ const PINNED_FILES: Record<string, string> = {
 };
 
 describe('the wire client is the one the extension was written for', () => {
+  test('only the parts under zk/wire/ load it, and only the session layer (zk/) imports wire.ts', () => {
+    const packages = fileURLToPath(new URL('../../packages/', import.meta.url));
+    const offenders: string[] = [];
+    for (const file of readdirSync(packages, { recursive: true, encoding: 'utf8' })) {
+      if (!/^[^/]+\/src\/.*\.ts$/.test(file)) continue;
+      const source = readFileSync(join(packages, file), 'utf8');
+      if (/['"`]node-zookeeper-client['"`/]/.test(source) && !file.startsWith('core/src/zk/wire/')) {
+        offenders.push(`${file} loads node-zookeeper-client`);
+      }
+      if (/from '[^']*\/wire\.js'/.test(source) && !/^core\/src\/zk\/[^/]+\.ts$/.test(file)) {
+        offenders.push(`${file} imports wire.ts`);
+      }
+    }
+    assert.deepEqual(offenders, []);
+  });
+
   test('node-zookeeper-client is installed at exactly 1.1.3, the version pinned by @zkq/core', () => {
     const installed = JSON.parse(readFileSync(join(clientDir, 'package.json'), 'utf8')) as { version: string };
     const core = JSON.parse(readFileSync(new URL('../../packages/core/package.json', import.meta.url), 'utf8')) as {

@@ -9,11 +9,13 @@ import { dirname } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import zookeeper from 'node-zookeeper-client';
+import { tsImport } from 'tsx/esm/api';
 import {
   exactVersion,
   parseWriteReply,
   sendMulti,
   toStat,
+  tuneClient,
   type WireOp,
   wireAcl,
 } from '../../packages/core/src/zk/wire.ts';
@@ -201,10 +203,14 @@ describe('a write multi on a client without the request pipe', () => {
 
 describe('a write multi through a second copy of wire.ts', () => {
   test('its reply comes with its stats converted (the first copy patched the parser, its flag is not set)', async () => {
-    // two installed copies of the session layer on one wire client: the parser patch is the first's
-    const second = (await import(
-      `../../packages/core/src/zk/wire.ts?copy=${Date.now()}`
+    // two installed copies of the session layer on one wire client: the parser patch is the first's.
+    // tsImport loads wire.ts and every part of it afresh (node-zookeeper-client stays the one loaded).
+    const second = (await tsImport(
+      '../../packages/core/src/zk/wire.ts',
+      import.meta.url,
     )) as typeof import('../../packages/core/src/zk/wire.ts');
+    assert.notEqual(second.tuneClient, tuneClient, 'a second copy of the request pipe');
+    assert.equal(second.wire, zookeeper, 'on the same wire client');
     const wire = fakeWire({ tuned: false });
     second.tuneClient(wire.client);
     const log: unknown[][] = [];

@@ -1,6 +1,6 @@
 /**
  * Flows (FlowProducer, `opts.parent`, waiting-children) over the protocol's
- * (core `protocol/flows.ts`): adding, parking a running parent, and the
+ * (core `protocol/flow-*.ts`): adding, parking a running parent, and the
  * checks before a parent completes. Reads are in flow-reads.ts, removals in
  * flow-removal.ts. BullMQ names a job by its key `<prefix>:<queue>:<id>`;
  * here every queue of a flow is in the backend's namespace, so a key's last

@@ -23,7 +23,7 @@ import {
   NoPendingChildrenError,
   type Outcome,
   type QueueStore,
-  renewLeases,
+  renewLeaseStates,
   reportProgress,
   sameAttempt,
   trimAfterFinish,
@@ -300,11 +300,12 @@ export class Attempt {
    */
   private async renewBeforeStart(): Promise<number | undefined> {
     const sent = performance.now();
-    const lost = await renewLeases(this.store, [this.lease()], {
+    // a proof: a renewal whose outcome is unknown proves nothing
+    const [state] = await renewLeaseStates(this.store, [this.lease()], {
       workerId: this.worker.id,
       lockDuration: this.opts.lockDuration,
     });
-    return lost.length === 0 ? sent : undefined;
+    return state === 'renewed' ? sent : undefined;
   }
 
   /** The claim was revoked before the processor started: nothing runs, the job is reported lost. */

@@ -6,6 +6,8 @@
  * that was revoked or claimed anew is reported at once, with its token, so
  * the worker aborts that attempt: a renewal that returns late may report an
  * attempt this worker has already followed with a new one of the same job.
+ * A renewal whose outcome could not be learnt reports nothing: the next one
+ * proves the lease again.
  */
 import { type Lease, type QueueStore, renewLeases } from '@zkq/core';
 

@@ -40,6 +40,7 @@ import {
   JobSource,
   liveWindow,
   MetricsCollector,
+  NoNodeError,
   openSession,
   type PauseState,
   prepareTrims,
@@ -356,7 +357,9 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
   /**
    * Follows the queue's pause flag; a failed re-arm is retried until close
    * (the flag must never go unwatched). From a change until the flag is read
-   * again, the worker holds: the flag and version it knows are stale.
+   * again, the worker holds: the flag and version it knows are stale. A
+   * queue obliterated meanwhile has no flag: the worker holds, watching for
+   * it to be made again.
    */
   private async watchPause(): Promise<void> {
     const store = this.store as QueueStore;
@@ -368,7 +371,14 @@ export class Worker<DataType = any, ResultType = any, NameType extends string = 
         if (!this.closing) setTimeout(rearm, PAUSE_REARM_RETRY_MS).unref();
       });
     };
-    this.pauseState = await store.pauseState(rearm);
+    try {
+      this.pauseState = await store.pauseState(rearm);
+    } catch (err) {
+      if (!(err instanceof NoNodeError)) throw err;
+      // made again between the two reads: read it (the exists-watch set meanwhile fires at most once)
+      if (await store.session.exists(store.layout.meta, { watch: rearm })) return this.watchPause();
+      return;
+    }
     this.nudge();
   }
 

@@ -2,10 +2,10 @@
  * A parent's dependencies as zkq's Job reports them (BullMQ's getters):
  * children named by BullMQ's keys `<prefix>:<queue>:<id>`, the prefix being
  * the namespace every queue of a flow lives in. Reads only; the protocol's
- * flows.ts keeps them.
+ * flow-read.ts reads them.
  */
 import type { ChildKey } from './layout.js';
-import { dependencyCounts, getDependencies } from './protocol/flows.js';
+import { dependencyCounts, getDependencies } from './protocol/flow-read.js';
 import type { ParentLink } from './record.js';
 import type { QueueStore } from './store.js';
 import type { DependenciesOpts, DependencyOpts, ParentKeys } from './types.js';

@@ -107,7 +107,7 @@
  *                                     (no `bucketed`) may hold entries right under it too; they
  *                                     are read and settled where they are
  *   deps-adds/a-<random>              a flow too large for one transaction being added, from
- *                                     its first job's queue (see protocol/flow-adds.ts):
+ *                                     its first job's queue (see protocol/flow-add-split.ts):
  *                                     {"held": [parents it parks]}, created on first use by its
  *                                     first transaction, rewritten by each later one, deleted by
  *                                     the last; one the leader sees unchanged for
@@ -133,18 +133,11 @@
  *                                     that attempt is over. The leader removes empty worker directories
  * ```
  *
- * An empty, idle queue (no job, no worker or listener connected, every ttl
- * key swept) holds the directories made on first use: the 272 of
- * `directories()` (256 shards among them), `meta` and `ids`; and, once used,
- * the plain lane `ready/p-0000000000` with its tail bucket, the tail bucket
- * of `completed` and of `failed`, and the nodes created on first use and
- * kept (clock, dedup, limiter, settings, schedulers, metrics heads, events/drained;
- * with flows: flow-children, waiting-children and its buckets, the shards of
- * deps). The delayed containers of an hour (`d-`, `h-`, `b-`) stay until the
- * hour is over and the leader passes. Other lanes and buckets, dedup keys and
- * their shards, receipts, cancel requests and dependency nodes go when they
- * empty or their owner is done. The queue test idle-nodes.test.ts holds a
- * queue that ran a mixed workload to this count.
+ * An empty, idle queue holds a known number of nodes (docs/operations.md,
+ * "Memory"): the directories of `directories()`, `meta` and `ids`, the tail
+ * buckets once used and the nodes created on first use and kept; the rest
+ * go when they empty or their owner is done. The queue test
+ * idle-nodes.test.ts holds a queue that ran a mixed workload to this count.
  *
  * Every container of pointers (a lane, an hour of delayed jobs, a finished set)
  * is cut into buckets `b-<n>` of BUCKET_CAPACITY pointers, so no `getChildren`
@@ -152,181 +145,23 @@
  * per BUCKET_CAPACITY jobs (a lane, a finished set), per priority in use, per
  * hour of a day and per day with delayed jobs.
  */
-import { InvalidArgumentError } from '../errors.js';
 import { sequenceOf } from '../zk/sequence.js';
+import { validateQueueName } from './name-validation.js';
+import {
+  type ChildKey,
+  DELAY_DAY_MS,
+  DELAY_WINDOW_MS,
+  type DepKind,
+  depBucketOf,
+  encodeQueueName,
+  JOB_SHARDS,
+  pad10,
+  shardOf,
+} from './znode-names.js';
 
+export * from './name-validation.js';
+export * from './znode-names.js';
 export { sequenceOf };
-
-/** Pointers per ready bucket before producers roll to the next one. */
-export const BUCKET_CAPACITY = 2000;
-/** Shards of the job record store. */
-export const JOB_SHARDS = 256;
-/** Width of the hour container of delayed jobs, ms. */
-export const DELAY_WINDOW_MS = 3_600_000;
-/** Width of the day directory that groups hour containers, ms. */
-export const DELAY_DAY_MS = 86_400_000;
-/** Format of the znode layout (meta's `layout`); a queue of another format is refused. */
-export const LAYOUT_VERSION = 2;
-/** Largest block of ids one write of the `ids` counter hands out (blocks grow with demand up to it). */
-export const ID_BLOCK_SIZE = 1000;
-/** Lane of jobs added with `lifo: true`. */
-export const LIFO_LANE = 'l';
-/** Highest priority BullMQ accepts (2^21). */
-export const MAX_PRIORITY = 2_097_152;
-
-/** Queue directory names, and the CLI's coordination roots (`zkq lock`, `zkq barrier`) beside the queues. */
-const RESERVED_QUEUE_NAMES = new Set([
-  'meta',
-  'jobs',
-  'ready',
-  'claims',
-  'delayed',
-  'completed',
-  'failed',
-  'ids',
-  '_locks',
-  '_barriers',
-]);
-/** The longest queue name, in characters. */
-const MAX_QUEUE_NAME = 100;
-/** Characters a queue's node name holds as they are; every other one is percent-encoded. */
-const NODE_SAFE = /[^A-Za-z0-9._-]/gu;
-/** Half a UTF-16 pair alone: no UTF-8 for it, so no node name. */
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
-const CUSTOM_ID_RE = /^[A-Za-z0-9._:@+=,~-]{1,128}$/;
-
-/**
- * Throws InvalidArgumentError unless `name` is a usable queue name: what
- * BullMQ accepts (any 1-100 characters but ':'; quotes, slashes and control
- * characters too, as its node name encodes them: encodeQueueName), neither
- * `.` nor `..` nor a reserved name.
- */
-export function validateQueueName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new InvalidArgumentError('queue name must be a non-empty string', 'name');
-  }
-  if (
-    name.length > MAX_QUEUE_NAME ||
-    name.includes(':') ||
-    name === '.' ||
-    name === '..' ||
-    LONE_SURROGATE.test(name)
-  ) {
-    throw new InvalidArgumentError(
-      `invalid queue name ${JSON.stringify(name)}: use 1-${MAX_QUEUE_NAME} characters, no ':' (not . or ..)`,
-      'name',
-    );
-  }
-  if (RESERVED_QUEUE_NAMES.has(name)) throw new InvalidArgumentError(`queue name '${name}' is reserved`, 'name');
-}
-
-/**
- * A queue name as a node name: every character outside A-Z a-z 0-9 . _ -
- * as the percent-encoded bytes of its UTF-8 (so the names of earlier
- * versions, all of those characters, keep their nodes). The one place a
- * name becomes a path; decodeQueueName reads it back.
- */
-export function encodeQueueName(name: string): string {
-  return name.replace(NODE_SAFE, (ch) =>
-    [...Buffer.from(ch, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
-  );
-}
-
-/** The queue name a node name encodes (encodeQueueName), or undefined when it encodes none. */
-export function decodeQueueName(node: string): string | undefined {
-  if (!/^(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/.test(node)) return undefined;
-  try {
-    const name = decodeURIComponent(node);
-    return encodeQueueName(name) === node ? name : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Throws InvalidArgumentError unless `id` is a usable custom job id. */
-export function validateCustomJobId(id: unknown): asserts id is string {
-  if (typeof id !== 'string' || !CUSTOM_ID_RE.test(id) || id === '.' || id === '..') {
-    throw new InvalidArgumentError(
-      `invalid jobId ${JSON.stringify(id)}: use 1-128 characters of A-Z a-z 0-9 . _ : @ + = , ~ - (not . or ..)`,
-      'opts.jobId',
-    );
-  }
-  if (/^\d+$/.test(id)) {
-    throw new InvalidArgumentError(`custom jobId '${id}' cannot be an integer (those are zkq's own ids)`, 'opts.jobId');
-  }
-}
-
-/** The 2-hex-digit shard of a job id (FNV-1a). */
-export function shardOf(id: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
-  return ((h >>> 0) % JOB_SHARDS).toString(16).padStart(2, '0');
-}
-
-/** The lane of a job: `l` for lifo, else `p-<priority>`. */
-export function laneOf(priority: number, lifo: boolean): string {
-  return lifo ? LIFO_LANE : `p-${String(priority).padStart(10, '0')}`;
-}
-
-/** Ten-digit zero-padded number, as ZooKeeper writes sequence numbers. */
-export function pad10(n: number): string {
-  return String(n).padStart(10, '0');
-}
-
-/** The job id inside a `qn-<id>-<seq>`, `c-<id>-<seq>` or `f-<id>-<seq>` pointer name. */
-export function idOfPointer(name: string): string {
-  return name.slice(name.indexOf('-') + 1, -11);
-}
-
-/** The job id inside a delayed pointer `<due>-<id>`. */
-export function idOfDelayed(name: string): string {
-  return name.slice(14);
-}
-
-/** The due time inside a delayed pointer `<due>-<id>`. */
-export function dueOfDelayed(name: string): number {
-  return Number(name.slice(0, 13));
-}
-
-/** The job id and attempt token a cancel request `<jobId>-<token>` names (ids may hold `-`, tokens not). */
-export function parseCancelName(name: string): { id: string; token: number } | undefined {
-  const m = /^(.+)-(\d+)$/.exec(name);
-  return m ? { id: m[1] as string, token: Number(m[2]) } : undefined;
-}
-
-/** The number in a `b-<n>`, `d-<n>` or `h-<n>` container name. */
-export function numberOf(name: string): number {
-  return Number(name.slice(2));
-}
-
-/** A child's standing in its parent's dependencies: unprocessed, processed, ignored, failed. */
-export type DepKind = 'u' | 'p' | 'i' | 'f';
-
-/** A job anywhere in the namespace: its queue and id (a flow's child or parent). */
-export interface ChildKey {
-  queue: string;
-  id: string;
-}
-
-/** Buckets of a parent's dependency entries (a hash of the child's key picks one). */
-export const DEP_BUCKETS = 256;
-
-/** The bucket name `b-<xx>` of a child's dependency entry under its parent's node. */
-export function depBucketOf(child: ChildKey): string {
-  return `b-${shardOf(`${child.queue}:${child.id}`)}`;
-}
-
-/** Whether a name under a parent's dependency node is a bucket (else an entry written before buckets). */
-export function isDepBucket(name: string): boolean {
-  return /^b-[0-9a-f]{2}$/.test(name);
-}
-
-/** The kind and child named by a dependency entry `<k>-<queue>:<id>`. */
-export function parseDepEntry(name: string): { kind: DepKind; child: ChildKey } | undefined {
-  const m = /^([upif])-([A-Za-z0-9._%-]+):(.+)$/.exec(name);
-  const queue = m && decodeQueueName(m[2] as string);
-  return m && queue ? { kind: m[1] as DepKind, child: { queue, id: m[3] as string } } : undefined;
-}
 
 /** Paths of one queue, relative to the session namespace (the prefix). */
 export class QueueLayout {

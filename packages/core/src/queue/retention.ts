@@ -6,12 +6,12 @@
  * `true` (or a count of 0) removes a job as it finishes, a number or
  * `{ age, count }` keeps that many / that recent. A count is kept inside the
  * finish's own transaction (protocol/trims.ts); an age, and a count a finish
- * could not keep, by the Trimmer (protocol/moves.ts `trimFinished`), which
+ * could not keep, by the Trimmer (protocol/trim-finished.ts), which
  * deletes the oldest pointers with their records.
  */
 import type { KeepJobs } from './types.js';
 
-export { trimFinished } from './protocol/moves.js';
+export { trimFinished } from './protocol/trim-finished.js';
 
 export const DEFAULT_KEEP_COMPLETED: KeepJobs = { count: 1000 };
 export const DEFAULT_KEEP_FAILED: KeepJobs = { count: 5000 };

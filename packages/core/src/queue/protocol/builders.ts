@@ -1,5 +1,9 @@
 /**
- * Op builders: the ops of every state change of a job, in one place, pure.
+ * Op builders shared by several transitions, pure: a job's pointer and its
+ * moves, adds, removals and trims, deduplication keys, the limits' checks.
+ * The ops of an attempt are built in its transition files (claimOps in
+ * claim.ts, renewOps and reclaimOps in lease.ts, finishOps and releaseOps in
+ * finish.ts, revokeOps in stale.ts).
  *
  * Each returns the ops of ONE job's share of a transaction, in a fixed order
  * that the callers' conflict handling relies on (test/unit/protocol-builders
@@ -12,6 +16,13 @@ import { pad10, type QueueLayout } from '../layout.js';
 import type { ProtocolOp } from './units.js';
 
 const EMPTY = Buffer.alloc(0);
+
+/** A place to send a job, before Containers picked its bucket. */
+export type Place =
+  | { kind: 'ready'; lane: string }
+  | { kind: 'delayed'; due: number }
+  | { kind: 'completed' | 'failed' }
+  | { kind: 'waiting-children' };
 
 /** Where a job's new pointer goes: a bucket path chosen by Containers, and the kind of pointer. */
 export type Destination =
@@ -128,136 +139,6 @@ export function parkOps(
     { op: 'setData', path: layout.dedupKey(p.id), data: p.data, version: p.version },
     { op: 'check', path: layout.claim(p.kept), version: -1 },
   ];
-}
-
-/**
- * Claim: the ready pointer seen is still there (a job finished and retried
- * meanwhile has a new one), the claim node is created (EPHEMERAL: the create
- * is the mutex), and the record is written at the version read. The new
- * version is the attempt's fencing token. Under a global concurrency the
- * attempt's slot is created last (EPHEMERAL too: a slot taken meanwhile
- * fails the claim), so claim node and slot live and die together.
- */
-export function claimOps(
-  layout: QueueLayout,
-  c: { id: string; pointer: string; version: number; record: Buffer; claim: Buffer; slot?: string | undefined },
-): ProtocolOp[] {
-  const ops: ProtocolOp[] = [
-    { op: 'check', path: c.pointer, version: 0 },
-    { op: 'create', path: layout.claim(c.id), data: c.claim, mode: 'ephemeral' },
-    { op: 'setData', path: layout.job(c.id), data: c.record, version: c.version },
-  ];
-  if (c.slot) ops.push(slotCreateOp(layout, c.slot));
-  return ops;
-}
-
-function slotCreateOp(layout: QueueLayout, slot: string): ProtocolOp {
-  return { op: 'create', path: layout.slot(slot), mode: 'ephemeral' };
-}
-
-/**
- * Finish (complete, fail, retry): the record written (or deleted) at the
- * token, the ready pointer and the claim deleted (with the attempt's slot,
- * which lives as long as the claim node naming it), the new pointer created.
- * `withClaim: false` when the claim vanished with an expired session: the
- * token alone proves that nobody claimed the job since, and the slot
- * vanished with the claim (another attempt may hold that name by now).
- */
-export function finishOps(
-  layout: QueueLayout,
-  f: {
-    id: string;
-    token: number;
-    pointer: string;
-    record: Buffer | undefined;
-    withClaim: boolean;
-    slot?: string | undefined;
-    /** The job stays where its pointer is (a job given back to its lane's head). */
-    keepPointer?: boolean;
-  },
-  to: Destination | undefined,
-): ProtocolOp[] {
-  const ops: ProtocolOp[] = [
-    f.record
-      ? { op: 'setData', path: layout.job(f.id), data: f.record, version: f.token }
-      : { op: 'delete', path: layout.job(f.id), version: f.token },
-  ];
-  if (!f.keepPointer) ops.push({ op: 'delete', path: f.pointer });
-  if (f.withClaim) {
-    ops.push({ op: 'delete', path: layout.claim(f.id), role: 'claim' });
-    if (f.slot) ops.push({ op: 'delete', path: layout.slot(f.slot) });
-  }
-  if (to) ops.push(pointerOp(layout, f.id, to));
-  return ops;
-}
-
-/**
- * Renew a lease (and publish progress): only while the record is still at
- * the attempt's token (a revoked or re-claimed job has moved on), rewrite
- * the claim node; its version change is what the leader watches for.
- */
-export function renewOps(
-  layout: QueueLayout,
-  r: { id: string; token: number; pointer: string; claim: Buffer },
-): ProtocolOp[] {
-  return [
-    { op: 'check', path: layout.job(r.id), version: r.token },
-    // a token is a record version: a job removed and added again under its id counts from 0 again,
-    // so the attempt's ready pointer (a new job has a new one) tells the attempts apart
-    { op: 'check', path: r.pointer, version: 0 },
-    { op: 'setData', path: layout.claim(r.id), data: r.claim, role: 'claim' },
-  ];
-}
-
-/**
- * Re-create a claim that vanished with an expired session, while the record
- * is still at the token, and its slot with it: a slot another attempt took
- * meanwhile fails the re-claim (the job is lost here, not run over the limit).
- */
-export function reclaimOps(
-  layout: QueueLayout,
-  r: { id: string; token: number; pointer: string; claim: Buffer; slot?: string | undefined },
-): ProtocolOp[] {
-  const ops: ProtocolOp[] = [
-    { op: 'check', path: layout.job(r.id), version: r.token },
-    { op: 'check', path: r.pointer, version: 0 }, // this attempt's job, not one added again under its id
-    { op: 'create', path: layout.claim(r.id), data: r.claim, mode: 'ephemeral', role: 'claim' },
-  ];
-  if (r.slot) ops.push(slotCreateOp(layout, r.slot));
-  return ops;
-}
-
-/**
- * Delete a claim node at the version read, and the slot it names: a worker
- * removing its own re-claim after the finish was written without it.
- */
-export function releaseOps(
-  layout: QueueLayout,
-  r: { id: string; claimVersion: number; slot?: string | undefined },
-): ProtocolOp[] {
-  const ops: ProtocolOp[] = [{ op: 'delete', path: layout.claim(r.id), version: r.claimVersion }];
-  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
-  return ops;
-}
-
-/**
- * Revoke a stale claim (the leader): delete the claim at the version judged
- * stale (a renewal since then wins) and write the record at the token, one
- * stall more, which moves the version on so that the late result is fenced
- * off. The ready pointer stays: the job is claimed again. The slot named in
- * the claim goes with it (the hung worker runs on outside the count; its
- * result will be refused).
- */
-export function revokeOps(
-  layout: QueueLayout,
-  r: { id: string; claimVersion: number; token: number; record: Buffer; slot?: string | undefined },
-): ProtocolOp[] {
-  const ops: ProtocolOp[] = [
-    { op: 'delete', path: layout.claim(r.id), version: r.claimVersion },
-    { op: 'setData', path: layout.job(r.id), data: r.record, version: r.token },
-  ];
-  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
-  return ops;
 }
 
 /**

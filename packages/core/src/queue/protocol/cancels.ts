@@ -44,7 +44,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { Watcher } from '../../zk/types.js';
 import { parseCancelName, type QueueLayout } from '../layout.js';
-import { isConflict } from './attempts.js';
+import { isConflict } from './claim.js';
 import type { ProtocolContext } from './context.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
 

@@ -1,7 +1,7 @@
 /**
  * What the protocol's transitions are given of a queue: its session, layout,
  * executor and clock, the reads they plan from, and where a new pointer
- * goes. QueueStore (store.ts) is the one implementation; the protocol names
+ * goes. ProtocolContext (store.ts) is the one implementation; the protocol names
  * this type only, so no import runs from it back up to the store.
  */
 import type { Session } from '../../zk/session.js';
@@ -10,7 +10,7 @@ import type { EventSink } from '../events.js';
 import type { QueueLayout } from '../layout.js';
 import type { JobRecord } from '../record.js';
 import type { ServerClock } from '../runtime/server-clock.js';
-import type { Destination } from './builders.js';
+import type { Destination, Place } from './builders.js';
 import type { Containers } from './containers.js';
 import type { TxExecutor } from './executor.js';
 
@@ -36,13 +36,6 @@ export interface ClaimInfo {
   /** The rate-limit window that counted the attempt. */
   window?: string;
 }
-
-/** A place to send a job, before Containers picked its bucket. */
-export type Place =
-  | { kind: 'ready'; lane: string }
-  | { kind: 'delayed'; due: number }
-  | { kind: 'completed' | 'failed' }
-  | { kind: 'waiting-children' };
 
 export interface ProtocolContext {
   readonly session: Session;

@@ -11,17 +11,10 @@ import type { JobType } from '../types.js';
 import type { ProtocolContext, StoredJob } from './context.js';
 import { flowIdsAmong, flowRemoval, mayHoldParents } from './flow-bulk-removal.js';
 import { activeIds, READ_CHUNK, type Read, readJobs } from './job-reads.js';
-import {
-  applyMoves,
-  delayedPointers,
-  type Located,
-  pointersIn,
-  readyPointers,
-  removal,
-  waitingStateOf,
-} from './moves.js';
+import { applyMoves, removal } from './moves.js';
 import { publishEvents } from './publish.js';
 import { flowMove, releasing, releasingAgain, removeMove } from './remove-job.js';
+import { delayedPointers, type Located, pointersIn, readyPointers, waitingStateOf } from './walks.js';
 
 /** A state `clean` accepts (BullMQ's). */
 export type CleanType = Extract<

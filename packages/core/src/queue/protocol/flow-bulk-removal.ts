@@ -25,7 +25,9 @@ import { QueueLayout } from '../layout.js';
 import { removeOps } from './builders.js';
 import type { ProtocolContext, StoredJob } from './context.js';
 import { readPaged } from './deps-entries.js';
-import { detachOps, dropDepsOps, joinBuilt, mayBePendingChild } from './flows.js';
+import { detachOps, mayBePendingChild } from './flow-detach.js';
+import { joinBuilt } from './flow-parent.js';
+import { dropDepsOps } from './flow-sweep.js';
 import type { Move } from './moves.js';
 
 /** Records read at once by obliterate's walk. */

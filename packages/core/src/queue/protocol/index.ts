@@ -1,32 +1,63 @@
 /**
- * The job protocol, in one module. Read it top to bottom:
+ * The job protocol: every state change of a job is one transition file
+ * here, which plans from what it read and builds its ops; the executor
+ * sends them. Read it in this order.
  *
- * 1. `../layout.ts`   every path (the znode layout is its header).
- * 2. `builders.ts`    the ops of every state change, pure, in a fixed order.
- * 3. `executor.ts`    the one transaction executor: packet budget, the owner
- *                     of each op, fences, unknown outcomes, event log.
- * 4. `containers.ts`  which bucket a new pointer goes to.
- * 5. `attempts.ts`    claim, renew, progress, finish; the leader's stale claims.
- * 6. `moves.ts`       enqueue-side moves: promotion, control (remove, retry,
- *                     promote, drain, clean), retention, the head scan.
- * 7. `limits.ts`      a queue's global limits: settings, the rate-limit window.
- * 8. `limited-claims.ts`  claims under those limits: slots and the window
- *                     written in the claim transaction itself.
- * 9. `flows.ts`       parents and children across queues: a parent's
- *                     dependency node, written at its version by every
- *                     change of a child's standing, in that change's own
- *                     transaction; the last child releases the parent.
- *                     `deps-entries.ts` reads its bucketed entries in pages;
- *                     `flow-adds.ts` writes a flow too large for one
- *                     transaction in several.
- * 10. `cancels.ts`    cancel requests: filed under the worker that runs the
- *                     job, only while it runs; that worker alone is woken.
- * 11. `trims.ts`      retention inside the finish: a finished set bounded
- *                     by a count is trimmed in the finish's transaction,
- *                     planned from a cached view of the set (`trim-view.ts`,
- *                     `trim-pointers.ts`); used by attempts.ts.
- * 12. `dedup-sweep.ts` deduplication keys whose ttl ran out or whose job is
- *                     gone, deleted by the leader at the versions read.
+ * Foundations
+ * - `../layout.ts`       every path (the znode layout is its header); the
+ *                        names inside it: `../znode-names.ts`.
+ * - `executor.ts`        the one transaction executor: packet budget, the
+ *                        owner of each op, fences, unknown outcomes, events.
+ * - `builders.ts`        ops shared by several transitions (pointers, moves,
+ *                        removals, trims, dedup keys, limit checks), pure.
+ * - `containers.ts`      which bucket a new pointer goes to.
+ * - `walks.ts`           lanes and buckets in order; pointers bucket by bucket.
+ * - `moves.ts`           a move as one unit (record at the version read,
+ *                        pointer swapped), written by applyMoves: used by
+ *                        control.ts (remove, retry, promote, drain, clean).
+ *
+ * An attempt (JobSource, the Worker's renewer and Finisher, the leader)
+ * - `head.ts`            the head scan a worker claims from (JobSource).
+ * - `claim.ts`           claim: ready -> active, the claim node created, the
+ *                        record's new version the attempt's token (JobSource).
+ * - `limited-claims.ts`  the same under global limits, slot and window
+ *                        written in the claim transaction (`limits.ts`).
+ * - `lease.ts`           renew and progress: the claim rewritten at the token;
+ *                        a vanished claim re-created (the Worker's renewer).
+ * - `finish-plan.ts`     what an outcome writes (record, place, events), pure.
+ * - `finish.ts`          finish: completed, failed, retried, delayed or parked
+ *                        in waiting-children, at the token (the Finisher).
+ * - `stale.ts`           the leader judges leases by the claim's version and
+ *                        revokes stale ones: active -> waiting, a stall more.
+ * - `quarantine.ts`      an unreadable record moved to failed (JobSource).
+ * - `cancels.ts`         cancel requests, filed under the worker running the
+ *                        job, only while it runs (Queue, the Worker).
+ * - `logs.ts`            a job's log lines beside its record.
+ *
+ * Delayed and finished jobs
+ * - `promote-due.ts`     delayed -> waiting once due (Housekeeper).
+ * - `trims.ts`           a count bound kept inside the finish's transaction,
+ *                        planned from `trim-view.ts` and `trim-pointers.ts`.
+ * - `trim-finished.ts`   retention by count or age outside it (Trimmer).
+ *
+ * Flows: a parent's dependency node, written at its version by every change
+ * of a child's standing, in that change's own transaction
+ * - `flow-parent.ts`     the node read and written; a parent released.
+ * - `flow-settle.ts`     a child done for good (the last one releases the
+ *                        parent), pending again on retry; a parent parking.
+ * - `flow-detach.ts`     a pending child removed or detached.
+ * - `flow-plan.ts`, `flow-existing-parent.ts`, `flow-add.ts`
+ *                        a flow planned and added in one transaction
+ *                        (FlowProducer, `Queue.add` with a parent);
+ *                        `flow-add-split.ts` one too large for that, in
+ *                        several; `deps-entries.ts` reads the entries.
+ * - `flow-read.ts`       a parent's dependencies, read.
+ * - `flow-sweep.ts`      a gone parent's node deleted (the leader).
+ *
+ * The leader's sweeps: `dedup-sweep.ts` (keys past their ttl or whose job
+ * is gone), `receipt-sweep.ts` (receipts of dead clients), orphan
+ * dependency nodes (`flow-sweep.ts`), log nodes (`logs.ts`), cancel
+ * requests (`cancels.ts`), over `shard-sweep.ts`.
  *
  * A job is its record `jobs/<shard>/<id>` plus ONE pointer that says where it
  * is: a ready pointer (waiting, or active while a claim exists), a delayed
@@ -45,17 +76,44 @@
  * active, so the next claim counts a stall, and past maxStalledCount the job
  * fails instead of running again.
  */
-export * from './attempts.js';
+
+export type { OpResult } from '../../zk/types.js';
 export * from './builders.js';
 export * from './cancels.js';
+export * from './claim.js';
 export { Containers } from './containers.js';
 export * from './dedup-sweep.js';
 export * from './deps-entries.js';
 export * from './executor.js';
-export * from './flow-adds.js';
-export * from './flows.js';
+export * from './finish.js';
+export * from './finish-plan.js';
+export * from './flow-add.js';
+export * from './flow-add-split.js';
+export { type DetachOptions, detachOps, mayBePendingChild } from './flow-detach.js';
+export { existingParentShare, type ShareMemo } from './flow-existing-parent.js';
+export { childKey, type DepsNode, joinBuilt, type Settlement } from './flow-parent.js';
+export * from './flow-plan.js';
+export * from './flow-read.js';
+export * from './flow-settle.js';
+export { DROP_INLINE, dropDepsOps, sweepOrphanDeps } from './flow-sweep.js';
+export * from './head.js';
+export * from './lease.js';
 export * from './limited-claims.js';
 export * from './limits.js';
 export * from './logs.js';
 export * from './moves.js';
+export * from './promote-due.js';
+export * from './quarantine.js';
+export * from './receipt-sweep.js';
+export * from './stale.js';
+export * from './trim-finished.js';
 export { prepareTrims } from './trims.js';
+export {
+  delayedHours,
+  delayedPointers,
+  type Located,
+  pointersIn,
+  readyPointers,
+  sortLanes,
+  waitingStateOf,
+} from './walks.js';

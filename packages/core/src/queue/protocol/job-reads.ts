@@ -8,9 +8,9 @@
 import { NoNodeError } from '../../zk/errors.js';
 import { laneOf } from '../layout.js';
 import { decodeRecord, type JobRecord } from '../record.js';
-import { CLAIM_READ_BATCH } from './attempts.js';
+import { CLAIM_READ_BATCH } from './claim.js';
 import type { ProtocolContext, StoredJob } from './context.js';
-import { delayedPointers, type Located, pointersIn } from './moves.js';
+import { delayedPointers, type Located, pointersIn } from './walks.js';
 
 /** Jobs read at once by bulk operations, and pointers listed at once while looking for one. */
 export const READ_CHUNK = 100;

@@ -1,7 +1,7 @@
 /**
  * Claims under a global limit: a global concurrency N, a rate limit
  * (`max` jobs per `duration`), or a manual window. Without any, claims take
- * the plain path (attempts.ts) and pay nothing for this.
+ * the plain path (claim.ts) and pay nothing for this.
  *
  * One transaction admits a group of jobs and records the admission, so no
  * interleaving of workers can over-admit:
@@ -35,6 +35,7 @@
  */
 import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { opBytes } from '../../zk/session.js';
+import { pauseCheckOp, settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
 import {
   type Candidate,
   type ClaimedJob,
@@ -45,8 +46,7 @@ import {
   type PreparedClaim,
   prepareClaims,
   preparedClaimOps,
-} from './attempts.js';
-import { pauseCheckOp, settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
+} from './claim.js';
 import type { ProtocolContext } from './context.js';
 import { type ProtocolOp, TX_BYTE_BUDGET, type TxUnit } from './executor.js';
 import {

@@ -2,8 +2,9 @@
 import { JobNotFoundError, JobStateError } from '../errors.js';
 import type { ProtocolContext } from './context.js';
 import { findPointer, positive, readJobs } from './job-reads.js';
-import { applyMoves, delayedPointers, type Move, promotedRecord, toReady } from './moves.js';
+import { applyMoves, type Move, promotedRecord, toReady } from './moves.js';
 import { waitingEvent } from './retry-job.js';
+import { delayedPointers } from './walks.js';
 
 /**
  * Moves a delayed job to waiting now. Throws JobNotFoundError, or

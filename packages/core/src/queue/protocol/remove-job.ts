@@ -16,10 +16,13 @@ import type { ProtocolContext, StoredJob } from './context.js';
 import { DEDUP_ROUNDS } from './dedup-keys.js';
 import { releaseOps } from './dedup-release.js';
 import { flowIdsAmong, flowRemoval, mayHoldParents } from './flow-bulk-removal.js';
-import { detachOps, dropDepsOps, joinBuilt } from './flows.js';
+import { detachOps } from './flow-detach.js';
+import { joinBuilt } from './flow-parent.js';
+import { dropDepsOps } from './flow-sweep.js';
 import { activeIds, findPointer, findPointers, laneOfRecord, type Read, readJobsTogether } from './job-reads.js';
-import { applyMoves, type Move, removal, waitingStateOf } from './moves.js';
+import { applyMoves, type Move, removal } from './moves.js';
 import type { ProtocolOp } from './units.js';
+import { waitingStateOf } from './walks.js';
 
 /**
  * Deletes job `id` with its pointer, wherever it is, and the deduplication

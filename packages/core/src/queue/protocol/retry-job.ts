@@ -9,9 +9,11 @@ import type { QueueEventRecord } from '../event-record.js';
 import type { JobRecord } from '../record.js';
 import type { FinishedStatus } from '../types.js';
 import type { ProtocolContext, StoredJob } from './context.js';
-import { joinBuilt, rependOps } from './flows.js';
+import { joinBuilt } from './flow-parent.js';
+import { rependOps } from './flow-settle.js';
 import { findPointer, laneOfRecord, positive, readJobs } from './job-reads.js';
-import { applyMoves, type Move, pointersIn, toReady } from './moves.js';
+import { applyMoves, type Move, toReady } from './moves.js';
+import { pointersIn } from './walks.js';
 
 /** Options of retryJob / Job.retry (BullMQ's RetryOptions; zkq resets both counters unless told not to). */
 export interface RetryJobOptions {

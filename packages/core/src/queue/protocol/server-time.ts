@@ -11,7 +11,7 @@ import type { ProtocolContext } from './context.js';
 
 const EMPTY = Buffer.alloc(0);
 
-/** ZooKeeper's time now (QueueStore.serverNow). */
+/** ZooKeeper's time now (ProtocolContext.serverNow). */
 export async function serverTime(ctx: Pick<ProtocolContext, 'session' | 'layout'>): Promise<number> {
   const { session, layout } = ctx;
   if (session.clock === 'process') return Date.now();

@@ -13,7 +13,7 @@ import { sequenceOf } from '../../zk/sequence.js';
 import { idOfPointer } from '../layout.js';
 import { decodeRecord, type JobRecord } from '../record.js';
 import type { ProtocolContext } from './context.js';
-import { mayBePendingChild } from './flows.js';
+import { mayBePendingChild } from './flow-detach.js';
 
 export type SetKind = 'completed' | 'failed';
 

@@ -48,7 +48,8 @@ import type { KeepJobs } from '../types.js';
 import { type FillWrite, fillOp, trimOps } from './builders.js';
 import type { ProtocolContext } from './context.js';
 import type { Built, ProtocolOp, UnitResult } from './executor.js';
-import { detachOps, joinBuilt } from './flows.js';
+import { detachOps } from './flow-detach.js';
+import { joinBuilt } from './flow-parent.js';
 import { type Entry, type Plan, type SetKind, type SetView, type TrimBatch, viewOf } from './trim-view.js';
 
 export { prepareViews as prepareTrims, TrimBatch } from './trim-view.js';

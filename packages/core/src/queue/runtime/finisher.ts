@@ -11,7 +11,8 @@
  * written: a worker with a backlog pays nothing for it.
  */
 import { logDrained } from '../drained.js';
-import { type Finish, type FinishResult, finishJobs } from '../protocol/attempts.js';
+import { type FinishResult, finishJobs } from '../protocol/finish.js';
+import type { Finish } from '../protocol/finish-plan.js';
 import type { QueueStore } from '../store.js';
 
 const MAX_BATCH = 100;

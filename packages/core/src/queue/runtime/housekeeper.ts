@@ -36,7 +36,7 @@
  *   that are gone (a few shards a pass), cancel requests
  *   whose attempt ended before its worker saw them, and deduplication keys
  *   whose ttl ran out or whose job is gone (with their empty shards); fails
- *   the parents a flow add cut off midway left waiting (protocol/flow-adds.ts).
+ *   the parents a flow add cut off midway left waiting (protocol/flow-add-split.ts).
  * Every write of the leader carries the election's fence: a deposed leader's
  * writes fail instead of racing the new one's, so two leaders never act at once.
  */

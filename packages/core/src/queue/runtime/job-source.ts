@@ -11,10 +11,8 @@
  * first polls too, so a first one that cannot act (partitioned, stopped)
  * holds the others back no longer than that; and any reconnection makes a
  * waiting worker look at the line (and the head) again, re-arming what the
- * connection may have lost. Workers that collide on the
- * same jobs start taking them from a random offset within the head, so they
- * spread instead of racing for the single smallest node; a lone worker
- * always takes the head in order.
+ * connection may have lost. Candidates come from the HeadView (a short
+ * view of the head, spread at random after collisions).
  *
  * Under a global limit (see LimitsView) claims take the limited path: a
  * rate-limited take says for how long; a take that found the global
@@ -23,17 +21,12 @@
  */
 import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import { MalformedJobError } from '../errors.js';
-import {
-  type Candidate,
-  type ClaimedJob,
-  type ClaimResult,
-  claimJobs,
-  quarantineMalformed,
-} from '../protocol/attempts.js';
+import { type Candidate, type ClaimedJob, type ClaimResult, claimJobs } from '../protocol/claim.js';
 import { admit, claimLimited, readLimitState } from '../protocol/limited-claims.js';
 import { effectiveLimits, type RateLimit } from '../protocol/limits.js';
-import { dropOrphanPointer, lookAtHead } from '../protocol/moves.js';
+import { quarantineMalformed } from '../protocol/quarantine.js';
 import type { QueueStore } from '../store.js';
+import { HeadView } from './head-view.js';
 import { IdleLine } from './idle-line.js';
 import { LimitsView } from './limits-view.js';
 
@@ -64,29 +57,11 @@ export interface Limited {
 export const DEFAULT_MAX_RATE_LIMIT_DELAY_MS = 30_000;
 /** Reads of the limits a take makes when other workers keep changing them first. */
 const LIMITED_ROUNDS = 3;
-
-/** A view of the head older than this is scanned again (bounds priority inversion). */
-const VIEW_MAX_AGE_MS = 100;
-/** How long after a collision claims keep spreading, ms. */
-const SPREAD_FOR_MS = 2000;
-/** Candidates a view holds at least while claims spread. */
-const SPREAD_VIEW = 1000;
 /** Pause before looking at the line again after a failed look, ms. */
 const LINE_RETRY_MS = 500;
-/** Pointers read without their record this worker remembers (the newest). */
-const ORPHANS_KEPT = 1000;
-/** Pointers without a record an idle look drops before it counts what it sees as work. */
-const ORPHAN_DROPS = 10;
 
 export class JobSource {
-  private view: Candidate[] = [];
-  /** When the view was listed, on the monotonic clock (a faked or stepped Date moves it not). */
-  private viewAt = Number.NEGATIVE_INFINITY;
-  /** The last scan returned less than it asked for: it saw every claimable job. */
-  private sawWholeHead = false;
-  /** The listings the last scan made: the next one reads them ahead, with the claims. */
-  private ahead: readonly string[] = [];
-  private lastCollision = Number.NEGATIVE_INFINITY;
+  private readonly head: HeadView;
   private wake: (() => void) | undefined;
   /** A poke that came while no wait was armed. */
   private poked = false;
@@ -94,10 +69,6 @@ export class JobSource {
   /** Told to stay out of the line (paused, closing) until the next idle wait. */
   private outOfLine = false;
   private readonly line: IdleLine;
-  /** Ids of foreign pointers this worker leaves alone. */
-  private readonly ignored = new Set<string>();
-  /** Ready pointers whose record a claim found gone: the idle look drops them, not counts them as work. */
-  private readonly orphans = new Map<string, number | undefined>();
   private readonly limits: LimitsView;
   /** The global concurrency the last take found reached, if it did. */
   private maxedAt: number | undefined;
@@ -107,9 +78,10 @@ export class JobSource {
   constructor(
     private readonly store: QueueStore,
     /** Ids of the jobs this worker is running now. */
-    private readonly inHand: () => Iterable<string>,
+    inHand: () => Iterable<string>,
     private readonly o: JobSourceOptions,
   ) {
+    this.head = new HeadView(store, inHand);
     this.line = new IdleLine(store);
     this.limits = new LimitsView(store, o.limiter, o.onWarning, () => this.poke());
   }
@@ -152,11 +124,11 @@ export class JobSource {
     await this.limits.start();
     if (this.limits.limited) return this.takeLimited(max);
     this.maxedAt = undefined;
-    const picked = await this.candidates(max);
+    const picked = await this.head.candidates(max);
     if (picked === 'idle') return 'idle';
     const result = await claimJobs(this.store, picked, this.claimOptions());
     // held back before the claim was sent, or paused as it went: still there to take later
-    this.view.unshift(...result.left);
+    this.head.putBack(result.left);
     return this.settle(result);
   }
 
@@ -180,25 +152,14 @@ export class JobSource {
       // Admitted with no limit in force: no manual window either, claims can take the plain path again.
       const limits = effectiveLimits(state.settings?.fields, this.o.limiter);
       if (!limits.rate && !limits.concurrency) this.limits.windowGone();
-      const picked = await this.candidates(admission.capacity);
+      const picked = await this.head.candidates(admission.capacity);
       if (picked === 'idle') return 'idle';
       const result = await claimLimited(this.store, picked, this.claimOptions(), admission);
-      this.view.unshift(...result.left);
+      this.head.putBack(result.left);
       const claimed = await this.settle(result);
       if (claimed.length > 0 || !result.raced) return claimed;
     }
     return [];
-  }
-
-  /** Up to `max` candidates from the view of the head (scanned again when stale), or 'idle'. */
-  private async candidates(max: number): Promise<Candidate[] | 'idle'> {
-    const fresh = performance.now() - this.viewAt <= VIEW_MAX_AGE_MS;
-    // A fresh scan that saw the whole head, all of it taken since: scanning again would find nothing
-    // that the first idle worker, who watches the head, does not see too.
-    const drained = this.view.length === 0 && this.sawWholeHead && fresh;
-    if ((this.view.length === 0 || !fresh) && !drained) await this.rescan(max);
-    if (this.view.length === 0) return 'idle';
-    return this.pick(max);
   }
 
   private claimOptions() {
@@ -211,41 +172,17 @@ export class JobSource {
     for (const { candidate, error, gone, stale } of result.skipped) {
       if (gone || stale !== undefined) {
         // nothing to claim there: no other worker was first (and the idle look drops it if it stays)
-        this.noteOrphan(candidate.pointer, stale);
+        this.head.noteOrphan(candidate.pointer, stale);
         continue;
       }
       if (error === undefined || error instanceof NodeExistsError) {
         // another worker was first: the view is behind the claims, the next take scans again
-        this.lastCollision = performance.now();
-        this.viewAt = Number.NEGATIVE_INFINITY;
+        this.head.collided();
       } else await this.setAside(candidate, error);
     }
     // Busy now: the next idle worker takes over the head, and sees only what is left.
     if (result.claimed.length > 0) this.line.leave();
     return result.claimed;
-  }
-
-  private noteOrphan(pointer: string, recordVersion: number | undefined): void {
-    this.orphans.set(pointer, recordVersion);
-    if (this.orphans.size > ORPHANS_KEPT) this.orphans.delete(this.orphans.keys().next().value as string);
-  }
-
-  /**
-   * Whether the head holds claimable work. A pointer a claim found without
-   * its record, or beside a record no ready pointer goes with, is not work:
-   * it is dropped (only while that still holds),
-   * else the idle wait would end at once, again and again, while it stays.
-   */
-  private async workAtHead(): Promise<boolean> {
-    for (let i = 0; i < ORPHAN_DROPS; i++) {
-      const [c] = await this.lookAtHead(1);
-      if (!c) return false;
-      if (!this.orphans.has(c.pointer)) return true;
-      const recordVersion = this.orphans.get(c.pointer);
-      this.orphans.delete(c.pointer);
-      if ((await dropOrphanPointer(this.store, c, recordVersion)) === 'job') return true;
-    }
-    return true; // more of them: a take reads them (and notes them) first
   }
 
   /** Waits `ms`, or less when poked (pause, close, new work). */
@@ -264,50 +201,11 @@ export class JobSource {
     });
   }
 
-  private async rescan(max: number): Promise<void> {
-    // spreading, the view reaches further into the head (its bucket is listed whole anyway),
-    // so that workers picking windows at random rarely pick the same ones
-    const limit = this.spreading() ? Math.max(SPREAD_VIEW, max * 16) : Math.max(200, max * 4);
-    this.view = await this.lookAtHead(limit);
-    this.sawWholeHead = this.view.length < limit;
-    this.viewAt = performance.now();
-  }
-
-  /**
-   * Up to `limit` candidates. Active jobs keep their pointers at the head: the
-   * claimed ones are left out before the limit, or a head full of running
-   * jobs would hide the waiting ones behind it.
-   */
-  private async lookAtHead(limit: number): Promise<Candidate[]> {
-    const exclude = [...this.inHand(), ...this.ignored];
-    const look = await lookAtHead(this.store, { limit, exclude, ahead: this.ahead });
-    this.ahead = look.listed;
-    return look.candidates;
-  }
-
-  private pick(max: number): Candidate[] {
-    let offset = 0;
-    if (this.spreading()) {
-      // a random window, inside the first lane of the view: spreading never serves a lower priority first
-      const lane = this.view[0]?.lane;
-      let end = this.view.findIndex((c) => c.lane !== lane);
-      if (end < 0) end = this.view.length;
-      offset = Math.floor(Math.random() * Math.max(1, end - max));
-    }
-    const picked = this.view.splice(offset, max);
-    return picked;
-  }
-
-  /** Claims collided lately: workers take windows at random offsets of the head, not its first jobs. */
-  private spreading(): boolean {
-    return performance.now() - this.lastCollision < SPREAD_FOR_MS;
-  }
-
   /** A pointer whose record is not a zkq job: failed with the reason when possible, else ignored. */
   private async setAside(candidate: Candidate, error: unknown): Promise<void> {
     this.o.onWarning(error instanceof Error ? error : new Error(String(error)));
     if (!(error instanceof MalformedJobError) || !(await quarantineMalformed(this.store, candidate, error))) {
-      this.ignored.add(candidate.id);
+      this.head.ignore(candidate.id);
     }
   }
 
@@ -327,7 +225,7 @@ export class JobSource {
     while ((await this.waitOnce(pollMs)) === 'line') {
       // moved up the line: look where we stand now
     }
-    this.viewAt = Number.NEGATIVE_INFINITY;
+    this.head.outdate();
   }
 
   /**
@@ -400,7 +298,7 @@ export class JobSource {
           // Only new work rewrites it; claims and finishes (and a dead worker's claim vanishing,
           // which the idle poll finds) do not wake the first in line.
           await this.watchHead();
-          if (await this.workAtHead()) this.poke();
+          if (await this.head.workAtHead()) this.poke();
         })
         .catch(() => {
           if (this.wake === wake) later(LINE_RETRY_MS); // a failed look (connection loss, closing): look again soon

@@ -32,18 +32,10 @@ import { PayloadTooLargeError } from '../errors.js';
 import type { ChildKey } from '../layout.js';
 import type { ProtocolContext } from './context.js';
 import { type Built, type ProtocolOp, TX_BYTE_BUDGET, type TxUnit } from './executor.js';
-import {
-  childKey,
-  type ExistingIds,
-  existingParentShare,
-  type FlowAdded,
-  type FlowJob,
-  failHeldParentOps,
-  joinBuilt,
-  type ParentShare,
-  planFlow,
-  type ShareMemo,
-} from './flows.js';
+import { existingParentShare, type ShareMemo } from './flow-existing-parent.js';
+import { childKey, joinBuilt } from './flow-parent.js';
+import { type ExistingIds, type FlowAdded, type FlowJob, type ParentShare, planFlow } from './flow-plan.js';
+import { failHeldParentOps } from './flow-settle.js';
 
 /** Children of a parent outside the flow written (and counted in) per transaction. */
 const OUTSIDE_CHUNK = 500;

@@ -1,0 +1,130 @@
+/**
+ * Stale claims, the leader's side of a lease. Leases compare no two clocks:
+ * the leader remembers, per claim node (its czxid), the version it last saw
+ * and when it saw it change, on its own monotonic clock; a version
+ * unchanged for the claim's lease duration is stale, and the revocation
+ * deletes the claim *at that version*, so a renewal that lands in between
+ * wins. Called by the Housekeeper.
+ */
+import { performance } from 'node:perf_hooks';
+import { LostJobError } from '../errors.js';
+import type { QueueLayout } from '../layout.js';
+import { encodeRecord, type JobRecord } from '../record.js';
+import type { ClaimInfo } from './claim.js';
+import type { ProtocolContext } from './context.js';
+import type { ProtocolOp } from './executor.js';
+
+/** A claim judged stale: its node's version, the attempt's token, and the slot it names. */
+export interface StaleClaim {
+  id: string;
+  version: number;
+  token: number;
+  slot?: string;
+}
+
+/**
+ * What the leader has seen of each claim node: its version and, on the
+ * leader's monotonic clock, when that version was first seen.
+ */
+export class LeaseObserver {
+  private readonly seen = new Map<string, { czxid: number; version: number; since: number }>();
+
+  /**
+   * Reads every claim and returns those whose version has not moved for
+   * their lease duration, with the version judged. A new leader starts
+   * with nothing seen: it waits a full lease before revoking anything.
+   */
+  async stale(store: ProtocolContext): Promise<StaleClaim[]> {
+    const { session, layout } = store;
+    const ids = await store.children(layout.claimsDir);
+    const now = performance.now();
+    const out: StaleClaim[] = [];
+    const live = new Set(ids);
+    for (const id of this.seen.keys()) if (!live.has(id)) this.seen.delete(id);
+    await Promise.all(
+      ids.map(async (id) => {
+        let info: Partial<ClaimInfo>;
+        let czxid: number;
+        let version: number;
+        try {
+          const { data, stat } = await session.getData(layout.claim(id));
+          info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
+          ({ czxid, version } = stat);
+        } catch {
+          return; // gone meanwhile, or not a claim zkq wrote
+        }
+        const seen = this.seen.get(id);
+        if (!seen || seen.czxid !== czxid || seen.version !== version) {
+          // A version is dated when its read returned, never earlier: a read that was
+          // retried after a reconnect may return a renewal made long after `now`.
+          this.seen.set(id, { czxid, version, since: performance.now() });
+          return;
+        }
+        const lease = typeof info.lockDuration === 'number' ? info.lockDuration : Number.POSITIVE_INFINITY;
+        if (now - seen.since >= lease && typeof info.token === 'number') {
+          out.push({ id, version, token: info.token, ...(typeof info.slot === 'string' ? { slot: info.slot } : {}) });
+        }
+      }),
+    );
+    return out;
+  }
+
+  /** Forgets what was seen (on losing the leadership). */
+  clear(): void {
+    this.seen.clear();
+  }
+}
+
+/**
+ * Revokes claims judged stale, each at the claim version and record token
+ * judged: one stall more, state waiting, the claim deleted. `fence` ops make
+ * a deposed leader's revocation fail (FencedError). Resolves with the ids revoked.
+ */
+export async function revokeClaims(
+  store: ProtocolContext,
+  stale: StaleClaim[],
+  fence: () => ProtocolOp[],
+): Promise<string[]> {
+  const units = stale.map((s) => ({
+    id: s.id,
+    build: async () => {
+      const stored = await store.getJob(s.id);
+      if (!stored || stored.version !== s.token) throw new LostJobError(s.id); // claimed anew, or gone: not this attempt
+      const record: JobRecord = {
+        ...stored.record,
+        state: 'waiting',
+        stalledCounter: stored.record.stalledCounter + 1,
+      };
+      const ops = revokeOps(store.layout, {
+        id: s.id,
+        claimVersion: s.version,
+        token: s.token,
+        record: encodeRecord(record),
+        slot: s.slot,
+      });
+      return { ops, events: [{ event: 'stalled', jobId: s.id, ts: Date.now() }], wakes: true };
+    },
+  }));
+  const results = await store.executor.run(units, { fence, receipt: false });
+  return stale.filter((_, i) => results[i]?.ok).map((s) => s.id);
+}
+
+/**
+ * Revoke a stale claim (the leader): delete the claim at the version judged
+ * stale (a renewal since then wins) and write the record at the token, one
+ * stall more, which moves the version on so that the late result is fenced
+ * off. The ready pointer stays: the job is claimed again. The slot named in
+ * the claim goes with it (the hung worker runs on outside the count; its
+ * result will be refused).
+ */
+export function revokeOps(
+  layout: QueueLayout,
+  r: { id: string; claimVersion: number; token: number; record: Buffer; slot?: string | undefined },
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [
+    { op: 'delete', path: layout.claim(r.id), version: r.claimVersion },
+    { op: 'setData', path: layout.job(r.id), data: r.record, version: r.token },
+  ];
+  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
+  return ops;
+}
