@@ -6,15 +6,34 @@
  * Foundations
  * - `../layout.ts`       every path (the znode layout is its header); the
  *                        names inside it: `../znode-names.ts`.
+ * - `context.ts`         what a transition is given of a queue
+ *                        (ProtocolContext; QueueStore implements it).
  * - `executor.ts`        the one transaction executor: packet budget, the
- *                        owner of each op, fences, unknown outcomes, events.
+ *                        owner of each op, fences, unknown outcomes, events;
+ *                        `replan.ts` its one retry policy for writes planned
+ *                        from a read (runPlanned); `units.ts` what it is
+ *                        given; `write-cleanup.ts`, `write-errors.ts`.
  * - `builders.ts`        ops shared by several transitions (pointers, moves,
  *                        removals, trims, dedup keys, limit checks), pure.
  * - `containers.ts`      which bucket a new pointer goes to.
  * - `walks.ts`           lanes and buckets in order; pointers bucket by bucket.
  * - `moves.ts`           a move as one unit (record at the version read,
- *                        pointer swapped), written by applyMoves: used by
- *                        control.ts (remove, retry, promote, drain, clean).
+ *                        pointer swapped), written by applyMoves.
+ *
+ * Adding, and queue control (Queue, Job, BullMQ's backend)
+ * - `add.ts`             add: a record and its one pointer, in as few
+ *                        transactions as fit.
+ * - `dedup-keys.ts`      what a deduplication key is and when it is live;
+ *                        `dedup-take-over.ts` an add that meets one;
+ *                        `dedup-release.ts` one freed (by hand, with its
+ *                        job); `dedup-handoff.ts` one a finish hands on.
+ * - `remove-job.ts`, `retry-job.ts`, `promote-job.ts`, `drain.ts`
+ *                        remove, retry, promote one job or many; drain and
+ *                        clean; over `job-reads.ts` (a job's pointer, its
+ *                        record) and `flow-bulk-removal.ts` (jobs of flows).
+ * - `pause.ts`, `publish.ts`, `server-time.ts`
+ *                        the pause flag, events on their own, ZooKeeper's
+ *                        time (a write to the clock node).
  *
  * An attempt (JobSource, the Worker's renewer and Finisher, the leader)
  * - `head.ts`            the head scan a worker claims from (JobSource).
@@ -78,6 +97,7 @@
  */
 
 export type { OpResult } from '../../zk/types.js';
+export type { ProtocolContext } from './context.js';
 export * from './builders.js';
 export * from './cancels.js';
 export * from './claim.js';
