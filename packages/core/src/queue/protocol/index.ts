@@ -97,11 +97,11 @@
  */
 
 export type { OpResult } from '../../zk/types.js';
-export type { ProtocolContext } from './context.js';
 export * from './builders.js';
 export * from './cancels.js';
 export * from './claim.js';
 export { Containers } from './containers.js';
+export type { ProtocolContext } from './context.js';
 export * from './dedup-sweep.js';
 export * from './deps-entries.js';
 export * from './executor.js';
