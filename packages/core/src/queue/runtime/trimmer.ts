@@ -6,7 +6,7 @@
  * never overlap: two trims deleting the same oldest jobs would collide and
  * fall back to one transaction per job.
  */
-import { trimFinished } from '../protocol/moves.js';
+import { trimFinished } from '../protocol/index.js';
 import type { QueueStore } from '../store.js';
 import type { KeepJobs } from '../types.js';
 
