@@ -13,10 +13,13 @@
  * - a job running elsewhere: refused with JobStateError (code ZKQ_JOB_STATE);
  * - any other job: its record is rewritten (and its pointer moved, for a
  *   new delay or priority) at the version read, in one transaction, planned
- *   again when the job changed meanwhile (a claim moves the version on).
+ *   again when the job changed meanwhile (a claim moves the version on): the
+ *   protocol's editJob.
  */
 import {
   clearJobLogs,
+  type EditPlan,
+  editJob,
   encodeRecord,
   findPointer,
   type JobRecord,
@@ -25,7 +28,6 @@ import {
   laneOf,
   MAX_DELAY_MS,
   MAX_PRIORITY,
-  type Move,
   type QueueStore,
   readJobLogs,
   rewrite,
@@ -38,9 +40,6 @@ import { ErrorCode } from 'bullmq';
 import type { AnyJob } from './attempts.js';
 import type { BackendContext, Held } from './context.js';
 import { finishedError } from './json.js';
-
-/** Plans of an edit whose job keeps changing under it. */
-const EDIT_ATTEMPTS = 5;
 
 /** Where a job is, as an edit sees it. */
 type Found =
@@ -60,20 +59,9 @@ async function find(ctx: BackendContext, id: string): Promise<Found> {
   return { kind: 'idle', store, stored };
 }
 
-/** An edit planned from a fresh look at the job: a move to write, or a result without one. */
-type Plan<T> = { result: T; move?: Move };
-
-async function edit<T>(ctx: BackendContext, plan: () => Promise<Plan<T>>, receipt: boolean): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    const planned = await plan();
-    if (!planned.move) return planned.result;
-    const [result] = await (await ctx.store()).executor.run([planned.move], { receipt });
-    if (result?.ok) return planned.result;
-    // an op of the move failed: the job changed between the read and the write
-    if (attempt >= EDIT_ATTEMPTS || (result?.error as { opIndex?: number })?.opIndex === undefined) {
-      throw result?.error;
-    }
-  }
+/** Writes an edit planned from a fresh look at the job, planned again while the job changes under it. */
+async function edit<T>(ctx: BackendContext, plan: () => Promise<EditPlan<T>>, receipt: boolean): Promise<T> {
+  return editJob(await ctx.store(), plan, { receipt });
 }
 
 function runningElsewhere(id: string, command: string): JobStateError {
