@@ -48,12 +48,15 @@
 export * from './attempts.js';
 export * from './builders.js';
 export * from './cancels.js';
+export * from './child-detach.js';
 export { Containers } from './containers.js';
 export * from './dedup-sweep.js';
 export * from './deps-entries.js';
+export * from './event-trim.js';
 export * from './executor.js';
 export * from './flow-adds.js';
 export * from './flows.js';
+export * from './job-edit.js';
 export * from './limited-claims.js';
 export * from './limits.js';
 export * from './logs.js';
