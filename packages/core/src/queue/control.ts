@@ -36,6 +36,7 @@ import {
   joinBuilt,
   type Located,
   type Move,
+  type Plan,
   type ProtocolOp,
   pointersIn,
   promotedRecord,
@@ -51,8 +52,6 @@ import type { FinishedStatus, JobType } from './types.js';
 
 /** Jobs read at once by bulk operations. */
 const READ_CHUNK = 100;
-/** Attempts of a single-job move whose job keeps changing under it. */
-const MOVE_ATTEMPTS = 5;
 /** Rounds of deletion before obliterate gives up on a queue whose clients keep writing. */
 const OBLITERATE_ROUNDS = 5;
 
@@ -105,7 +104,7 @@ export async function removeJob(store: QueueStore, id: string): Promise<boolean>
   const { layout } = store;
   return moveOne(store, async () => {
     const stored = await store.getJob(id);
-    if (!stored) return false;
+    if (!stored) return { answer: false };
     const claim = await claimOf(store, id);
     if (claim && !claim.ranOut) {
       throw new JobStateError(id, 'is active (claimed by a worker) and cannot be removed');
@@ -131,7 +130,7 @@ export async function removeJob(store: QueueStore, id: string): Promise<boolean>
       [...release, ...drop, ...(detach?.ops ?? []), ...unclaim],
       detach?.wakes === true,
     );
-    return { move, result: true };
+    return { answer: true, unit: move };
   });
 }
 
@@ -256,7 +255,7 @@ export async function retryJob(store: QueueStore, id: string, opts: RetryJobOpti
       throw new JobStateError(id, `is ${prev}, not ${opts.state ?? 'completed or failed'}: cannot retry it`);
     }
     const pointer = await findPointer(store, stored.record);
-    return { move: retryMove(store, stored, pointer, opts, [waitingEvent(id, prev)]), result: undefined };
+    return { answer: undefined, unit: retryMove(store, stored, pointer, opts, [waitingEvent(id, prev)]) };
   });
 }
 
@@ -273,7 +272,7 @@ export async function promoteJob(store: QueueStore, id: string): Promise<void> {
     }
     const pointer = await findPointer(store, stored.record);
     const record = promotedRecord(stored.record);
-    return { move: toReady(store, stored, record, pointer, [waitingEvent(id, 'delayed')]), result: undefined };
+    return { answer: undefined, unit: toReady(store, stored, record, pointer, [waitingEvent(id, 'delayed')]) };
   });
 }
 
@@ -475,25 +474,13 @@ interface Read extends Located {
 }
 
 /**
- * Runs a single-job move: `plan` reads the job and returns its move (or a
- * final answer), and is run again when the job changed between the read
- * and the write.
+ * Runs a single-job move: `plan` reads the job and returns its move (or an
+ * answer without one), planned again when the job changed between the read
+ * and the write (the executor's retry policy).
  */
-async function moveOne<T>(store: QueueStore, plan: () => Promise<T | { move: Move; result: T }>): Promise<T> {
+async function moveOne<T>(store: QueueStore, plan: () => Promise<Plan<T>>): Promise<T> {
   await store.init();
-  for (let attempt = 1; ; attempt++) {
-    const planned = await plan();
-    if (!isPlanned(planned)) return planned;
-    const [result] = await store.executor.run([planned.move], { receipt: false });
-    if (result?.ok) return planned.result;
-    if (attempt >= MOVE_ATTEMPTS || (result?.error as { opIndex?: number })?.opIndex === undefined) {
-      throw result?.error;
-    }
-  }
-}
-
-function isPlanned<T>(p: unknown): p is { move: Move; result: T } {
-  return typeof p === 'object' && p !== null && 'move' in p && 'result' in p;
+  return store.executor.runPlanned(plan, { receipt: false });
 }
 
 function flowMove(store: QueueStore, j: Read, stored: StoredJob): Move {

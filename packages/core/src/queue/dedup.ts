@@ -50,7 +50,7 @@
  * latest wins; ttl is ignored) and the kept job's finish adds it, in the
  * finish transaction: only a kept job added with it takes a parked job.
  */
-import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../zk/errors.js';
+import { NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { QueueEventRecord } from './events.js';
 import { laneOf, type QueueLayout } from './layout.js';
 import { MAX_DELAY_MS } from './options.js';
@@ -200,16 +200,17 @@ export async function getDeduplicationJobId(store: QueueStore, id: string): Prom
  */
 export async function removeDeduplicationKey(store: QueueStore, id: string, jobId: string): Promise<number> {
   await store.init();
-  for (let round = 1; ; round++) {
-    const seen = await look(store, id);
-    if (!seen.read || !seen.live || seen.read.key.job !== jobId) return 0;
-    const ops = [dedupDeleteOp(store.layout, { id, version: seen.read.version })];
-    if (seen.kept) ops.push(keptJobCheckOp(store.layout, jobId, seen.kept.version));
-    if (seen.generation !== undefined) ops.push(dedupGenerationCheckOp(store.layout, seen.generation));
-    const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
-    if (result?.ok) return 1;
-    if (round >= DEDUP_ROUNDS || !isConflict(result?.error)) throw result?.error;
-  }
+  return store.executor.runPlanned(
+    async () => {
+      const seen = await look(store, id);
+      if (!seen.read || !seen.live || seen.read.key.job !== jobId) return { answer: 0 };
+      const ops = [dedupDeleteOp(store.layout, { id, version: seen.read.version })];
+      if (seen.kept) ops.push(keptJobCheckOp(store.layout, jobId, seen.kept.version));
+      if (seen.generation !== undefined) ops.push(dedupGenerationCheckOp(store.layout, seen.generation));
+      return { answer: 1, unit: { build: () => ({ ops }) } };
+    },
+    { receipt: false },
+  );
 }
 
 /**
@@ -243,11 +244,6 @@ export async function releaseOps(store: QueueStore, record: JobRecord): Promise<
     dedupDeleteOp(store.layout, { id: o.id, version: read.version }),
     dedupGenerationCheckOp(store.layout, dir.version),
   ];
-}
-
-/** A write lost a race (a node changed, appeared or vanished since it was read): plan again. */
-function isConflict(err: unknown): boolean {
-  return (err as ZooKeeperError | undefined)?.opIndex !== undefined;
 }
 
 // ---- the finish: the key goes, or is handed on ------------------------------

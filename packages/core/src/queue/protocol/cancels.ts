@@ -46,12 +46,10 @@ import type { Watcher } from '../../zk/types.js';
 import { parseCancelName, type QueueLayout } from '../layout.js';
 import type { QueueStore } from '../store.js';
 import { isConflict } from './attempts.js';
-import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
+import type { ProtocolOp, TxUnit } from './executor.js';
 
 /** Longest cancel reason, in bytes (UTF-8): a reason is a message, not a payload. */
 export const MAX_CANCEL_REASON_BYTES = 4096;
-/** Times `requestCancel` reads again after its transaction met another writer. */
-const REQUEST_ATTEMPTS = 5;
 /** Requests read (or jobs looked at) per round trip. */
 const READ_BATCH = 100;
 
@@ -116,36 +114,42 @@ export async function requestCancel(store: QueueStore, id: string, reason?: stri
   const body: CancelRequestData = { at: Date.now(), ...(reason === undefined ? {} : { reason }) };
   const data = Buffer.from(JSON.stringify(body));
   let stale: { path: string; version: number } | undefined;
-  for (let attempt = 1; ; attempt++) {
-    const claim = await store.getClaim(id);
-    if (!claim) return false;
-    const path = layout.cancel(claim.worker, id, claim.token);
-    const request = {
-      id,
-      worker: claim.worker,
-      token: claim.token,
-      data,
-      stale: stale?.path === path ? stale.version : undefined,
-    };
-    stale = undefined;
-    const unit: TxUnit = {
-      build: async () => {
-        await store.ensureDir(layout.cancelsOf(claim.worker));
-        return { ops: cancelRequestOps(layout, request) };
+  let path = '';
+  return store.executor.runPlanned(
+    async () => {
+      const claim = await store.getClaim(id);
+      if (!claim) return { answer: false };
+      path = layout.cancel(claim.worker, id, claim.token);
+      const request = {
+        id,
+        worker: claim.worker,
+        token: claim.token,
+        data,
+        stale: stale?.path === path ? stale.version : undefined,
+      };
+      stale = undefined;
+      const unit: TxUnit = {
+        build: async () => {
+          await store.ensureDir(layout.cancelsOf(claim.worker));
+          return { ops: cancelRequestOps(layout, request) };
+        },
+      };
+      return { answer: true, unit };
+    },
+    {
+      onFailure: async (error, op) => {
+        if (error instanceof NodeExistsError && op?.path === path) {
+          const [left, record] = await Promise.all([store.session.exists(path), store.session.exists(layout.job(id))]);
+          if (left && isCurrent(left, record)) return { answer: true }; // asked before, for this attempt
+          // left by an earlier job of this id: rewritten next (gone meanwhile: made again)
+          if (left && record) stale = { path, version: left.version };
+          return 'again';
+        }
+        // the attempt ended (or another began) between the read and the write: look again
+        return isConflict(error) ? 'again' : 'fail';
       },
-    };
-    const result = (await store.executor.run([unit]))[0] as UnitResult;
-    if (result.ok) return true;
-    const { error, op } = result;
-    if (error instanceof NodeExistsError && op?.path === path) {
-      const [left, record] = await Promise.all([store.session.exists(path), store.session.exists(layout.job(id))]);
-      if (left && isCurrent(left, record)) return true; // asked before, for this attempt
-      // left by an earlier job of this id: rewritten next (gone meanwhile: made again)
-      if (left && record) stale = { path, version: left.version };
-    } else if (!isConflict(error)) throw error;
-    // the attempt ended (or another began) between the read and the write: look again
-    if (attempt >= REQUEST_ATTEMPTS) throw error;
-  }
+    },
+  );
 }
 
 function parseRequest(data: Buffer): CancelRequestData {
