@@ -7,11 +7,11 @@
  * node at the version read (two processes cannot both advance it from the
  * same iteration) and creates the iteration's job under its deterministic id
  * (a tick cannot be added twice). Only the running iteration's job
- * (`producerId`) advances its scheduler. Upserts and removals write the same
+ * (`producerId`) advances its scheduler. A write that met another process's
+ * is planned again from fresh reads (the executor's runPlanned). Upserts and removals write the same
  * node at the version read (scheduler-upsert.ts); this file holds the record,
  * its read and the pieces of the transaction they share.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BadVersionError, NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { QueueEventRecord } from '../events.js';
 import { laneOf } from '../layout.js';
@@ -55,11 +55,6 @@ export type IterationOpts = (next: number) => JobsOptions;
 export function iterationId(schedulerId: string, millis: number): string {
   return `repeat:${schedulerId}:${millis}`;
 }
-
-/** Times an operation is planned again after another process changed the scheduler. */
-export const SCHEDULER_ATTEMPTS = 32;
-/** Longest pause before planning again, ms: spread out, writers that collided stop colliding. */
-const BACKOFF_MAX_MS = 200;
 
 export async function readScheduler(
   store: QueueStore,
@@ -114,23 +109,27 @@ export async function advanceScheduler(
   a: { id: string; next: number; now: number; producerId: string | undefined; iteration: IterationOpts },
 ): Promise<string | null> {
   await store.init();
-  for (let attempt = 1; ; attempt++) {
-    const current = await readScheduler(store, a.id);
-    if (!current) return null;
-    const s = current.record;
-    if (a.producerId !== iterationId(a.id, s.next)) return null;
-    const now = await serverTime(store, a.producerId, a.now);
-    const { jobId, unit } = planAdvance(store, current, a, now);
-    const [result] = await store.executor.run([unit]);
-    if (result?.ok) return jobId;
-    const error = result?.error;
-    if (result && !result.ok && error instanceof NodeExistsError && result.op?.path === store.layout.job(jobId)) {
-      await store.publish([{ event: 'duplicated', jobId, ts: a.now }]);
-      return null;
-    }
-    if (attempt >= SCHEDULER_ATTEMPTS || !isSchedulerRace(error)) throw error;
-    await schedulerBackoff(attempt);
-  }
+  let jobId = '';
+  return store.executor.runPlanned<string | null>(
+    async () => {
+      const current = await readScheduler(store, a.id);
+      if (!current) return { answer: null };
+      if (a.producerId !== iterationId(a.id, current.record.next)) return { answer: null };
+      const now = await serverTime(store, a.producerId, a.now);
+      const planned = planAdvance(store, current, a, now);
+      jobId = planned.jobId;
+      return { answer: jobId, unit: planned.unit };
+    },
+    {
+      onFailure: async (error, op) => {
+        if (error instanceof NodeExistsError && op?.path === store.layout.job(jobId)) {
+          await store.publish([{ event: 'duplicated', jobId, ts: a.now }]);
+          return { answer: null };
+        }
+        return schedulerVerdict(error);
+      },
+    },
+  );
 }
 
 /** The advance from the scheduler as read at `now`: its next iteration's id and transaction unit. */
@@ -231,12 +230,12 @@ export function iterationUnit(
   };
 }
 
-/** A random pause growing with the attempts: a plan takes several reads, so busy writers would keep colliding. */
-export function schedulerBackoff(attempt: number): Promise<void> {
-  return sleep(Math.random() * Math.min(BACKOFF_MAX_MS, 10 * attempt));
-}
-
-/** Another process changed the scheduler or the jobs read meanwhile: plan again. */
-export function isSchedulerRace(err: unknown): boolean {
-  return err instanceof BadVersionError || err instanceof NodeExistsError || err instanceof NoNodeError;
+/**
+ * A failed write of a scheduler: planned again (the executor's retry policy)
+ * when another process changed the scheduler or the jobs read meanwhile.
+ */
+export function schedulerVerdict(err: unknown): 'again' | 'fail' {
+  return err instanceof BadVersionError || err instanceof NodeExistsError || err instanceof NoNodeError
+    ? 'again'
+    : 'fail';
 }
