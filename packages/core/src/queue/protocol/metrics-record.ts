@@ -2,14 +2,15 @@
  * Metrics write: adds a worker's per-minute counts to the queue's series
  * (metrics-series.ts; the layout is in ../metrics.ts) in ONE transaction
  * through the executor: the head at the version read (a concurrent writer
- * makes it fail, and the batch is built again on a fresh read), the chunks
+ * makes it fail, and the batch is planned again on a fresh read, by the
+ * executor's retry policy), the chunks
  * it adds to, and the chunks that fell out of the window (at most
  * TRIM_BATCH). An unknown outcome is settled by the executor's receipt, so a
  * batch is never counted twice. A queue that was deleted is not created
  * again by a late write: the `metrics` directory is created only inside an
  * existing queue.
  */
-import { NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
+import { NoNodeError } from '../../zk/errors.js';
 import {
   decodeChunk,
   decodeHead,
@@ -20,15 +21,12 @@ import {
   trimBeforeHour,
 } from '../metrics-series.js';
 import type { QueueStore } from '../store.js';
-import type { ProtocolOp, TxUnit } from './executor.js';
+import type { ProtocolOp } from './executor.js';
 
 /** Chunks deleted by one write at most (the rest by the next ones). */
 export const TRIM_BATCH = 200;
 /** Chunks read per request. */
 const READ_BATCH = 500;
-/** Times a batch is built again after a concurrent writer changed the series. */
-const MAX_CONFLICTS = 20;
-
 /**
  * Adds `points` to the queue's series of `kind`, trimmed to `maxDataPoints`.
  * Rejects when the batch could not be written (nothing of it was).
@@ -40,16 +38,17 @@ export async function recordMetrics(
   maxDataPoints: number,
 ): Promise<void> {
   if (points.length === 0) return;
-  let conflicts = 0;
-  const unit = (): TxUnit => ({ build: () => buildWrite(store, kind, points, maxDataPoints) });
-  const [result] = await store.executor.run([unit()], {
-    onConflict: (_u, err: ZooKeeperError) => {
-      // the series changed since it was read, or its directory appeared: read again
-      if (err instanceof NoNodeError || ++conflicts > MAX_CONFLICTS) return undefined;
-      return unit();
+  await store.executor.runPlanned(
+    async () => {
+      const built = await buildWrite(store, kind, points, maxDataPoints);
+      return { answer: undefined, unit: { build: () => built } };
     },
-  });
-  if (result && !result.ok) throw result.error;
+    {
+      // the series changed since it was read, or its directory appeared: read again;
+      // a queue deleted meanwhile is not made again
+      onFailure: (err) => (err instanceof NoNodeError ? 'fail' : undefined),
+    },
+  );
 }
 
 async function buildWrite(
