@@ -18,7 +18,6 @@
  */
 import {
   clearJobLogs,
-  type EditPlan,
   editJob,
   encodeRecord,
   findPointer,
@@ -28,6 +27,7 @@ import {
   laneOf,
   MAX_DELAY_MS,
   MAX_PRIORITY,
+  type Plan,
   type QueueStore,
   readJobLogs,
   rewrite,
@@ -60,7 +60,7 @@ async function find(ctx: BackendContext, id: string): Promise<Found> {
 }
 
 /** Writes an edit planned from a fresh look at the job, planned again while the job changes under it. */
-async function edit<T>(ctx: BackendContext, plan: () => Promise<EditPlan<T>>, receipt: boolean): Promise<T> {
+async function edit<T>(ctx: BackendContext, plan: () => Promise<Plan<T>>, receipt: boolean): Promise<T> {
   return editJob(await ctx.store(), plan, { receipt });
 }
 
@@ -91,8 +91,8 @@ export async function changeDelay(ctx: BackendContext, jobId: string, delay: num
       const record = { ...stored.record, delay, due };
       const event = { event: 'delayed', jobId, delay: due, ts: now };
       return {
-        result: undefined,
-        move: toDelayed(store, stored, record, await findPointer(store, stored.record), [event]),
+        answer: undefined,
+        unit: toDelayed(store, stored, record, await findPointer(store, stored.record), [event]),
       };
     },
     false,
@@ -116,13 +116,13 @@ export async function changePriority(ctx: BackendContext, jobId: string, priorit
       const found = await find(ctx, jobId);
       if (found.kind === 'missing') throw finishedError(ErrorCode.JobNotExist, jobId, 'changePriority');
       if (found.kind === 'running') throw runningElsewhere(jobId, 'changePriority');
-      if (found.kind === 'held') return { result: void editHeld(found.held, change) };
+      if (found.kind === 'held') return { answer: void editHeld(found.held, change) };
       const { store, stored } = found;
       const r = stored.record;
       if (r.state !== 'waiting' && r.state !== 'active')
-        return { result: undefined, move: rewrite(store, stored, change(r)) };
+        return { answer: undefined, unit: rewrite(store, stored, change(r)) };
       // waiting (or active in a record whose worker died: waiting to be claimed again)
-      return { result: undefined, move: toReady(store, stored, change(r), await findPointer(store, r), []) };
+      return { answer: undefined, unit: toReady(store, stored, change(r), await findPointer(store, r), []) };
     },
     false,
   );
@@ -203,13 +203,13 @@ export async function rewriteRecord(
       const found = await find(ctx, id);
       if (found.kind === 'missing') {
         if (o.missing === 'throw') throw finishedError(ErrorCode.JobNotExist, id, command);
-        return { result: undefined };
+        return { answer: undefined };
       }
       if (found.kind === 'running') throw runningElsewhere(id, command);
-      if (found.kind === 'held') return { result: void editHeld(found.held, change) };
+      if (found.kind === 'held') return { answer: void editHeld(found.held, change) };
       const next = change(found.stored.record);
-      if (next === found.stored.record) return { result: undefined };
-      return { result: undefined, move: rewrite(found.store, found.stored, next) };
+      if (next === found.stored.record) return { answer: undefined };
+      return { answer: undefined, unit: rewrite(found.store, found.stored, next) };
     },
     o.receipt,
   );
