@@ -4,15 +4,12 @@
  * left with nothing pending, and forgets its parent, unless it is running
  * (its record is its attempt's token). One transaction, at the versions
  * read; planned again from a fresh read when the child or its parent
- * changed meanwhile, DETACH_ATTEMPTS times at most.
+ * changed meanwhile (the executor's retry policy).
  */
 import { encodeRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
 import type { Built } from './executor.js';
 import { detachOps, joinBuilt } from './flows.js';
-
-/** Plans of a detach whose child or parent keeps changing under it. */
-const DETACH_ATTEMPTS = 5;
 
 /**
  * What became of a detach: `detached`; `no-job` (the child does not exist);
@@ -21,33 +18,32 @@ const DETACH_ATTEMPTS = 5;
  */
 export type ChildDetach = 'detached' | 'no-job' | 'no-parent' | 'not-pending';
 
-/** Takes child `jobId` out of its parent's dependencies; rejects when it kept changing. */
+/** Takes child `jobId` out of its parent's dependencies; TooManyConflictsError when it kept changing. */
 export async function detachChild(store: QueueStore, jobId: string): Promise<ChildDetach> {
-  for (let attempt = 1; ; attempt++) {
-    const stored = await store.getJob(jobId);
-    if (!stored) return 'no-job';
-    const link = stored.record.parentLink;
-    if (!link) return 'not-pending';
-    if (!(await store.sibling(link.queue).getJob(link.id))) return 'no-parent';
-    const detach = await detachOps(store, stored.record);
-    if (!detach) return 'not-pending';
-    const forget: Built | undefined =
-      stored.record.state === 'active'
-        ? undefined
-        : {
-            ops: [
-              {
-                op: 'setData',
-                path: store.layout.job(jobId),
-                data: encodeRecord({ ...stored.record, parentLink: undefined }),
-                version: stored.version,
-              },
-            ],
-          };
-    const [result] = await store.executor.run([{ build: () => joinBuilt(detach, forget) }], { receipt: false });
-    if (result?.ok) return 'detached';
-    if (attempt >= DETACH_ATTEMPTS) {
-      throw result?.error ?? new Error(`could not detach job ${jobId} from ${link.queue}:${link.id}`);
-    }
-  }
+  return store.executor.runPlanned<ChildDetach>(
+    async () => {
+      const stored = await store.getJob(jobId);
+      if (!stored) return { answer: 'no-job' };
+      const link = stored.record.parentLink;
+      if (!link) return { answer: 'not-pending' };
+      if (!(await store.sibling(link.queue).getJob(link.id))) return { answer: 'no-parent' };
+      const detach = await detachOps(store, stored.record);
+      if (!detach) return { answer: 'not-pending' };
+      const forget: Built | undefined =
+        stored.record.state === 'active'
+          ? undefined
+          : {
+              ops: [
+                {
+                  op: 'setData',
+                  path: store.layout.job(jobId),
+                  data: encodeRecord({ ...stored.record, parentLink: undefined }),
+                  version: stored.version,
+                },
+              ],
+            };
+      return { answer: 'detached', unit: { build: () => joinBuilt(detach, forget) } };
+    },
+    { receipt: false },
+  );
 }
