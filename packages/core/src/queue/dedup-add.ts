@@ -15,6 +15,7 @@ import { DEDUP_ROUNDS, dedupEvent, dedupOf, encodeKey, keyOnAdd, keyTtl, look, t
 import type { QueueEventRecord } from './events.js';
 import type { QueueLayout } from './layout.js';
 import { MAX_DELAY_MS } from './options.js';
+import type { EnqueueUnit } from './protocol/add-batch.js';
 import {
   dedupGenerationCheckOp,
   dedupKeyOp,
@@ -26,7 +27,6 @@ import {
 import type { Built, ProtocolOp } from './protocol/executor.js';
 import { encodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
-import type { EnqueueUnit } from './runtime/enqueue-batch.js';
 import type { EnqueueEntry, QueueStore } from './store.js';
 import type { DeduplicationOptions } from './types.js';
 

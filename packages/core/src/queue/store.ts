@@ -12,13 +12,13 @@ import type { Watcher } from '../zk/types.js';
 import { LayoutVersionError } from './errors.js';
 import { EventSink, type QueueEventRecord } from './events.js';
 import { ID_BLOCK_SIZE, LAYOUT_VERSION, QueueLayout } from './layout.js';
+import { EnqueueBatch, type EnqueueUnit } from './protocol/add-batch.js';
 import type { ClaimInfo, Place } from './protocol/attempts.js';
 import { type Destination, dedupKeyOp, enqueueOps } from './protocol/builders.js';
 import { Containers } from './protocol/containers.js';
 import { type Built, type ProtocolOp, TxExecutor } from './protocol/executor.js';
 import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
-import { EnqueueBatch, type EnqueueUnit } from './runtime/enqueue-batch.js';
 import { ServerClock } from './runtime/server-clock.js';
 
 const EMPTY = Buffer.alloc(0);
