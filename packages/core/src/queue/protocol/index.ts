@@ -52,6 +52,7 @@ export * from './child-detach.js';
 export { Containers } from './containers.js';
 export * from './dedup-sweep.js';
 export * from './deps-entries.js';
+export * from './event-listener.js';
 export * from './event-trim.js';
 export * from './executor.js';
 export * from './flow-adds.js';
