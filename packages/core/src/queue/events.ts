@@ -15,8 +15,11 @@
 import { NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import type { Op } from '../zk/types.js';
+import type { QueueEventRecord } from './event-record.js';
 import type { QueueLayout } from './layout.js';
 import { eventOp } from './protocol/builders.js';
+
+export type { QueueEventRecord } from './event-record.js';
 
 /** Wait before re-arming a watch whose re-arm failed, ms. */
 const REARM_RETRY_MS = 500;
@@ -26,14 +29,6 @@ const REARM_RETRY_MS = 500;
  * MAX_REASON_BYTES, the same size (sizes.ts).
  */
 export const EVENT_VALUE_LIMIT = 16 * 1024;
-
-/** One queue event as stored in the log. */
-export interface QueueEventRecord {
-  event: string;
-  jobId?: string;
-  ts: number;
-  [field: string]: unknown;
-}
 
 /** `value`, or undefined with a marker when its JSON is too large to travel in an event. */
 export function eventValue(value: unknown): unknown {

@@ -44,8 +44,8 @@ import { InvalidArgumentError } from '../../errors.js';
 import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { Watcher } from '../../zk/types.js';
 import { parseCancelName, type QueueLayout } from '../layout.js';
-import type { QueueStore } from '../store.js';
 import { isConflict } from './attempts.js';
+import type { ProtocolContext } from './context.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
 
 /** Longest cancel reason, in bytes (UTF-8): a reason is a message, not a payload. */
@@ -108,7 +108,7 @@ function isCurrent(request: { mzxid: number }, record: { czxid: number } | null 
  * request for the running attempt is stored (made now, or asked before),
  * false when the job is not running: nothing is written then.
  */
-export async function requestCancel(store: QueueStore, id: string, reason?: string): Promise<boolean> {
+export async function requestCancel(store: ProtocolContext, id: string, reason?: string): Promise<boolean> {
   validateCancelReason(reason);
   const { layout } = store;
   const body: CancelRequestData = { at: Date.now(), ...(reason === undefined ? {} : { reason }) };
@@ -169,7 +169,7 @@ function parseRequest(data: Buffer): CancelRequestData {
  * that fires when the first request makes it.
  */
 export async function listCancelRequests(
-  store: QueueStore,
+  store: ProtocolContext,
   worker: string,
   watch?: Watcher,
 ): Promise<{ id: string; token: number }[]> {
@@ -200,7 +200,7 @@ export interface ReadRequest {
  * the header) are returned apart, as `stale`.
  */
 export async function readCancelRequests(
-  store: QueueStore,
+  store: ProtocolContext,
   worker: string,
   attempts: readonly { id: string; token: number }[],
 ): Promise<{ requests: CancelRequest[]; stale: ReadRequest[] }> {
@@ -229,7 +229,7 @@ export async function readCancelRequests(
  * version read (one rewritten since for a new attempt stays).
  */
 export async function dropCancelRequests(
-  store: QueueStore,
+  store: ProtocolContext,
   worker: string,
   attempts: readonly { id: string; token: number; version?: number }[],
 ): Promise<void> {
@@ -251,7 +251,7 @@ export async function dropCancelRequests(
  * directories found empty. Every delete carries the leader's fence.
  * Resolves with the number of requests deleted.
  */
-export async function sweepCancels(store: QueueStore, fence: () => ProtocolOp[]): Promise<number> {
+export async function sweepCancels(store: ProtocolContext, fence: () => ProtocolOp[]): Promise<number> {
   const { layout, session } = store;
   let swept = 0;
   for (const name of await store.children(layout.cancelsDir)) {

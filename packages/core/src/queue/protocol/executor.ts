@@ -54,11 +54,11 @@ import { isOutcomeUnknown, NoNodeError, SessionExpiredError, ZooKeeperError } fr
 import { MULTI_BYTE_LIMIT, MULTI_OVERHEAD_BYTES, opBytes, type Session } from '../../zk/session.js';
 import type { OpResult } from '../../zk/types.js';
 import { PayloadTooLargeError } from '../errors.js';
-import type { EventSink, QueueEventRecord } from '../events.js';
+import type { QueueEventRecord } from '../event-record.js';
 import { type QueueLayout, sequenceOf } from '../layout.js';
 import type { Containers } from './containers.js';
 import { type Plan, type PlannedOptions, runPlanned } from './replan.js';
-import type { Built, ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
+import type { Built, EventLog, ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
 
 export * from './replan.js';
 export type * from './units.js';
@@ -138,11 +138,21 @@ export class TxExecutor {
   private readonly pendingReceipts: string[] = [];
   private receiptTimer: NodeJS.Timeout | undefined;
 
+  /**
+   * The executor of a queue's store: receipts are deleted in batches a while
+   * after their transactions, so the last ones go before the session ends.
+   */
+  static open(session: Session, layout: QueueLayout, containers: Containers, events: EventLog): TxExecutor {
+    const executor = new TxExecutor(session, layout, containers, events);
+    session.beforeClose(() => executor.flushReceipts());
+    return executor;
+  }
+
   constructor(
     private readonly session: Session,
     private readonly layout: QueueLayout,
     private readonly containers: Containers,
-    private readonly events: EventSink,
+    private readonly events: EventLog,
   ) {}
 
   /**

@@ -4,7 +4,13 @@
  */
 import type { ZooKeeperError } from '../../zk/errors.js';
 import type { Op, OpResult } from '../../zk/types.js';
-import type { QueueEventRecord } from '../events.js';
+import type { QueueEventRecord } from '../event-record.js';
+
+/** The event log as the executor writes it (events.ts: EventSink): one node per multi, while someone listens. */
+export interface EventLog {
+  readonly enabled: boolean;
+  op(events: QueueEventRecord[]): Op | undefined;
+}
 
 /** What an op means to the executor when it fails. */
 export type OpRole =
