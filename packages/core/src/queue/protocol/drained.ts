@@ -6,7 +6,7 @@
  * once, however late the second one looks.
  */
 import { BadVersionError, NodeExistsError, NoNodeError } from '../../zk/errors.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 
 /** The mark as read: the pzxid it holds, and its version. */
 export interface DrainedMark {
@@ -15,7 +15,7 @@ export interface DrainedMark {
 }
 
 /** The mark's data and version, created on first use; undefined while the queue is being deleted. */
-export async function readDrainedMark(store: QueueStore): Promise<DrainedMark | undefined> {
+export async function readDrainedMark(store: ProtocolContext): Promise<DrainedMark | undefined> {
   const path = store.layout.drainedMark;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
@@ -35,7 +35,7 @@ export async function readDrainedMark(store: QueueStore): Promise<DrainedMark | 
  * Logs `drained` for the dry time `dry` (a pzxid) by rewriting the mark read.
  * Resolves false when another look logged it first.
  */
-export async function markDrained(store: QueueStore, mark: DrainedMark, dry: string): Promise<boolean> {
+export async function markDrained(store: ProtocolContext, mark: DrainedMark, dry: string): Promise<boolean> {
   const event = { event: 'drained', ts: Date.now() };
   const [result] = await store.executor.run(
     [

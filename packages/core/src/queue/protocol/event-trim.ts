@@ -4,14 +4,14 @@
  * trims it to EVENTS_KEEP on its own as it writes; this keeps fewer.
  */
 import { sequenceOf } from '../layout.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import { deleteUnit } from './executor.js';
 
 /**
  * Deletes all but the newest `keep` nodes of the event log (each holds the
  * events of one transaction). Resolves with the number of nodes deleted.
  */
-export async function trimEventLog(store: QueueStore, keep: number): Promise<number> {
+export async function trimEventLog(store: ProtocolContext, keep: number): Promise<number> {
   const { layout } = store;
   const names = (await store.children(layout.eventLog)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
   const doomed = names.slice(0, Math.max(0, names.length - Math.max(0, Math.floor(keep) || 0)));

@@ -6,23 +6,23 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NoNodeError, SessionClosedError, SessionExpiredError } from '../../zk/errors.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 
 /** Pause between tries to delete a node of ours whose delete failed, ms. */
 const REMOVE_RETRY_MS = 500;
 
 /** The path of the line's node `name`. */
-export function idleNodePath(store: QueueStore, name: string): string {
+export function idleNodePath(store: ProtocolContext, name: string): string {
   return `${store.layout.idleDir}/${name}`;
 }
 
 /** What the names of this session's nodes start with. */
-export function idleNodePrefix(store: QueueStore): string {
+export function idleNodePrefix(store: ProtocolContext): string {
   return `w-${store.session.credentials().sessionId.toString('hex')}-`;
 }
 
 /** Joins the line at its end: resolves with the path of this session's new node. */
-export async function joinIdleLine(store: QueueStore): Promise<string> {
+export async function joinIdleLine(store: ProtocolContext): Promise<string> {
   await store.ensureDir(store.layout.idleDir);
   return store.session.createProtected(idleNodePath(store, idleNodePrefix(store)), undefined, 'ephemeral_sequential');
 }
@@ -31,7 +31,7 @@ export async function joinIdleLine(store: QueueStore): Promise<string> {
  * Deletes a node of ours, again and again after failures: one left behind
  * would hold up the line. Done when it is gone, or its session is.
  */
-export async function leaveIdleLine(store: QueueStore, path: string): Promise<void> {
+export async function leaveIdleLine(store: ProtocolContext, path: string): Promise<void> {
   const { session } = store;
   for (;;) {
     try {

@@ -6,7 +6,7 @@
  * and the edit is planned again from a new look (the executor's retry
  * policy).
  */
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import type { Plan } from './replan.js';
 
 /**
@@ -15,6 +15,6 @@ import type { Plan } from './replan.js';
  * written then). Rejects with TooManyConflictsError when the job kept
  * changing, or at once with an error that is no op's conflict.
  */
-export function editJob<T>(store: QueueStore, plan: () => Promise<Plan<T>>, o: { receipt: boolean }): Promise<T> {
+export function editJob<T>(store: ProtocolContext, plan: () => Promise<Plan<T>>, o: { receipt: boolean }): Promise<T> {
   return store.executor.runPlanned(plan, { receipt: o.receipt });
 }

@@ -20,7 +20,7 @@ import {
   type SeriesHead,
   trimBeforeHour,
 } from '../metrics-series.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
 
 /** Chunks deleted by one write at most (the rest by the next ones). */
@@ -32,7 +32,7 @@ const READ_BATCH = 500;
  * Rejects when the batch could not be written (nothing of it was).
  */
 export async function recordMetrics(
-  store: QueueStore,
+  store: ProtocolContext,
   kind: MetricsKind,
   points: readonly MinutePoint[],
   maxDataPoints: number,
@@ -52,7 +52,7 @@ export async function recordMetrics(
 }
 
 async function buildWrite(
-  store: QueueStore,
+  store: ProtocolContext,
   kind: MetricsKind,
   points: readonly MinutePoint[],
   max: number,
@@ -95,7 +95,7 @@ async function buildWrite(
 
 /** Deletes of the chunks before the window (TRIM_BATCH at most), and the oldest hour left. */
 async function trimOps(
-  store: QueueStore,
+  store: ProtocolContext,
   kind: MetricsKind,
   head: SeriesHead,
   written: number[],
@@ -117,7 +117,7 @@ async function trimOps(
 }
 
 export async function readHead(
-  store: QueueStore,
+  store: ProtocolContext,
   kind: MetricsKind,
 ): Promise<{ head?: SeriesHead; version: number } | undefined> {
   try {
@@ -132,7 +132,7 @@ export async function readHead(
 
 /** The chunks of `hours` that exist, with their data and version. */
 export async function readChunks(
-  store: QueueStore,
+  store: ProtocolContext,
   kind: MetricsKind,
   hours: readonly number[],
 ): Promise<Map<number, { data: Buffer; version: number }>> {

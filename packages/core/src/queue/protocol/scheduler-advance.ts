@@ -13,13 +13,14 @@
  * its read and the pieces of the transaction they share.
  */
 import { BadVersionError, NodeExistsError, NoNodeError } from '../../zk/errors.js';
-import type { QueueEventRecord } from '../events.js';
+import type { QueueEventRecord } from '../event-record.js';
 import { laneOf } from '../layout.js';
 import { encodeRecord, type JobRecord, newRecord } from '../record.js';
-import type { QueueStore } from '../store.js';
 import type { JobsOptions } from '../types.js';
 import { enqueueOps } from './builders.js';
+import type { ProtocolContext } from './context.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
+import { publishEvents } from './publish.js';
 
 /** What an upsert stores besides the template. */
 export interface SchedulerSpec {
@@ -57,7 +58,7 @@ export function iterationId(schedulerId: string, millis: number): string {
 }
 
 export async function readScheduler(
-  store: QueueStore,
+  store: ProtocolContext,
   id: string,
 ): Promise<{ record: SchedulerRecord; version: number } | undefined> {
   try {
@@ -105,7 +106,7 @@ export function everyNext(
  * it already, or the next iteration exists (event `duplicated`).
  */
 export async function advanceScheduler(
-  store: QueueStore,
+  store: ProtocolContext,
   a: { id: string; next: number; now: number; producerId: string | undefined; iteration: IterationOpts },
 ): Promise<string | null> {
   await store.init();
@@ -123,7 +124,7 @@ export async function advanceScheduler(
     {
       onFailure: async (error, op) => {
         if (error instanceof NodeExistsError && op?.path === store.layout.job(jobId)) {
-          await store.publish([{ event: 'duplicated', jobId, ts: a.now }]);
+          await publishEvents(store, [{ event: 'duplicated', jobId, ts: a.now }]);
           return { answer: null };
         }
         return schedulerVerdict(error);
@@ -134,7 +135,7 @@ export async function advanceScheduler(
 
 /** The advance from the scheduler as read at `now`: its next iteration's id and transaction unit. */
 function planAdvance(
-  store: QueueStore,
+  store: ProtocolContext,
   current: { record: SchedulerRecord; version: number },
   a: { id: string; next: number; iteration: IterationOpts },
   now: number,
@@ -162,7 +163,7 @@ function planAdvance(
  * adds them early. The caller's clock when the producer is not readable,
  * and on a session with `clock: 'process'`.
  */
-async function serverTime(store: QueueStore, producerId: string, fallback: number): Promise<number> {
+async function serverTime(store: ProtocolContext, producerId: string, fallback: number): Promise<number> {
   if (store.session.clock === 'process') return fallback; // one process, one clock: the caller's
   const stat = await store.session.exists(store.layout.job(producerId)).catch(() => null);
   return stat?.mtime ?? fallback;
@@ -170,7 +171,7 @@ async function serverTime(store: QueueStore, producerId: string, fallback: numbe
 
 /** The scheduler node's write: created, or rewritten at the version read (it fences). */
 export function schedulerOp(
-  store: QueueStore,
+  store: ProtocolContext,
   id: string,
   record: SchedulerRecord,
   version: number | undefined,
@@ -197,7 +198,7 @@ export function iterationRecord(
 
 /** The iteration's share of a transaction: the scheduler write first (it fences), then removal and enqueue. */
 export function iterationUnit(
-  store: QueueStore,
+  store: ProtocolContext,
   p: { scheduler: ProtocolOp; record: JobRecord; removal: ProtocolOp[]; events: QueueEventRecord[] },
 ): TxUnit {
   const { record } = p;

@@ -8,7 +8,7 @@
  */
 import { findPointer } from '../control.js';
 import { JobStateError } from '../errors.js';
-import type { QueueEventRecord } from '../events.js';
+import type { QueueEventRecord } from '../event-record.js';
 import { validateCustomJobId } from '../layout.js';
 import type { QueueStore } from '../store.js';
 import type { JobsOptions } from '../types.js';
