@@ -8,6 +8,7 @@
  */
 import { encodeRecord } from '../record.js';
 import type { QueueStore } from '../store.js';
+import { rewriteOps } from './builders.js';
 import type { Built } from './executor.js';
 import { detachOps, joinBuilt } from './flows.js';
 
@@ -29,18 +30,16 @@ export async function detachChild(store: QueueStore, jobId: string): Promise<Chi
       if (!(await store.sibling(link.queue).getJob(link.id))) return { answer: 'no-parent' };
       const detach = await detachOps(store, stored.record);
       if (!detach) return { answer: 'not-pending' };
+      // the child forgets its parent, unless it is running (its record is its attempt's token)
       const forget: Built | undefined =
         stored.record.state === 'active'
           ? undefined
           : {
-              ops: [
-                {
-                  op: 'setData',
-                  path: store.layout.job(jobId),
-                  data: encodeRecord({ ...stored.record, parentLink: undefined }),
-                  version: stored.version,
-                },
-              ],
+              ops: rewriteOps(store.layout, {
+                id: jobId,
+                version: stored.version,
+                record: encodeRecord({ ...stored.record, parentLink: undefined }),
+              }),
             };
       return { answer: 'detached', unit: { build: () => joinBuilt(detach, forget) } };
     },
