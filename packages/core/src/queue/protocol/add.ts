@@ -23,9 +23,9 @@ export interface EnqueueEntry {
   /** A custom job id (the create may fail: de-duplication). */
   custom?: boolean;
   /**
-   * A deduplication key to create with the job (see dedup.ts): its create
+   * A deduplication key to create with the job (see dedup-keys.ts): its create
    * fails while one exists, and `met` then gives the unit that settles the
-   * entry against the key, sent in its place (dedup-add.ts).
+   * entry against the key, sent in its place (dedup-take-over.ts).
    */
   dedup?: { id: string; data: Buffer; met(): EnqueueUnit };
 }

@@ -19,7 +19,6 @@ import { eventValue, type QueueEventRecord } from '../events.js';
 import { MAX_DELAY_MS } from '../options.js';
 import { decodeRecord, encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
 import { cutReason, keptStacktrace, tooLargeReason } from '../sizes.js';
-import type { QueueStore } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import {
   claimOps,
@@ -34,6 +33,7 @@ import {
   renewOps,
   revokeOps,
 } from './builders.js';
+import type { ProtocolContext as QueueStore } from './context.js';
 import {
   type Built,
   FencedError,

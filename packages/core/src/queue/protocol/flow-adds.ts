@@ -30,7 +30,7 @@ import { NoNodeError } from '../../zk/errors.js';
 import { opBytes } from '../../zk/session.js';
 import { PayloadTooLargeError } from '../errors.js';
 import type { ChildKey } from '../layout.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import { type Built, type ProtocolOp, TX_BYTE_BUDGET, type TxUnit } from './executor.js';
 import {
   childKey,
@@ -60,7 +60,7 @@ export interface FlowAddMark {
  * transaction otherwise (the mark then stays for the leader).
  */
 export async function addSplitFlow(
-  store: QueueStore,
+  store: ProtocolContext,
   jobs: readonly FlowJob[],
   existingIds: ExistingIds,
 ): Promise<FlowAdded[]> {
@@ -171,7 +171,7 @@ export type MarkSightings = Map<string, { version: number; since: number }>;
  * Every write is fenced. Resolves with the marks cleared.
  */
 export async function releaseCutFlows(
-  store: QueueStore,
+  store: ProtocolContext,
   fence: () => ProtocolOp[],
   seen: MarkSightings,
   now: number,
@@ -215,7 +215,7 @@ export async function releaseCutFlows(
  * meanwhile is judged again). Resolves whether all of it was written.
  */
 async function failHeld(
-  store: QueueStore,
+  store: ProtocolContext,
   mark: string,
   held: readonly ChildKey[],
   fence: () => ProtocolOp[],

@@ -37,9 +37,9 @@ import {
 import type { QueueEventRecord } from '../events.js';
 import { type ChildKey, type DepKind, encodeQueueName } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord, type ParentLink } from '../record.js';
-import type { QueueStore, StoredJob } from '../store.js';
 import type { Place } from './attempts.js';
 import { moveOps, parkedPath, pointerOp } from './builders.js';
+import type { ProtocolContext as QueueStore, StoredJob } from './context.js';
 import { depsTree, listDepEntries, readPaged } from './deps-entries.js';
 import type { Built, ProtocolOp } from './executor.js';
 import { addSplitFlow } from './flow-adds.js';

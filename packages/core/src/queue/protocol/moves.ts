@@ -20,10 +20,10 @@ import {
   numberOf,
 } from '../layout.js';
 import { encodeRecord, type JobRecord } from '../record.js';
-import type { QueueStore, StoredJob } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import { type Candidate, PLAIN_LANE, type Place } from './attempts.js';
 import { eventOp, leaveSetOps, moveOps, orphanPointerOps, removeOps, rewriteOps, trimOps } from './builders.js';
+import type { ProtocolContext as QueueStore, StoredJob } from './context.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { detachOps, joinBuilt, mayBePendingChild } from './flows.js';
 
