@@ -6,14 +6,14 @@
  * write fail, and the change is planned again from a fresh read (the
  * executor's runPlanned).
  */
-import { findPointer } from '../control.js';
 import { JobStateError } from '../errors.js';
 import type { QueueEventRecord } from '../event-record.js';
 import { validateCustomJobId } from '../layout.js';
-import type { QueueStore } from '../store.js';
 import type { JobsOptions } from '../types.js';
 import { removeOps } from './builders.js';
+import type { ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
+import { findPointer } from './job-reads.js';
 import {
   everyNext,
   type IterationOpts,
@@ -48,7 +48,7 @@ export class SchedulerSlotsBusyError extends JobStateError {
  * time). Resolves with the iteration's job id and delay.
  */
 export async function upsertScheduler(
-  store: QueueStore,
+  store: ProtocolContext,
   u: {
     id: string;
     next: number;
@@ -133,7 +133,7 @@ export async function upsertScheduler(
  * Removes scheduler `id` and its next iteration when that has not started.
  * Resolves false when there was no such scheduler.
  */
-export async function removeScheduler(store: QueueStore, id: string): Promise<boolean> {
+export async function removeScheduler(store: ProtocolContext, id: string): Promise<boolean> {
   await store.init();
   return store.executor.runPlanned(
     async () => {
