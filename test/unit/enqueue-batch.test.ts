@@ -15,7 +15,7 @@ import {
   type TxUnit,
   type UnitResult,
 } from '@zkq/core';
-import { EnqueueBatch, type EnqueueUnit } from '../../packages/core/src/queue/runtime/enqueue-batch.ts';
+import { EnqueueBatch, type EnqueueUnit } from '../../packages/core/src/queue/protocol/add-batch.ts';
 import { atOp, fakeExecutor } from '../helpers/fake-session.ts';
 
 const layout = new QueueLayout('q');

@@ -13,13 +13,13 @@
  * `progress`'s data) travel as JSON; every other value as a string.
  */
 import {
-  deleteUnit,
   InvalidArgumentError,
   logEvents,
   NoNodeError,
   type QueueEventRecord,
   type QueueStore,
   sequenceOf,
+  trimEventLog,
 } from '@zkq/core';
 import type { StreamReadRaw } from 'bullmq';
 import type { BackendContext } from './context.js';
@@ -194,14 +194,5 @@ async function lastSeq(store: QueueStore): Promise<number> {
  * events of one transaction). Resolves with the number of nodes removed.
  */
 export async function trimEvents(ctx: BackendContext, maxLength: number): Promise<number> {
-  const store = await ctx.store();
-  const { layout } = store;
-  const names = (await store.children(layout.eventLog)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
-  const doomed = names.slice(0, Math.max(0, names.length - Math.max(0, Math.floor(maxLength) || 0)));
-  if (doomed.length === 0) return 0;
-  const results = await store.executor.run(
-    doomed.map((n) => deleteUnit(`${layout.eventLog}/${n}`)),
-    { receipt: false },
-  );
-  return results.filter((r) => r.ok).length;
+  return trimEventLog(await ctx.store(), maxLength);
 }

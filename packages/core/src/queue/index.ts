@@ -14,14 +14,7 @@ export {
 } from './dedup.js';
 export { type AddOutcome, type DedupAction, decide, enqueueJobs } from './dedup-add.js';
 export * from './errors.js';
-export {
-  EVENT_VALUE_LIMIT,
-  EVENTS_KEEP,
-  EventSink,
-  eventValue,
-  keepListenerRegistered,
-  type QueueEventRecord,
-} from './events.js';
+export { EVENT_VALUE_LIMIT, EventSink, eventValue, type QueueEventRecord } from './events.js';
 export { type AttemptHooks, type FinishedWaiter, Job, jobState } from './job.js';
 export {
   countJobDependencies,

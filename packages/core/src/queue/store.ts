@@ -1,10 +1,16 @@
 /**
- * QueueStore: the seam between Queue/Worker/Job and ZooKeeper. Nothing above
- * it builds a path or a transaction; it goes through the session layer only.
+ * QueueStore: the seam between Queue/Worker/Job and ZooKeeper, and the one
+ * implementation of the protocol's context (protocol/context.ts). Nothing
+ * above it builds a path or a transaction; it goes through the session layer
+ * only.
  *
- * This file holds set-up, id allocation, enqueue and reads. Every write goes
- * through the protocol module (protocol/): its builders make the ops, its
- * executor sends them.
+ * This file holds set-up, id allocation and reads. Every write of a job's
+ * state goes through the protocol module (protocol/): a transition builds
+ * the ops, the executor sends them. Two writes stay here, outside the
+ * executor: the set-up (the queue's directories and `meta`, made once,
+ * each create tolerating one made meanwhile) and the `ids` counter (a
+ * compare-and-set loop on its version; a lost reply costs a block of ids,
+ * never a job). Registering a worker writes its ephemeral membership node.
  */
 import { BadVersionError, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
@@ -12,44 +18,23 @@ import type { Watcher } from '../zk/types.js';
 import { LayoutVersionError } from './errors.js';
 import { EventSink, type QueueEventRecord } from './events.js';
 import { ID_BLOCK_SIZE, LAYOUT_VERSION, QueueLayout } from './layout.js';
-import { type Destination, dedupKeyOp, enqueueOps, type Place } from './protocol/builders.js';
-import type { ClaimInfo } from './protocol/claim.js';
+import { addedBuilt, addJobs, ENQUEUE_IN_FLIGHT, type EnqueueEntry, enqueueEvents } from './protocol/add.js';
+import { EnqueueBatch } from './protocol/add-batch.js';
+import type { Destination } from './protocol/builders.js';
 import { Containers } from './protocol/containers.js';
+import type { ClaimInfo, Place, ProtocolContext, StoredJob } from './protocol/context.js';
 import { type Built, type ProtocolOp, TxExecutor } from './protocol/executor.js';
-import { decodeRecord, encodeRecord, type JobRecord } from './record.js';
+import { metaData, writePaused } from './protocol/pause.js';
+import { publishEvents } from './protocol/publish.js';
+import { serverTime } from './protocol/server-time.js';
+import { decodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
-import { EnqueueBatch, type EnqueueUnit } from './runtime/enqueue-batch.js';
 import { ServerClock } from './runtime/server-clock.js';
-
-const EMPTY = Buffer.alloc(0);
 
 /** The first job id of a queue. */
 export const FIRST_ID = 1;
 
-/** Enqueue transactions one call keeps in flight (when no custom id can make one fail). */
-export const ENQUEUE_IN_FLIGHT = 8;
-
-/** A job to enqueue: its record (state waiting or delayed) and where its pointer goes. */
-export interface EnqueueEntry {
-  record: JobRecord;
-  lane: string;
-  /** A custom job id (the create may fail: de-duplication). */
-  custom?: boolean;
-  /**
-   * A deduplication key to create with the job (see dedup.ts): its create
-   * fails while one exists, and `met` then gives the unit that settles the
-   * entry against the key, sent in its place (dedup-add.ts).
-   */
-  dedup?: { id: string; data: Buffer; met(): EnqueueUnit };
-}
-
-export interface StoredJob {
-  record: JobRecord;
-  /** Data version of the record: the fencing token. */
-  version: number;
-}
-
-export class QueueStore {
+export class QueueStore implements ProtocolContext {
   readonly layout: QueueLayout;
   /** Queue events, written only while a QueueEvents listens. */
   readonly events: EventSink;
@@ -80,9 +65,7 @@ export class QueueStore {
     this.events = new EventSink(session, this.layout);
     // one Containers per session: a transaction spanning queues forgets a removed bucket of any of them
     this.containers = shared?.containers ?? new Containers(session, this.layout);
-    this.executor = new TxExecutor(session, this.layout, this.containers, this.events);
-    // receipts are deleted in batches a while after their transactions: the last ones before the session ends
-    session.beforeClose(() => this.executor.flushReceipts());
+    this.executor = TxExecutor.open(session, this.layout, this.containers, this.events);
     this.enqueueBatch = new EnqueueBatch(this.executor);
     this.clock = new ServerClock(this);
     this.family = shared?.family ?? new Map([[queue, this]]);
@@ -251,64 +234,15 @@ export class QueueStore {
     this.initialized = undefined;
   }
 
-  /**
-   * Enqueues entries, as few transactions as fit, in order (FIFO). Entries
-   * whose custom id exists already are skipped and reported in `existing`
-   * (de-duplication is the record create failing atomically); an entry
-   * whose deduplication key exists is settled against it by the unit its
-   * `met` gives, at its place. An entry too large for any transaction fails
-   * the call before anything is written. With a `turn`, the entries join the
-   * group commit only once every earlier turn has (see CallOrder).
-   */
+  /** Enqueues entries, as few transactions as fit, in order (FIFO): see protocol/add.ts. */
   async enqueue(entries: readonly EnqueueEntry[], turn?: Turn): Promise<{ existing: string[] }> {
     await this.init();
-    const units: EnqueueUnit[] = entries.map((e) => {
-      const record: JobRecord = { ...e.record, lane: e.lane };
-      const data = encodeRecord(record);
-      const { dedup } = e;
-      return {
-        build: async () => {
-          if (dedup) await this.ensureDir(this.layout.dedupShard(dedup.id));
-          return this.enqueueBuilt(record, data, dedup && dedupKeyOp(this.layout, dedup));
-        },
-        onConflict: (error, op) =>
-          dedup && error instanceof NodeExistsError && op.path === this.layout.dedupKey(dedup.id)
-            ? dedup.met()
-            : undefined,
-      };
-    });
-    // Custom ids and keys may fail their create; a failed transaction sent again would then land
-    // after later pipelined ones, so those calls send one transaction at a time (FIFO holds).
-    const inFlight = entries.some((e) => e.custom || e.dedup) ? 1 : ENQUEUE_IN_FLIGHT;
-    await turn?.wait();
-    const sent = this.enqueueBatch.run(units, inFlight);
-    turn?.pass();
-    const results = await sent;
-    const existing: string[] = [];
-    for (const [i, r] of results.entries()) {
-      const id = (entries[i] as EnqueueEntry).record.id;
-      if (r.ok) continue;
-      if (r.error instanceof NodeExistsError && r.op?.path === this.layout.job(id)) existing.push(id);
-      else throw r.error;
-    }
-    return { existing };
+    return addJobs(this, this.enqueueBatch, entries, turn);
   }
 
-  /**
-   * What adds `record` (its lane set; `data`, its encoding): the record and
-   * its pointer, where its state puts it (ready in its lane, or delayed until
-   * its due time), with `key` (a deduplication key's op) in the same multi.
-   */
-  async enqueueBuilt(record: JobRecord, data: Buffer, key?: ProtocolOp): Promise<Built> {
-    const place: Place =
-      record.state === 'delayed'
-        ? { kind: 'delayed', due: record.due ?? Date.now() }
-        : { kind: 'ready', lane: record.lane as string };
-    return {
-      ops: enqueueOps(this.layout, record.id, data, await this.destination(place), key),
-      events: enqueueEvents(record),
-      wakes: record.state !== 'delayed',
-    };
+  /** What adds `record` (its lane set; `data`, its encoding), with `key` in the same multi (protocol/add.ts). */
+  enqueueBuilt(record: JobRecord, data: Buffer, key?: ProtocolOp): Promise<Built> {
+    return addedBuilt(this, record, data, key);
   }
 
   // ---- reads ----------------------------------------------------------------
@@ -363,7 +297,7 @@ export class QueueStore {
 
   async setPaused(paused: boolean): Promise<void> {
     await this.init();
-    await this.session.setData(this.layout.meta, metaData(paused));
+    await writePaused(this, paused);
   }
 
   /**
@@ -398,29 +332,14 @@ export class QueueStore {
     });
   }
 
-  /**
-   * ZooKeeper's time now: the mtime of a write to the `clock` node (created
-   * on first use). One clock for every process, whatever their own say.
-   * On a session with `clock: 'process'` (tests), this process's `Date.now()`.
-   */
-  async serverNow(): Promise<number> {
-    const { session, layout } = this;
-    if (session.clock === 'process') return Date.now();
-    try {
-      return (await session.setData(layout.clock, EMPTY)).mtime;
-    } catch (err) {
-      if (!(err instanceof NoNodeError)) throw err;
-    }
-    await session.create(layout.clock).catch((err) => {
-      if (!(err instanceof NodeExistsError)) throw err;
-    });
-    return (await session.setData(layout.clock, EMPTY)).mtime;
+  /** ZooKeeper's time now: the mtime of a write to the `clock` node (protocol/server-time.ts). */
+  serverNow(): Promise<number> {
+    return serverTime(this);
   }
 
   /** Logs `events` on their own (pause, resume), when someone listens. */
-  async publish(events: QueueEventRecord[]): Promise<void> {
-    if (!this.events.enabled) return;
-    await this.executor.run([{ build: () => ({ ops: [], events }) }], { receipt: false });
+  publish(events: QueueEventRecord[]): Promise<void> {
+    return publishEvents(this, events);
   }
 }
 
@@ -430,18 +349,5 @@ export interface PauseState {
   version: number;
 }
 
-function metaData(paused: boolean): Buffer {
-  return Buffer.from(JSON.stringify({ layout: LAYOUT_VERSION, paused }));
-}
-
-/** The events of a job added: `added`, then `delayed` or `waiting`. */
-export function enqueueEvents(record: JobRecord): QueueEventRecord[] {
-  const ts = Date.now();
-  const second =
-    record.state === 'delayed'
-      ? { event: 'delayed', jobId: record.id, delay: record.due, ts }
-      : { event: 'waiting', jobId: record.id, ts };
-  return [{ event: 'added', jobId: record.id, name: record.name, ts }, second];
-}
-
-export type { ClaimInfo };
+export type { ClaimInfo, EnqueueEntry, StoredJob };
+export { ENQUEUE_IN_FLIGHT, enqueueEvents };

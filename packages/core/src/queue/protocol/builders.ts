@@ -11,9 +11,9 @@
  * one that fences it: the record written at the version that was read (the
  * attempt's token), or a check of it.
  */
-import type { QueueEventRecord } from '../events.js';
+import type { QueueEventRecord } from '../event-record.js';
 import { pad10, type QueueLayout } from '../layout.js';
-import type { ProtocolOp } from './executor.js';
+import type { ProtocolOp } from './units.js';
 
 const EMPTY = Buffer.alloc(0);
 

@@ -44,14 +44,12 @@ import { InvalidArgumentError } from '../../errors.js';
 import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { Watcher } from '../../zk/types.js';
 import { parseCancelName, type QueueLayout } from '../layout.js';
-import type { QueueStore } from '../store.js';
 import { isConflict } from './claim.js';
-import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
+import type { ProtocolContext } from './context.js';
+import type { ProtocolOp, TxUnit } from './executor.js';
 
 /** Longest cancel reason, in bytes (UTF-8): a reason is a message, not a payload. */
 export const MAX_CANCEL_REASON_BYTES = 4096;
-/** Times `requestCancel` reads again after its transaction met another writer. */
-const REQUEST_ATTEMPTS = 5;
 /** Requests read (or jobs looked at) per round trip. */
 const READ_BATCH = 100;
 
@@ -110,42 +108,48 @@ function isCurrent(request: { mzxid: number }, record: { czxid: number } | null 
  * request for the running attempt is stored (made now, or asked before),
  * false when the job is not running: nothing is written then.
  */
-export async function requestCancel(store: QueueStore, id: string, reason?: string): Promise<boolean> {
+export async function requestCancel(store: ProtocolContext, id: string, reason?: string): Promise<boolean> {
   validateCancelReason(reason);
   const { layout } = store;
   const body: CancelRequestData = { at: Date.now(), ...(reason === undefined ? {} : { reason }) };
   const data = Buffer.from(JSON.stringify(body));
   let stale: { path: string; version: number } | undefined;
-  for (let attempt = 1; ; attempt++) {
-    const claim = await store.getClaim(id);
-    if (!claim) return false;
-    const path = layout.cancel(claim.worker, id, claim.token);
-    const request = {
-      id,
-      worker: claim.worker,
-      token: claim.token,
-      data,
-      stale: stale?.path === path ? stale.version : undefined,
-    };
-    stale = undefined;
-    const unit: TxUnit = {
-      build: async () => {
-        await store.ensureDir(layout.cancelsOf(claim.worker));
-        return { ops: cancelRequestOps(layout, request) };
+  let path = '';
+  return store.executor.runPlanned(
+    async () => {
+      const claim = await store.getClaim(id);
+      if (!claim) return { answer: false };
+      path = layout.cancel(claim.worker, id, claim.token);
+      const request = {
+        id,
+        worker: claim.worker,
+        token: claim.token,
+        data,
+        stale: stale?.path === path ? stale.version : undefined,
+      };
+      stale = undefined;
+      const unit: TxUnit = {
+        build: async () => {
+          await store.ensureDir(layout.cancelsOf(claim.worker));
+          return { ops: cancelRequestOps(layout, request) };
+        },
+      };
+      return { answer: true, unit };
+    },
+    {
+      onFailure: async (error, op) => {
+        if (error instanceof NodeExistsError && op?.path === path) {
+          const [left, record] = await Promise.all([store.session.exists(path), store.session.exists(layout.job(id))]);
+          if (left && isCurrent(left, record)) return { answer: true }; // asked before, for this attempt
+          // left by an earlier job of this id: rewritten next (gone meanwhile: made again)
+          if (left && record) stale = { path, version: left.version };
+          return 'again';
+        }
+        // the attempt ended (or another began) between the read and the write: look again
+        return isConflict(error) ? 'again' : 'fail';
       },
-    };
-    const result = (await store.executor.run([unit]))[0] as UnitResult;
-    if (result.ok) return true;
-    const { error, op } = result;
-    if (error instanceof NodeExistsError && op?.path === path) {
-      const [left, record] = await Promise.all([store.session.exists(path), store.session.exists(layout.job(id))]);
-      if (left && isCurrent(left, record)) return true; // asked before, for this attempt
-      // left by an earlier job of this id: rewritten next (gone meanwhile: made again)
-      if (left && record) stale = { path, version: left.version };
-    } else if (!isConflict(error)) throw error;
-    // the attempt ended (or another began) between the read and the write: look again
-    if (attempt >= REQUEST_ATTEMPTS) throw error;
-  }
+    },
+  );
 }
 
 function parseRequest(data: Buffer): CancelRequestData {
@@ -165,7 +169,7 @@ function parseRequest(data: Buffer): CancelRequestData {
  * that fires when the first request makes it.
  */
 export async function listCancelRequests(
-  store: QueueStore,
+  store: ProtocolContext,
   worker: string,
   watch?: Watcher,
 ): Promise<{ id: string; token: number }[]> {
@@ -196,7 +200,7 @@ export interface ReadRequest {
  * the header) are returned apart, as `stale`.
  */
 export async function readCancelRequests(
-  store: QueueStore,
+  store: ProtocolContext,
   worker: string,
   attempts: readonly { id: string; token: number }[],
 ): Promise<{ requests: CancelRequest[]; stale: ReadRequest[] }> {
@@ -225,7 +229,7 @@ export async function readCancelRequests(
  * version read (one rewritten since for a new attempt stays).
  */
 export async function dropCancelRequests(
-  store: QueueStore,
+  store: ProtocolContext,
   worker: string,
   attempts: readonly { id: string; token: number; version?: number }[],
 ): Promise<void> {
@@ -247,7 +251,7 @@ export async function dropCancelRequests(
  * directories found empty. Every delete carries the leader's fence.
  * Resolves with the number of requests deleted.
  */
-export async function sweepCancels(store: QueueStore, fence: () => ProtocolOp[]): Promise<number> {
+export async function sweepCancels(store: ProtocolContext, fence: () => ProtocolOp[]): Promise<number> {
   const { layout, session } = store;
   let swept = 0;
   for (const name of await store.children(layout.cancelsDir)) {

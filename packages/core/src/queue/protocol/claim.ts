@@ -12,8 +12,8 @@ import { PayloadTooLargeError } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
 import type { QueueLayout } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
-import type { QueueStore } from '../store.js';
 import { pauseCheckOp } from './builders.js';
+import type { ClaimInfo, ProtocolContext } from './context.js';
 import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
 
 /** Lane of jobs without priority. */
@@ -81,22 +81,6 @@ export interface ClaimResult {
   left: Candidate[];
 }
 
-/** What a claim node holds. */
-export interface ClaimInfo {
-  /** Worker id holding the job. */
-  worker: string;
-  /** The record version of this attempt (fencing token). */
-  token: number;
-  /** The lease: the leader revokes a claim not renewed for this long, ms. */
-  lockDuration: number;
-  /** Latest progress reported by the processor. */
-  progress?: unknown;
-  /** The global-concurrency slot held (deleted with this node). */
-  slot?: string;
-  /** The rate-limit window that counted the attempt. */
-  window?: string;
-}
-
 export function claimPayload(info: ClaimInfo): Buffer {
   return Buffer.from(JSON.stringify(info));
 }
@@ -121,7 +105,7 @@ export interface PreparedClaim {
  * not claimable or unreadable go to `result.skipped`.
  */
 export async function prepareClaims(
-  store: QueueStore,
+  store: ProtocolContext,
   candidates: Candidate[],
   o: ClaimOptions,
   result: ClaimResult,
@@ -165,7 +149,7 @@ export async function prepareClaims(
 
 /** The ops of one prepared claim, holding `limits` (the slot and window it was admitted by) when limited. */
 export function preparedClaimOps(
-  store: QueueStore,
+  store: ProtocolContext,
   c: PreparedClaim,
   o: ClaimOptions,
   limits: { slot?: string | undefined; window?: string | undefined } = {},
@@ -206,7 +190,11 @@ export function claimedJob(
  * first (`pauseVersion`): when it moved on, that transaction and the ones
  * after it claim nothing, and their candidates are `left`.
  */
-export async function claimJobs(store: QueueStore, candidates: Candidate[], o: ClaimOptions): Promise<ClaimResult> {
+export async function claimJobs(
+  store: ProtocolContext,
+  candidates: Candidate[],
+  o: ClaimOptions,
+): Promise<ClaimResult> {
   const result: ClaimResult = { claimed: [], skipped: [], left: [] };
   const claims = await prepareClaims(store, candidates, o, result);
   if (o.held?.()) {
@@ -253,7 +241,7 @@ function stoppedRun(err: unknown): boolean {
  * taken too since their records were read (their versions moved on): one
  * read of them all, so that the batch is sent again without them.
  */
-async function takenSince(store: QueueStore, left: { claim: PreparedClaim }[]): Promise<(Error | undefined)[]> {
+async function takenSince(store: ProtocolContext, left: { claim: PreparedClaim }[]): Promise<(Error | undefined)[]> {
   const { session, layout } = store;
   const replies = await session.readMulti(
     left.map(({ claim }) => ({ op: 'getData' as const, path: layout.job(claim.candidate.id) })),
@@ -270,7 +258,7 @@ async function takenSince(store: QueueStore, left: { claim: PreparedClaim }[]): 
 export const CLAIM_READ_BATCH = 50;
 
 /** The candidates' records, read in batches; unreadable ones go to `result.skipped`. */
-async function readRecords(store: QueueStore, candidates: Candidate[], result: ClaimResult) {
+async function readRecords(store: ProtocolContext, candidates: Candidate[], result: ClaimResult) {
   const { session, layout } = store;
   const reads: { candidate: Candidate; record: JobRecord; version: number; czxid: number }[] = [];
   for (let i = 0; i < candidates.length; i += CLAIM_READ_BATCH) {

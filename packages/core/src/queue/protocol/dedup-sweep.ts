@@ -1,5 +1,5 @@
 /**
- * The sweep of deduplication keys (`dedup/<shard>/d-<id>`, see dedup.ts):
+ * The sweep of deduplication keys (`dedup/<shard>/d-<id>`, see dedup-keys.ts):
  * the owner of the keys no finish or removal deletes. It deletes
  * - a key with a ttl once the ttl ran out, judged on ZooKeeper's clock
  *   (the node's mtime against a write's), never on a client's;
@@ -12,7 +12,7 @@
  * version read maybe; a run-out key whose job exists is deleted only while
  * the job does (its removal deletes the key); and each delete bumps the
  * generation of keys (`dedup/`'s version), which an add writing to a key it
- * read checks (dedup.ts). Then the shard directories it left empty (a
+ * read checks (dedup-keys.ts). Then the shard directories it left empty (a
  * delete of a directory that gained a key fails, and an add whose shard
  * vanished makes it again: its create is `into`); `dedup/` stays, so its
  * version only grows.
@@ -27,8 +27,8 @@
  */
 import { NoNodeError } from '../../zk/errors.js';
 import { PACKET_LIMIT_BYTES } from '../../zk/limits.js';
-import type { QueueStore } from '../store.js';
 import { dedupGenerationBumpOp, keptJobCheckOp } from './builders.js';
+import type { ProtocolContext } from './context.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
 import { type ShardSweep, type ShardSweepRange, sweepShards } from './shard-sweep.js';
 
@@ -63,7 +63,7 @@ interface SeenKey {
  * deposed leader's deletes fail with FencedError.
  */
 export async function sweepDedupKeys(
-  store: QueueStore,
+  store: ProtocolContext,
   fence?: () => ProtocolOp[],
   range: DedupSweepRange = {},
 ): Promise<DedupSweep> {
@@ -119,7 +119,7 @@ export async function sweepDedupKeys(
 }
 
 /** The keys named `names` in `dir` as read now (unreadable data: a key of no job, without ttl). */
-async function readKeys(store: QueueStore, dir: string, names: string[]): Promise<SeenKey[]> {
+async function readKeys(store: ProtocolContext, dir: string, names: string[]): Promise<SeenKey[]> {
   const read = await Promise.all(
     names.map(async (name): Promise<SeenKey | undefined> => {
       const path = `${dir}/${name}`;
@@ -148,7 +148,7 @@ function parseKey(data: Buffer): { job: string; ttl: number | undefined } {
 }
 
 /** Which of `ids` have no record (a listing of each record node: its reply is a few bytes). */
-async function goneJobs(store: QueueStore, ids: string[]): Promise<Set<string>> {
+async function goneJobs(store: ProtocolContext, ids: string[]): Promise<Set<string>> {
   const gone = new Set<string>(ids.filter((id) => id === '' || id.includes('/')));
   const named = [...new Set(ids.filter((id) => !gone.has(id)))];
   if (named.length === 0) return gone;
@@ -163,7 +163,7 @@ async function goneJobs(store: QueueStore, ids: string[]): Promise<Set<string>> 
 }
 
 /** Sends each delete (with its checks) as a unit of its own (one that conflicts fails alone); resolves with how many went through. */
-async function deleteAll(store: QueueStore, deletes: ProtocolOp[][], fence?: () => ProtocolOp[]): Promise<number> {
+async function deleteAll(store: ProtocolContext, deletes: ProtocolOp[][], fence?: () => ProtocolOp[]): Promise<number> {
   if (deletes.length === 0) return 0;
   const units: TxUnit[] = deletes.map((ops) => ({ build: () => ({ ops }) }));
   const results = await store.executor.run(units, { receipt: false, ...(fence ? { fence } : {}) });

@@ -9,7 +9,7 @@
 import { NoNodeError } from '../../zk/errors.js';
 import { MULTI_BYTE_LIMIT, type ReadOp, type ReadResult, readOpBytes, type Session } from '../../zk/session.js';
 import { type ChildKey, type DepKind, isDepBucket, parseDepEntry } from '../layout.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 
 /** Most reads of one paged readMulti (their replies are small: listings of childless nodes, flags). */
 const READS_PER_PAGE = 500;
@@ -54,7 +54,7 @@ const NAME_OVERHEAD = 4;
  * paths. The node's listing first, then the buckets', a page at a time.
  */
 export async function listDepEntries(
-  store: QueueStore,
+  store: ProtocolContext,
   id: string,
 ): Promise<{ entries: DepEntry[]; buckets: string[]; exists: boolean }> {
   const base = store.layout.deps(id);
@@ -103,7 +103,7 @@ const DEP_PAGE_MAX = 64;
  * paths is not listed (undefined): its buckets' sizes are read from their
  * stats, so a parent of 100,000 children costs two small reads to learn it.
  */
-export async function depsTree(store: QueueStore, id: string, most?: number): Promise<string[] | undefined> {
+export async function depsTree(store: ProtocolContext, id: string, most?: number): Promise<string[] | undefined> {
   if (most !== undefined) {
     const base = store.layout.deps(id);
     let top: string[];

@@ -42,106 +42,26 @@
  *   the units before it write (`seesEarlier`) is built once they have all
  *   settled, and opens a multi. A multi that would write nothing (its units
  *   have no ops and no events, there is no fence) is not sent.
+ * - **Optimistic writes.** `runPlanned` reads, plans one unit at the versions
+ *   read and writes it, planning again when another writer went first: the
+ *   one retry policy (replan.ts) every read → plan → write loop goes through.
+ *
+ * The units and their ops' roles are typed in units.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { ZkqError } from '../../errors.js';
 import { isOutcomeUnknown, NoNodeError, SessionExpiredError, ZooKeeperError } from '../../zk/errors.js';
 import { MULTI_BYTE_LIMIT, MULTI_OVERHEAD_BYTES, opBytes, type Session } from '../../zk/session.js';
-import type { Op, OpResult } from '../../zk/types.js';
+import type { OpResult } from '../../zk/types.js';
 import { PayloadTooLargeError } from '../errors.js';
-import type { EventSink, QueueEventRecord } from '../events.js';
+import type { QueueEventRecord } from '../event-record.js';
 import { type QueueLayout, sequenceOf } from '../layout.js';
 import type { Containers } from './containers.js';
+import { type Plan, type PlannedOptions, runPlanned } from './replan.js';
+import type { Built, EventLog, ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
 
-/** What an op means to the executor when it fails. */
-export type OpRole =
-  /** A leader's election check, a claim's pause-flag check: its failure ends the run (FencedError). */
-  | 'fence'
-  /** A create inside a bucketed container that readers may remove: NoNode means build again. */
-  | 'into'
-  /** The job's claim node: the caller decides (a finish goes on without a vanished claim). */
-  | 'claim'
-  /**
-   * A write at a version its unit read while being built (a flow parent's
-   * dependencies, shared by siblings): on conflict the unit is built again.
-   */
-  | 'reread'
-  /**
-   * Retention riding in another change (a finish trimming its finished set,
-   * see trims.ts), planned from a cached view of that set: on conflict the
-   * view was stale, so every unit of the multi holding such an op (all
-   * planned from it) is built again.
-   */
-  | 'trim';
-
-export type ProtocolOp = Op & { role?: OpRole };
-
-/** One unit's ops and the events they publish. */
-export interface Built {
-  ops: ProtocolOp[];
-  events?: QueueEventRecord[];
-  /** The unit makes a job claimable: the multi also rewrites the wake-up node (`head`). */
-  wakes?: boolean;
-}
-
-/** One owner's share of a transaction; `build` is called again when the unit must be rebuilt. */
-export interface TxUnit {
-  build(): Built | Promise<Built>;
-  /**
-   * Its last built ops will not be sent: it is built again, or replaced by
-   * the unit `onConflict` offered. `op`: the op whose failure caused it (of
-   * another unit when a `trim` op failed: they planned from the same view).
-   */
-  dropped?(op: ProtocolOp): void;
-  /** Its outcome is final: its last built ops were applied (with their results, unless read back), or it failed. */
-  settled?(result: UnitResult): void;
-  /**
-   * Its multi is about to be sent (again, after a failure): called in the
-   * order multis are sent, so a unit may bind its ops to that order (the
-   * version of a node several of its multis write one after the other).
-   */
-  sending?(): void;
-  /** The multi it was sent in was certainly not applied (it failed on an op). */
-  unsent?(): void;
-  /**
-   * Its build reads what the units before it write (a deduplication key met
-   * by an add, read to be taken over at its version): it is built only once
-   * every unit before it has settled, and opens a multi (later units may
-   * join it).
-   */
-  seesEarlier?: boolean;
-}
-
-/** What became of a unit: applied (`results` unless settled by a receipt), or failed with `error`. */
-export type UnitResult = { ok: true; results?: OpResult[] } | { ok: false; error: unknown; op?: ProtocolOp };
-
-export interface RunOptions<U extends TxUnit> {
-  /** Ops of role `fence` put first in every multi (built anew for each). */
-  fence?: () => ProtocolOp[];
-  /** A unit's op failed: a unit to try instead, or undefined to fail it with the error. */
-  onConflict?: (unit: U, error: ZooKeeperError, op: ProtocolOp) => U | undefined;
-  /** Create a receipt in each multi so that an unknown outcome can be read back (default true). */
-  receipt?: boolean;
-  /** Multis in flight at once, sent in order (default 1). */
-  inFlight?: number;
-  /** Most ops per multi (default MAX_OPS). */
-  maxOps?: number;
-  /**
-   * On an error that stops the run, resolve anyway: units whose multi
-   * committed keep their result, every other unit fails with that error
-   * (default: the run rejects with it). For callers that share one run.
-   */
-  settleAll?: boolean;
-  /**
-   * After a unit failed on a conflict (and `onConflict` offered nothing),
-   * the other units of its multi are asked about in one call before they
-   * are sent again: an error for each that would fail too (another writer
-   * went first), which then fails at once. Units written at versions read
-   * alike (claims of the head that several workers race for) then cost one
-   * read and one multi per conflict, not one multi per unit taken.
-   */
-  recheck?: (units: U[]) => Promise<(Error | undefined)[]>;
-}
+export * from './replan.js';
+export type * from './units.js';
 
 /** A fenced write failed its fence: this process is no longer the leader (or a claim met a pause). */
 export class FencedError extends ZkqError {
@@ -218,12 +138,31 @@ export class TxExecutor {
   private readonly pendingReceipts: string[] = [];
   private receiptTimer: NodeJS.Timeout | undefined;
 
+  /**
+   * The executor of a queue's store: receipts are deleted in batches a while
+   * after their transactions, so the last ones go before the session ends.
+   */
+  static open(session: Session, layout: QueueLayout, containers: Containers, events: EventLog): TxExecutor {
+    const executor = new TxExecutor(session, layout, containers, events);
+    session.beforeClose(() => executor.flushReceipts());
+    return executor;
+  }
+
   constructor(
     private readonly session: Session,
     private readonly layout: QueueLayout,
     private readonly containers: Containers,
-    private readonly events: EventSink,
+    private readonly events: EventLog,
   ) {}
+
+  /**
+   * Runs an optimistic write: `plan` reads and returns a unit written at the
+   * versions read, planned again when another writer went first, by the one
+   * retry policy of replan.ts (PLAN_ATTEMPTS, then TooManyConflictsError).
+   */
+  runPlanned<T>(plan: (attempt: number) => Promise<Plan<T>>, o: PlannedOptions<T> = {}): Promise<T> {
+    return runPlanned(async (unit, options) => (await this.run([unit], options))[0] as UnitResult, plan, o);
+  }
 
   /** Writes `units`; resolves with one result per unit, in order. */
   async run<U extends TxUnit>(units: readonly U[], o: RunOptions<U> = {}): Promise<UnitResult[]> {

@@ -12,9 +12,8 @@ import { LostJobError, PayloadTooLargeError } from '../errors.js';
 import type { QueueLayout } from '../layout.js';
 import { encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
 import { tooLargeReason } from '../sizes.js';
-import type { QueueStore } from '../store.js';
 import { type Destination, parkedPath, pointerOp } from './builders.js';
-import type { ClaimInfo } from './claim.js';
+import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { Built, ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { type Finish, type Outcome, planFinish } from './finish-plan.js';
 import { mayBePendingChild } from './flow-detach.js';
@@ -65,7 +64,7 @@ interface FinishTrim {
  * without ttl, or hands it on with keepLastIfActive (dedup.ts); a key
  * changed meanwhile plans it again.
  */
-export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
+export async function finishJobs(store: ProtocolContext, batch: Finish[]): Promise<FinishResult[]> {
   // a transaction cannot trim the pointers it creates: at most `count` of them go in one
   const size = Math.min(batch.length, ...batch.map((f) => keptCount(f) ?? batch.length));
   // a park's lines are written once it is (one that finds no pending child goes on, and logs on)
@@ -105,7 +104,7 @@ export async function finishJobs(store: QueueStore, batch: Finish[]): Promise<Fi
  * BullMQ); a failure to write them is not the finish's: its lines are lost,
  * its outcome is written.
  */
-async function writeAttemptLogs(store: QueueStore, batch: Finish[]): Promise<void> {
+async function writeAttemptLogs(store: ProtocolContext, batch: Finish[]): Promise<void> {
   const writes = batch.flatMap((f) => {
     if (!f.logs?.length) return [];
     const { record, czxid } = f.job;
@@ -127,7 +126,7 @@ async function writeAttemptLogs(store: QueueStore, batch: Finish[]): Promise<voi
  * reason, final whatever attempts are left. The job is never left active
  * to run again once its lease runs out.
  */
-async function failOversized(store: QueueStore, batch: Finish[], out: FinishResult[]): Promise<FinishResult[]> {
+async function failOversized(store: ProtocolContext, batch: Finish[], out: FinishResult[]): Promise<FinishResult[]> {
   const again: { index: number; finish: Finish }[] = [];
   out.forEach((r, index) => {
     const finish = !r.ok && r.error instanceof PayloadTooLargeError && sizeFallback(batch[index] as Finish, r.error);
@@ -173,7 +172,7 @@ function keptCount(f: Finish): number | undefined {
   return Math.max(1, f.keep.count);
 }
 
-async function finishBatch(store: QueueStore, batch: Finish[]): Promise<FinishResult[]> {
+async function finishBatch(store: ProtocolContext, batch: Finish[]): Promise<FinishResult[]> {
   const claimless = new Set<Finish>();
   const trimBatch = new TrimBatch();
   const trims = batch.map((): FinishTrim => ({ batch: trimBatch, state: { plans: 0 } }));
@@ -209,7 +208,7 @@ async function finishBatch(store: QueueStore, batch: Finish[]): Promise<FinishRe
 }
 
 function finishUnit(
-  store: QueueStore,
+  store: ProtocolContext,
   f: Finish,
   withClaim: boolean,
   trim: FinishTrim,
@@ -286,7 +285,7 @@ function parkedAt(record: JobRecord, to: Destination | undefined): JobRecord {
  * token), with the slot it names: a claim of another attempt, after a retry,
  * is never touched.
  */
-async function removeOwnReclaims(store: QueueStore, finished: Finish[]): Promise<void> {
+async function removeOwnReclaims(store: ProtocolContext, finished: Finish[]): Promise<void> {
   await Promise.all(
     finished.map(async (f) => {
       const id = f.job.record.id;

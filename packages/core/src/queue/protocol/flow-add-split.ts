@@ -30,7 +30,7 @@ import { NoNodeError } from '../../zk/errors.js';
 import { opBytes } from '../../zk/session.js';
 import { PayloadTooLargeError } from '../errors.js';
 import type { ChildKey } from '../layout.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import { type Built, type ProtocolOp, TX_BYTE_BUDGET, type TxUnit } from './executor.js';
 import { existingParentShare, type ShareMemo } from './flow-existing-parent.js';
 import { childKey, joinBuilt } from './flow-parent.js';
@@ -52,7 +52,7 @@ export interface FlowAddMark {
  * transaction otherwise (the mark then stays for the leader).
  */
 export async function addSplitFlow(
-  store: QueueStore,
+  store: ProtocolContext,
   jobs: readonly FlowJob[],
   existingIds: ExistingIds,
 ): Promise<FlowAdded[]> {
@@ -163,7 +163,7 @@ export type MarkSightings = Map<string, { version: number; since: number }>;
  * Every write is fenced. Resolves with the marks cleared.
  */
 export async function releaseCutFlows(
-  store: QueueStore,
+  store: ProtocolContext,
   fence: () => ProtocolOp[],
   seen: MarkSightings,
   now: number,
@@ -207,7 +207,7 @@ export async function releaseCutFlows(
  * meanwhile is judged again). Resolves whether all of it was written.
  */
 async function failHeld(
-  store: QueueStore,
+  store: ProtocolContext,
   mark: string,
   held: readonly ChildKey[],
   fence: () => ProtocolOp[],

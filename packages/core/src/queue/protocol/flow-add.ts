@@ -6,7 +6,7 @@
  */
 
 import { PayloadTooLargeError } from '../errors.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import type { Built, ProtocolOp } from './executor.js';
 import { addSplitFlow } from './flow-add-split.js';
 import { existingParentShare, type ShareMemo } from './flow-existing-parent.js';
@@ -25,7 +25,7 @@ import { type ExistingIds, type FlowAdded, type FlowJob, type FlowPlan, planFlow
  * record is its attempt's token: it cannot be written).
  */
 export async function flowUnit(
-  store: QueueStore,
+  store: ProtocolContext,
   jobs: readonly FlowJob[],
   outcomes: FlowAdded[] = [],
   existingIds: ExistingIds = 'join',
@@ -34,7 +34,7 @@ export async function flowUnit(
 }
 
 /** A planned flow's ops, in one transaction (see flowUnit); `memos` keep each outside parent's reads between builds. */
-async function buildFlow(store: QueueStore, plan: FlowPlan, memos = new Map<string, ShareMemo>()): Promise<Built> {
+async function buildFlow(store: ProtocolContext, plan: FlowPlan, memos = new Map<string, ShareMemo>()): Promise<Built> {
   const parts: Built[] = [];
   for (const part of plan.parts) parts.push(await part());
   // parents outside the flow, or existing ones named in it: count their new children in
@@ -51,7 +51,12 @@ async function buildFlow(store: QueueStore, plan: FlowPlan, memos = new Map<stri
  * dependency node moved on (a sibling finished, or joined, meanwhile), from
  * the same plan, reading that node again; otherwise planned anew.
  */
-function flowAddUnit(store: QueueStore, jobs: readonly FlowJob[], outcomes: FlowAdded[], existingIds: ExistingIds) {
+function flowAddUnit(
+  store: ProtocolContext,
+  jobs: readonly FlowJob[],
+  outcomes: FlowAdded[],
+  existingIds: ExistingIds,
+) {
   let plan: FlowPlan | undefined;
   let nodes = new Set<string>();
   const memos = new Map<string, ShareMemo>();
@@ -80,7 +85,7 @@ export type FlowResult = { ok: true; outcomes: FlowAdded[] } | { ok: false; erro
  * added in several (see flow-add-split.ts). Resolves with each flow's outcome.
  */
 export async function addFlows(
-  store: QueueStore,
+  store: ProtocolContext,
   flows: readonly (readonly FlowJob[])[],
   existingIds: ExistingIds = 'join',
 ): Promise<FlowResult[]> {
@@ -113,7 +118,7 @@ export async function addFlows(
 
 /** Adds one flow (see addFlows); throws what failed it, nothing written then. */
 export async function addFlow(
-  store: QueueStore,
+  store: ProtocolContext,
   jobs: readonly FlowJob[],
   existingIds: ExistingIds = 'join',
 ): Promise<FlowAdded[]> {

@@ -8,7 +8,7 @@
 import type { QueueEventRecord } from '../events.js';
 import type { ChildKey } from '../layout.js';
 import type { JobRecord } from '../record.js';
-import type { QueueStore, StoredJob } from '../store.js';
+import type { ProtocolContext, StoredJob } from './context.js';
 import { depsTree } from './deps-entries.js';
 import type { Built, ProtocolOp } from './executor.js';
 import { type DepsNode, depsData, joinBuilt, readParent, releaseParent, reread, share } from './flow-parent.js';
@@ -45,7 +45,7 @@ export interface DetachOptions {
  * pending (or removing it: `hard`). None when it is not a pending dependency.
  */
 export async function detachOps(
-  store: QueueStore,
+  store: ProtocolContext,
   child: JobRecord,
   o: DetachOptions = {},
 ): Promise<Built | undefined> {
@@ -86,7 +86,7 @@ export async function detachOps(
  * parent the same way.
  */
 async function removeParentHard(
-  ps: QueueStore,
+  ps: ProtocolContext,
   parent: StoredJob,
   depsVersion: number,
   o: DetachOptions,

@@ -5,7 +5,7 @@
  */
 
 import { MissingParentError } from '../errors.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import { readPaged } from './deps-entries.js';
 import type { Built, ProtocolOp } from './executor.js';
 import { bucketsOf, childKey, type DepsNode, depsData, entryPaths, readParent } from './flow-parent.js';
@@ -22,7 +22,11 @@ const EMPTY = Buffer.alloc(0);
  * that the parent is where it was read. Throws MissingParentError when it
  * does not exist.
  */
-export async function existingParentShare(store: QueueStore, sh: ParentShare, memo: ShareMemo = {}): Promise<Built> {
+export async function existingParentShare(
+  store: ProtocolContext,
+  sh: ParentShare,
+  memo: ShareMemo = {},
+): Promise<Built> {
   const { link } = sh;
   const ps = store.sibling(link.queue);
   const path = ps.layout.deps(link.id);
@@ -61,7 +65,7 @@ export interface ShareMemo {
 }
 
 /** The children of `sh` that have no entry in the parent's node yet (in a bucket, or under an older node). */
-async function newKids(ps: QueueStore, sh: ParentShare): Promise<ParentShare['kids']> {
+async function newKids(ps: ProtocolContext, sh: ParentShare): Promise<ParentShare['kids']> {
   const { link } = sh;
   const node = await readDeps(ps, link.id);
   const where = sh.kids.map((k) => entryPaths(ps.layout, link.id, k.child, node));

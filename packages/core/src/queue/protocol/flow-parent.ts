@@ -27,8 +27,8 @@ import { NoNodeError } from '../../zk/errors.js';
 import type { QueueEventRecord } from '../events.js';
 import { type ChildKey, type DepKind, encodeQueueName } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
-import type { QueueStore, StoredJob } from '../store.js';
 import { moveOps } from './builders.js';
+import type { ProtocolContext, StoredJob } from './context.js';
 import type { Built, ProtocolOp } from './executor.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -49,7 +49,7 @@ export type Settlement = { kind: 'processed'; value: unknown } | { kind: 'failed
 
 /** A parent as read for a change of its dependencies. */
 export interface ParentRead {
-  store: QueueStore;
+  store: ProtocolContext;
   deps: { node: DepsNode; version: number } | undefined;
   parent: StoredJob | undefined;
   /** The child's `u` entry, when it is still a pending dependency (in its bucket, or under an older node). */
@@ -71,7 +71,7 @@ export function depsData(node: DepsNode): Buffer {
 }
 
 /** Reads a parent's dependency node, its record and the child's pending entry, in one request. */
-export async function readParent(store: QueueStore, link: ChildKey, child?: ChildKey): Promise<ParentRead> {
+export async function readParent(store: ProtocolContext, link: ChildKey, child?: ChildKey): Promise<ParentRead> {
   const ps = store.sibling(link.queue);
   // its listeners, followed from now on: a release written from here logs the parent's event there
   if (ps !== store) await ps.events.start().catch(() => undefined);
@@ -105,8 +105,8 @@ export async function readParent(store: QueueStore, link: ChildKey, child?: Chil
  * as an explicit rewrite of its `head`.
  */
 export function share(
-  store: QueueStore,
-  target: QueueStore,
+  store: ProtocolContext,
+  target: ProtocolContext,
   part: { ops: ProtocolOp[]; events: QueueEventRecord[]; wakes: boolean },
 ): Built {
   if (target === store) return part;
@@ -134,7 +134,7 @@ export function joinBuilt(...parts: (Built | undefined)[]): Built {
  * to waiting, or delayed by its own delay, with a deferred failure to act
  * on at its next claim when a child failed it.
  */
-export async function releaseParent(ps: QueueStore, parent: StoredJob, deferredFailure?: string) {
+export async function releaseParent(ps: ProtocolContext, parent: StoredJob, deferredFailure?: string) {
   const r = parent.record;
   const delay = r.delay ?? 0;
   const due = delay > 0 ? ps.clock.fromLocal(Date.now() + delay) : 0;
@@ -162,7 +162,7 @@ export function entryBeside(entry: string, kind: DepKind, child: ChildKey): stri
 }
 
 /** The distinct buckets `kids` put their entries in, under parent `id` of `ps`. */
-export function bucketsOf(ps: QueueStore, id: string, kids: readonly { child: ChildKey }[]): string[] {
+export function bucketsOf(ps: ProtocolContext, id: string, kids: readonly { child: ChildKey }[]): string[] {
   return [...new Set(kids.map((k) => ps.layout.depBucket(id, k.child)))];
 }
 
@@ -172,7 +172,7 @@ export function reread(op: ProtocolOp): ProtocolOp {
 
 /** Where a child's entry of each kind may lie: its bucket, and right under a node written before buckets. */
 export function entryPaths(
-  layout: QueueStore['layout'],
+  layout: ProtocolContext['layout'],
   parentId: string,
   child: ChildKey,
   node: DepsNode | undefined,

@@ -13,8 +13,8 @@ import { JobExistsError, JobStateError, MissingParentError } from '../errors.js'
 import type { QueueEventRecord } from '../events.js';
 import type { ChildKey } from '../layout.js';
 import { encodeRecord, type JobRecord, type ParentLink } from '../record.js';
-import type { QueueStore, StoredJob } from '../store.js';
 import { type Place, parkedPath, pointerOp } from './builders.js';
+import type { ProtocolContext, StoredJob } from './context.js';
 import { depsTree, readPaged } from './deps-entries.js';
 import type { Built, ProtocolOp } from './executor.js';
 import { bucketsOf, childKey, depsData, joinBuilt, share } from './flow-parent.js';
@@ -78,11 +78,11 @@ export interface ParentShare {
  * children), then the existing records.
  */
 async function existing(
-  stores: QueueStore[],
+  stores: ProtocolContext[],
   jobs: readonly FlowJob[],
 ): Promise<{ found: (StoredJob | undefined)[]; stale: (string[] | undefined)[] }> {
-  const store = stores[0] as QueueStore;
-  const at = (i: number) => (stores[i] as QueueStore).layout;
+  const store = stores[0] as ProtocolContext;
+  const at = (i: number) => (stores[i] as ProtocolContext).layout;
   const reads = jobs.flatMap((j, i) => [
     { op: 'getChildren' as const, path: at(i).job(j.record.id) },
     { op: 'getData' as const, path: at(i).deps(j.record.id) },
@@ -91,12 +91,12 @@ async function existing(
   const failed = listed.find((r) => !r.ok && !(r.error instanceof NoNodeError));
   if (failed && !failed.ok) throw failed.error;
   const found = await Promise.all(
-    jobs.map((j, i) => (listed[2 * i]?.ok ? (stores[i] as QueueStore).getJob(j.record.id) : undefined)),
+    jobs.map((j, i) => (listed[2 * i]?.ok ? (stores[i] as ProtocolContext).getJob(j.record.id) : undefined)),
   );
   const stale = await Promise.all(
     jobs.map(async (j, i) => {
       if (!listed[2 * i + 1]?.ok) return undefined;
-      const js = stores[i] as QueueStore;
+      const js = stores[i] as ProtocolContext;
       // a node too large to go inside the add (its parent removed with many entries, left for the
       // leader's sweep) is swept now, a chunk per transaction, each proving the job still absent
       if (!found[i] && (await depsTree(js, j.record.id, DROP_INLINE)) === undefined) {
@@ -131,7 +131,7 @@ export interface FlowPlan {
  * JobStateError when an existing job to give a parent is running.
  */
 export async function planFlow(
-  store: QueueStore,
+  store: ProtocolContext,
   jobs: readonly FlowJob[],
   outcomes: FlowAdded[] = [],
   existingIds: ExistingIds = 'join',
@@ -167,7 +167,7 @@ export async function planFlow(
       if (link) shareOf(link).kids.push(kidOf[i]);
       continue;
     }
-    const js = stores[i] as QueueStore;
+    const js = stores[i] as ProtocolContext;
     const stored = found[i];
     const parts: Built[] = [];
     if (stored) {
@@ -193,7 +193,7 @@ export async function planFlow(
   });
   const held: ChildKey[] = [];
   const parts = jobs.map((j, i) => {
-    const js = stores[i] as QueueStore;
+    const js = stores[i] as ProtocolContext;
     const mine = created.get(keyOf(j)) === i ? shares.get(keyOf(j)) : undefined;
     if (mine?.kids.some((k) => k.kind === 'u')) held.push({ queue: j.queue, id: j.record.id });
     const link = j.record.parentLink;
@@ -220,7 +220,7 @@ export async function planFlow(
  * parent since gone. Throws JobStateError while it runs.
  */
 async function attachExisting(
-  js: QueueStore,
+  js: ProtocolContext,
   stored: StoredJob,
   link: ParentLink | undefined,
 ): Promise<{ outcome: FlowAdded; kid?: ParentShare['kids'][number]; ops: ProtocolOp[] }> {
@@ -270,8 +270,8 @@ function sameLink(a: ParentLink | undefined, b: ParentLink): boolean {
  * existing completed job) it is released at once, as a child's finish would.
  */
 async function createdShare(
-  store: QueueStore,
-  js: QueueStore,
+  store: ProtocolContext,
+  js: ProtocolContext,
   j: FlowJob,
   mine: ParentShare | undefined,
   stale: string[] | undefined,

@@ -5,7 +5,7 @@
 
 import { NoNodeError } from '../../zk/errors.js';
 import type { ChildKey, DepKind } from '../layout.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import { listDepEntries } from './deps-entries.js';
 import type { DepsNode } from './flow-parent.js';
 
@@ -22,7 +22,7 @@ export interface Dependencies {
  * job's of this id: see ParentRead's `stale`), from its buckets and, for an
  * older node, from under it.
  */
-async function entries(store: QueueStore, id: string) {
+async function entries(store: ProtocolContext, id: string) {
   const [deps, rec] = await store.session.readMulti([
     { op: 'getData', path: store.layout.deps(id) },
     { op: 'getData', path: store.layout.job(id) },
@@ -33,7 +33,7 @@ async function entries(store: QueueStore, id: string) {
 
 /** Counts of a parent's dependencies by standing. */
 export async function dependencyCounts(
-  store: QueueStore,
+  store: ProtocolContext,
   id: string,
 ): Promise<{ processed: number; unprocessed: number; ignored: number; failed: number }> {
   const counts = { processed: 0, unprocessed: 0, ignored: 0, failed: 0 };
@@ -46,7 +46,7 @@ export async function dependencyCounts(
 const DEPS_READ = 100;
 
 /** A parent's dependencies, with the values of processed children and the reasons of the others. */
-export async function getDependencies(store: QueueStore, id: string): Promise<Dependencies> {
+export async function getDependencies(store: ProtocolContext, id: string): Promise<Dependencies> {
   const out: Dependencies = { processed: [], unprocessed: [], ignored: [], failed: [] };
   const list = (await entries(store, id)).sort((a, b) => a.name.localeCompare(b.name));
   const withData = list.filter((e) => e.kind !== 'u');
@@ -67,7 +67,7 @@ export async function getDependencies(store: QueueStore, id: string): Promise<De
 }
 
 /** A parent's dependency node, or undefined without one. */
-export async function readDeps(store: QueueStore, id: string): Promise<DepsNode | undefined> {
+export async function readDeps(store: ProtocolContext, id: string): Promise<DepsNode | undefined> {
   try {
     const { data } = await store.session.getData(store.layout.deps(id));
     return JSON.parse(data.toString()) as DepsNode;

@@ -9,7 +9,7 @@
 import { FailedChildrenError, NoPendingChildrenError } from '../errors.js';
 import type { ChildKey, DepKind } from '../layout.js';
 import { encodeRecord, type JobRecord } from '../record.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import type { Built, ProtocolOp } from './executor.js';
 import {
   childKey,
@@ -33,7 +33,7 @@ const EMPTY = Buffer.alloc(0);
  * without running. None unless it waits for children.
  */
 export async function failHeldParentOps(
-  store: QueueStore,
+  store: ProtocolContext,
   parent: ChildKey,
   reason: string,
 ): Promise<Built | undefined> {
@@ -53,7 +53,7 @@ export async function failHeldParentOps(
  * the versions read, role `reread`: a sibling first makes the unit build again.
  */
 export async function settleChildOps(
-  store: QueueStore,
+  store: ProtocolContext,
   child: JobRecord,
   s: Settlement,
   /** The child is deleted as it finishes: a failure that would stay pending takes it out instead (BullMQ's). */
@@ -113,7 +113,7 @@ export async function settleChildOps(
  * out of the dependencies (removeDependencyOnFailure), or the parent's node
  * is gone.
  */
-export async function rependOps(store: QueueStore, child: JobRecord): Promise<ProtocolOp[]> {
+export async function rependOps(store: ProtocolContext, child: JobRecord): Promise<ProtocolOp[]> {
   const link = child.parentLink;
   if (!link) return [];
   const me: ChildKey = { queue: store.queue, id: child.id };
@@ -140,7 +140,7 @@ export async function rependOps(store: QueueStore, child: JobRecord): Promise<Pr
  * NoPendingChildrenError when nothing is pending (the parent goes on), and
  * FailedChildrenError when a child failed it.
  */
-export async function parkShare(store: QueueStore, id: string): Promise<ProtocolOp[]> {
+export async function parkShare(store: ProtocolContext, id: string): Promise<ProtocolOp[]> {
   const read = await readParent(store, { queue: store.queue, id });
   if (read.deps?.node.failed) throw new FailedChildrenError(id, read.deps.node.failed);
   if (!read.deps || read.deps.node.pending === 0) throw new NoPendingChildrenError(id);

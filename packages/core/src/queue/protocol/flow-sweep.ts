@@ -6,7 +6,7 @@
  */
 
 import { NoNodeError } from '../../zk/errors.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import { depsTree } from './deps-entries.js';
 import type { ProtocolOp } from './executor.js';
 
@@ -28,7 +28,7 @@ export const DROP_CHUNK = 500;
  * transaction, deepest first. A chunk that fails (another adder deleted
  * them first, or a bucket holds a new entry) is left alone.
  */
-export async function dropStaleDeps(ps: QueueStore, id: string): Promise<void> {
+export async function dropStaleDeps(ps: ProtocolContext, id: string): Promise<void> {
   const paths = (await depsTree(ps, id)) ?? [];
   for (let i = 0; i < paths.length; i += DROP_CHUNK) {
     const ops = paths.slice(i, i + DROP_CHUNK).map((path): ProtocolOp => ({ op: 'delete', path }));
@@ -43,7 +43,7 @@ export async function dropStaleDeps(ps: QueueStore, id: string): Promise<void> {
  * sweep takes those). They fail if a child changed an entry meanwhile:
  * `reread` for a unit whose build reads again (else the caller plans again).
  */
-export async function dropDepsOps(store: QueueStore, id: string, role?: 'reread'): Promise<ProtocolOp[]> {
+export async function dropDepsOps(store: ProtocolContext, id: string, role?: 'reread'): Promise<ProtocolOp[]> {
   const tree = await depsTree(store, id, DROP_INLINE);
   if (!tree) return [];
   const del = (p: string): ProtocolOp => (role ? { op: 'delete', path: p, role } : { op: 'delete', path: p });
@@ -61,7 +61,7 @@ const SWEEP_BATCH = 100;
  * absent by creating and deleting the parent's record node in it, so a
  * parent added again meanwhile keeps its node. Resolves with the nodes deleted.
  */
-export async function sweepOrphanDeps(store: QueueStore, fence: () => ProtocolOp[]): Promise<number> {
+export async function sweepOrphanDeps(store: ProtocolContext, fence: () => ProtocolOp[]): Promise<number> {
   const { layout, session } = store;
   let swept = 0;
   for (const shard of await store.children(layout.depsDir)) {
@@ -80,7 +80,7 @@ export async function sweepOrphanDeps(store: QueueStore, fence: () => ProtocolOp
 }
 
 /** Deletes one orphan node, its entries a chunk per transaction; false when its parent came back or it changed. */
-export async function sweepOne(store: QueueStore, id: string, fence: () => ProtocolOp[]): Promise<boolean> {
+export async function sweepOne(store: ProtocolContext, id: string, fence: () => ProtocolOp[]): Promise<boolean> {
   const { layout } = store;
   // entries, then their buckets, then the node: each chunk deletes what it empties before it
   const paths = (await depsTree(store, id)) ?? [];

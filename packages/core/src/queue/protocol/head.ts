@@ -8,9 +8,9 @@ import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import { sortBySequence } from '../../zk/sequence.js';
 import type { Watcher } from '../../zk/types.js';
 import { idOfPointer, LIFO_LANE } from '../layout.js';
-import type { QueueStore } from '../store.js';
 import { orphanPointerOps } from './builders.js';
 import { type Candidate, PLAIN_LANE } from './claim.js';
+import type { ProtocolContext } from './context.js';
 import { removeIfEmpty, sortBuckets, sortLanes } from './walks.js';
 
 export interface ScanOptions {
@@ -31,7 +31,7 @@ export interface ScanOptions {
  * non-empty buckets are listed; empty buckets are removed on the way (but
  * the plain lane's tail), and so are lanes left empty.
  */
-export async function scanHead(store: QueueStore, o: ScanOptions): Promise<Candidate[]> {
+export async function scanHead(store: ProtocolContext, o: ScanOptions): Promise<Candidate[]> {
   const { layout } = store;
   const out: Candidate[] = [];
   // A listing read before is taken only below one read with it: a parent listed later may
@@ -91,7 +91,7 @@ export interface HeadLook {
  * fenced by its own transaction (the pointer checked, the claim created).
  */
 export async function lookAtHead(
-  store: QueueStore,
+  store: ProtocolContext,
   o: { limit: number; exclude: Iterable<string>; ahead?: readonly string[] },
 ): Promise<HeadLook> {
   const { claimsDir } = store.layout;
@@ -117,7 +117,7 @@ export async function lookAtHead(
  * to do); 'gone' when the pointer went meanwhile (or the record's shard).
  */
 export async function dropOrphanPointer(
-  store: QueueStore,
+  store: ProtocolContext,
   c: Candidate,
   recordVersion?: number,
 ): Promise<'dropped' | 'job' | 'gone'> {

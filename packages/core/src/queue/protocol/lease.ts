@@ -10,8 +10,8 @@ import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import { PayloadTooLargeError } from '../errors.js';
 import { eventValue, type QueueEventRecord } from '../events.js';
 import type { QueueLayout } from '../layout.js';
-import type { QueueStore } from '../store.js';
 import { type ClaimedJob, type ClaimOptions, claimPayload } from './claim.js';
+import type { ProtocolContext } from './context.js';
 import { OutcomeUnknownError, type ProtocolOp, type TxUnit } from './executor.js';
 
 /** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
@@ -46,7 +46,7 @@ export function leaseOf(job: ClaimedJob, progress?: unknown): Lease {
  * learnt (its connection lost again and again) leaves its lease out: nothing
  * says the lease moved on, and the next renewal proves it again.
  */
-export async function renewLeases(store: QueueStore, leases: Lease[], o: ClaimOptions): Promise<Lease[]> {
+export async function renewLeases(store: ProtocolContext, leases: Lease[], o: ClaimOptions): Promise<Lease[]> {
   const states = await renewLeaseStates(store, leases, o);
   return leases.filter((_, i) => states[i] === 'lost');
 }
@@ -59,7 +59,11 @@ export async function renewLeases(store: QueueStore, leases: Lease[], o: ClaimOp
 export type LeaseState = 'renewed' | 'lost' | 'unknown';
 
 /** Renews `leases` as `renewLeases` does; resolves with what became of each, in order. */
-export async function renewLeaseStates(store: QueueStore, leases: Lease[], o: ClaimOptions): Promise<LeaseState[]> {
+export async function renewLeaseStates(
+  store: ProtocolContext,
+  leases: Lease[],
+  o: ClaimOptions,
+): Promise<LeaseState[]> {
   const units = leases.map((l) => leaseUnit(store, l, o, false));
   const results = await store.executor.run(units, {
     receipt: false,
@@ -93,7 +97,7 @@ type LeaseUnit = TxUnit & {
 const MAX_LEASE_SWITCHES = 4;
 
 function leaseUnit(
-  store: QueueStore,
+  store: ProtocolContext,
   lease: Lease,
   o: ClaimOptions,
   reclaim: boolean,
@@ -122,7 +126,7 @@ function leaseUnit(
  * or by this one, applied before its reply was lost (a create is not safe to
  * send twice).
  */
-function reclaimVanished(store: QueueStore, o: ClaimOptions) {
+function reclaimVanished(store: ProtocolContext, o: ClaimOptions) {
   return (unit: LeaseUnit, err: unknown, op: ProtocolOp): LeaseUnit | undefined => {
     if (op.role !== 'claim' || unit.switches >= MAX_LEASE_SWITCHES) return undefined;
     const vanished = !unit.reclaim && err instanceof NoNodeError;
@@ -138,7 +142,7 @@ function reclaimVanished(store: QueueStore, o: ClaimOptions) {
  * Throws PayloadTooLargeError for a value over MAX_PROGRESS_BYTES (nothing
  * written, the lease untouched); resolves false when the job is no longer owned.
  */
-export async function reportProgress(store: QueueStore, lease: Lease, o: ClaimOptions): Promise<boolean> {
+export async function reportProgress(store: ProtocolContext, lease: Lease, o: ClaimOptions): Promise<boolean> {
   const bytes = Buffer.byteLength(JSON.stringify(lease.progress ?? null));
   if (bytes > MAX_PROGRESS_BYTES) throw new PayloadTooLargeError(bytes, MAX_PROGRESS_BYTES, 'progress');
   const events = [{ event: 'progress', jobId: lease.id, data: eventValue(lease.progress), ts: Date.now() }];

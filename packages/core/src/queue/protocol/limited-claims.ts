@@ -35,7 +35,6 @@
  */
 import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { opBytes } from '../../zk/session.js';
-import type { QueueStore } from '../store.js';
 import { pauseCheckOp, settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
 import {
   type Candidate,
@@ -48,6 +47,7 @@ import {
   prepareClaims,
   preparedClaimOps,
 } from './claim.js';
+import type { ProtocolContext } from './context.js';
 import { type ProtocolOp, TX_BYTE_BUDGET, type TxUnit } from './executor.js';
 import {
   countData,
@@ -74,7 +74,7 @@ export interface LimitState {
 }
 
 /** Reads settings, window, slots and claims in one read-only multi (a missing slots directory is made). */
-export async function readLimitState(store: QueueStore): Promise<LimitState> {
+export async function readLimitState(store: ProtocolContext): Promise<LimitState> {
   const { session, layout } = store;
   const [settings, window, count, slots, claims] = await session.readMulti([
     { op: 'getData', path: layout.settings },
@@ -213,7 +213,7 @@ const LIMIT_OPS_RESERVE = 2048;
  * transaction with the admission's slots and window write.
  */
 export async function claimLimited(
-  store: QueueStore,
+  store: ProtocolContext,
   candidates: Candidate[],
   o: ClaimOptions,
   admission: Admission & { kind: 'open' },
@@ -269,7 +269,7 @@ class Group {
   private readonly pauseVersion: number | undefined;
 
   constructor(
-    private readonly store: QueueStore,
+    private readonly store: ProtocolContext,
     private readonly o: ClaimOptions,
     private readonly admission: Admission & { kind: 'open' },
   ) {

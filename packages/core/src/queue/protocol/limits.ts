@@ -22,8 +22,8 @@ import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError } from '../../errors.js';
 import { BadVersionError, NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { Stat } from '../../zk/types.js';
-import type { QueueStore } from '../store.js';
 import { windowOps } from './builders.js';
+import type { ProtocolContext } from './context.js';
 
 /** The count of a manual window: limited whatever the maximum. */
 export const MANUAL_WINDOW_COUNT = Number.MAX_SAFE_INTEGER;
@@ -87,7 +87,7 @@ export function parseSettings(data: Buffer): Record<string, string> {
   return fields;
 }
 
-export async function readSettings(store: QueueStore): Promise<Settings | undefined> {
+export async function readSettings(store: ProtocolContext): Promise<Settings | undefined> {
   try {
     const { data, stat } = await store.session.getData(store.layout.settings);
     return { fields: parseSettings(data), version: stat.version };
@@ -102,7 +102,10 @@ export async function readSettings(store: QueueStore): Promise<Settings | undefi
  * succeeds (another writer in between makes it read again). `change` edits
  * the fields and returns what the call answers.
  */
-export async function updateSettings<T>(store: QueueStore, change: (fields: Record<string, string>) => T): Promise<T> {
+export async function updateSettings<T>(
+  store: ProtocolContext,
+  change: (fields: Record<string, string>) => T,
+): Promise<T> {
   const { session, layout } = store;
   for (;;) {
     const stored = await readSettings(store);
@@ -178,7 +181,7 @@ export function windowData(ms: number, id: string, manual = false, at?: number):
 }
 
 /** The start `windowData` records for a window opened now on `store`'s session: none on ZooKeeper's clock. */
-export function windowStartNow(store: QueueStore): number | undefined {
+export function windowStartNow(store: ProtocolContext): number | undefined {
   return store.session.clock === 'process' ? Date.now() : undefined;
 }
 
@@ -227,7 +230,7 @@ export function parseWindow(
 }
 
 /** The window nodes in one read; undefined before the first window (or while half made). */
-export async function readWindow(store: QueueStore): Promise<WindowState | undefined> {
+export async function readWindow(store: ProtocolContext): Promise<WindowState | undefined> {
   const { layout } = store;
   const [window, count] = await store.session.readMulti([
     { op: 'getData', path: layout.limiter },
@@ -238,7 +241,7 @@ export async function readWindow(store: QueueStore): Promise<WindowState | undef
 }
 
 /** The live window and what is left of it (ms, on ZooKeeper's clock). */
-export async function liveWindow(store: QueueStore): Promise<{ count: number; ttl: number } | undefined> {
+export async function liveWindow(store: ProtocolContext): Promise<{ count: number; ttl: number } | undefined> {
   const w = await readWindow(store);
   if (!w || w.ms <= 0) return undefined;
   // never more than the window: the server's time is an estimate
@@ -247,7 +250,7 @@ export async function liveWindow(store: QueueStore): Promise<{ count: number; tt
 }
 
 /** Writes the window whatever is there (creating its nodes when missing). */
-async function writeWindow(store: QueueStore, window: Buffer, count: Buffer): Promise<void> {
+async function writeWindow(store: ProtocolContext, window: Buffer, count: Buffer): Promise<void> {
   for (;;) {
     const exists = (await readWindow(store)) !== undefined;
     const ops = windowOps(store.layout, { kind: exists ? 'set' : 'open', window, count });
@@ -263,7 +266,7 @@ async function writeWindow(store: QueueStore, window: Buffer, count: Buffer): Pr
  * Queue.rateLimit and Worker.rateLimit); a later call replaces it. `ms` of 0
  * or less ends the current window.
  */
-export async function setRateLimit(store: QueueStore, ms: number): Promise<void> {
+export async function setRateLimit(store: ProtocolContext, ms: number): Promise<void> {
   validateWindowMs(ms);
   if (ms <= 0) {
     await removeRateLimit(store);
@@ -274,7 +277,7 @@ export async function setRateLimit(store: QueueStore, ms: number): Promise<void>
 }
 
 /** Ends the window; resolves with 1 when a live one was ended, else 0 (DEL of BullMQ's limiter key). */
-export async function removeRateLimit(store: QueueStore): Promise<number> {
+export async function removeRateLimit(store: ProtocolContext): Promise<number> {
   if (!(await liveWindow(store))) return 0;
   await writeWindow(store, windowData(0, newWindowId()), countData(0));
   return 1;
@@ -285,7 +288,7 @@ export async function removeRateLimit(store: QueueStore): Promise<number> {
  * the ttl of the window when it holds that many jobs already, else 0; with
  * neither, the window's ttl, or -2 when there is none (Redis's PTTL).
  */
-export async function getRateLimitTtl(store: QueueStore, maxJobs?: number): Promise<number> {
+export async function getRateLimitTtl(store: ProtocolContext, maxJobs?: number): Promise<number> {
   const [window, settings] = await Promise.all([liveWindow(store), maxJobs ? undefined : readSettings(store)]);
   const max = maxJobs || intField(settings?.fields, 'max');
   if (max) return window && max <= window.count ? window.ttl : 0;
@@ -295,7 +298,7 @@ export async function getRateLimitTtl(store: QueueStore, maxJobs?: number): Prom
 // ---- the queue's settings, for Queue front-ends --------------------------------------------
 
 /** Sets settings fields; resolves with how many were new (as BullMQ's HSET answers). */
-function setFields(store: QueueStore, values: Record<string, number>): Promise<number> {
+function setFields(store: ProtocolContext, values: Record<string, number>): Promise<number> {
   return updateSettings(store, (f) => {
     let fresh = 0;
     for (const [k, v] of Object.entries(values)) {
@@ -307,23 +310,23 @@ function setFields(store: QueueStore, values: Record<string, number>): Promise<n
 }
 
 /** Sets the global concurrency; resolves 1 when there was none (BullMQ's answer). */
-export function setGlobalConcurrency(store: QueueStore, concurrency: number): Promise<number> {
+export function setGlobalConcurrency(store: ProtocolContext, concurrency: number): Promise<number> {
   validateLimit(concurrency, 'concurrency');
   return setFields(store, { concurrency });
 }
 
-export async function getGlobalConcurrency(store: QueueStore): Promise<number | null> {
+export async function getGlobalConcurrency(store: ProtocolContext): Promise<number | null> {
   return intField((await readSettings(store))?.fields, 'concurrency') ?? null;
 }
 
 /** Sets the global rate limit; resolves with how many of its two fields were new. */
-export function setGlobalRateLimit(store: QueueStore, max: number, duration: number): Promise<number> {
+export function setGlobalRateLimit(store: ProtocolContext, max: number, duration: number): Promise<number> {
   validateLimit(max, 'max');
   validateLimit(duration, 'duration');
   return setFields(store, { max, duration });
 }
 
-export async function getGlobalRateLimit(store: QueueStore): Promise<RateLimit | null> {
+export async function getGlobalRateLimit(store: ProtocolContext): Promise<RateLimit | null> {
   const fields = (await readSettings(store))?.fields;
   const max = intField(fields, 'max');
   const duration = intField(fields, 'duration');
@@ -331,7 +334,7 @@ export async function getGlobalRateLimit(store: QueueStore): Promise<RateLimit |
 }
 
 /** Removes settings fields (`concurrency`, or `max` and `duration`); resolves with how many existed. */
-export function removeSettings(store: QueueStore, names: string[]): Promise<number> {
+export function removeSettings(store: ProtocolContext, names: string[]): Promise<number> {
   return updateSettings(store, (f) => {
     let gone = 0;
     for (const n of names) {
@@ -347,7 +350,7 @@ export function removeSettings(store: QueueStore, names: string[]): Promise<numb
  * active jobs reach it, or a slot of a larger, earlier limit is still held
  * (claims wait for it, see limited-claims.ts).
  */
-export async function isMaxed(store: QueueStore): Promise<boolean> {
+export async function isMaxed(store: ProtocolContext): Promise<boolean> {
   const concurrency = await getGlobalConcurrency(store);
   if (concurrency === null) return false;
   const [claims, slots] = await Promise.all([

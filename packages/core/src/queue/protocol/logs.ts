@@ -25,7 +25,7 @@ import { PACKET_LIMIT_BYTES } from '../../zk/limits.js';
 import type { Stat } from '../../zk/types.js';
 import { decodeRecord, type JobRecord } from '../record.js';
 import { keptLogs } from '../sizes.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
 import { type ShardSweep, type ShardSweepRange, sweepShards } from './shard-sweep.js';
 
@@ -64,7 +64,7 @@ function linesOf(data: Buffer, stat: Stat, czxid: number): string[] {
  * replaced). Resolves with the number of lines each keeps.
  */
 export async function writeLogs(
-  store: QueueStore,
+  store: ProtocolContext,
   writes: { owner: LogOwner; lines: readonly string[] }[],
 ): Promise<number[]> {
   const { layout } = store;
@@ -108,7 +108,7 @@ export async function writeLogs(
   return counts;
 }
 
-async function readNode(store: QueueStore, id: string): Promise<{ data: Buffer; stat: Stat } | undefined> {
+async function readNode(store: ProtocolContext, id: string): Promise<{ data: Buffer; stat: Stat } | undefined> {
   try {
     return await store.session.getData(store.layout.logs(id));
   } catch (err) {
@@ -117,12 +117,12 @@ async function readNode(store: QueueStore, id: string): Promise<{ data: Buffer; 
   }
 }
 
-function ensureShard(store: QueueStore, dir: string): Promise<void> {
+function ensureShard(store: ProtocolContext, dir: string): Promise<void> {
   return store.containers.ensureDir(dir);
 }
 
 /** Keeps the last `keep` of a job's log lines in its node, or deletes the node (lines a record kept are the caller's). */
-export async function clearJobLogs(store: QueueStore, owner: LogOwner, keep: number): Promise<void> {
+export async function clearJobLogs(store: ProtocolContext, owner: LogOwner, keep: number): Promise<void> {
   const { session, layout } = store;
   const path = layout.logs(owner.id);
   for (let attempt = 1; ; attempt++) {
@@ -149,7 +149,7 @@ export async function clearJobLogs(store: QueueStore, owner: LogOwner, keep: num
 
 /** A job's record with its czxid (the owner of its log node), and its log lines; undefined when there is no job. */
 export async function readJobLogs(
-  store: QueueStore,
+  store: ProtocolContext,
   id: string,
 ): Promise<{ record: JobRecord; czxid: number; logs: string[] } | undefined> {
   const { session, layout } = store;
@@ -190,7 +190,7 @@ export type LogSweepRange = ShardSweepRange;
  * is left for a later pass (`crowded`); one left empty is removed.
  */
 export async function sweepOrphanLogs(
-  store: QueueStore,
+  store: ProtocolContext,
   fence: () => ProtocolOp[],
   range: LogSweepRange = {},
 ): Promise<LogSweep> {
@@ -214,7 +214,7 @@ export async function sweepOrphanLogs(
  * meanwhile keeps its node). Resolves with the nodes deleted.
  */
 export async function dropLogsOfGoneJobs(
-  store: QueueStore,
+  store: ProtocolContext,
   ids: readonly string[],
   fence?: () => ProtocolOp[],
 ): Promise<number> {
@@ -234,7 +234,7 @@ export async function dropLogsOfGoneJobs(
 }
 
 /** Which of `ids` have no record (a listing of each record node, in one read-only multi: its reply is a few bytes). */
-async function goneJobs(store: QueueStore, ids: string[]): Promise<string[]> {
+async function goneJobs(store: ProtocolContext, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
   const replies = await store.session.readMulti(
     ids.map((id) => ({ op: 'getChildren' as const, path: store.layout.job(id) })),
@@ -246,7 +246,7 @@ async function goneJobs(store: QueueStore, ids: string[]): Promise<string[]> {
 }
 
 /** Deletes a shard directory left empty (an append that recreates it meanwhile wins: it is not empty then). */
-async function dropEmptyShard(store: QueueStore, dir: string): Promise<void> {
+async function dropEmptyShard(store: ProtocolContext, dir: string): Promise<void> {
   const { session } = store;
   try {
     const left = await session.exists(dir);

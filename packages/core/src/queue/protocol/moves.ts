@@ -7,9 +7,9 @@
 import { NoNodeError } from '../../zk/errors.js';
 import type { QueueEventRecord } from '../events.js';
 import { encodeRecord, type JobRecord } from '../record.js';
-import type { QueueStore, StoredJob } from '../store.js';
 import { eventOp, moveOps, type Place, removeOps, rewriteOps } from './builders.js';
 import { PLAIN_LANE } from './claim.js';
+import type { ProtocolContext, StoredJob } from './context.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
 
 /** One job's move: its ops (built again when a bucket went missing) and events. */
@@ -24,7 +24,7 @@ export interface Move extends TxUnit {
  * moves fail with FencedError.
  */
 export async function applyMoves(
-  store: QueueStore,
+  store: ProtocolContext,
   moves: Move[],
   fence?: () => ProtocolOp[],
   again?: (move: Move, op: ProtocolOp) => Move | undefined,
@@ -45,7 +45,7 @@ export function promotedRecord(r: JobRecord): JobRecord {
 
 /** A move of `stored` to the ready lane its record names, from `from` (its old pointer). */
 export function toReady(
-  store: QueueStore,
+  store: ProtocolContext,
   stored: StoredJob,
   record: JobRecord,
   from: string | undefined,
@@ -56,7 +56,7 @@ export function toReady(
 
 /** A move of `stored`, a delayed job, to its new due time `record.due`, from `from` (its old pointer). */
 export function toDelayed(
-  store: QueueStore,
+  store: ProtocolContext,
   stored: StoredJob,
   record: JobRecord & { due: number },
   from: string | undefined,
@@ -67,7 +67,7 @@ export function toDelayed(
 
 /** The record at the version read, its old pointer deleted, its new one in `place`; a ready place wakes a worker. */
 function moveTo(
-  store: QueueStore,
+  store: ProtocolContext,
   stored: StoredJob,
   record: JobRecord,
   from: string | undefined,
@@ -88,7 +88,7 @@ function moveTo(
 
 /** A move that rewrites the record of a job that is not active where it is (at the version read). */
 export function rewrite(
-  store: QueueStore,
+  store: ProtocolContext,
   stored: StoredJob,
   record: JobRecord,
   events: QueueEventRecord[] = [],
@@ -102,7 +102,7 @@ export function rewrite(
  * a client publishes, which a reader may ask for later). Resolves with the
  * node's path, or undefined when a lost reply was settled by the receipt.
  */
-export async function logEvents(store: QueueStore, events: QueueEventRecord[]): Promise<string | undefined> {
+export async function logEvents(store: ProtocolContext, events: QueueEventRecord[]): Promise<string | undefined> {
   const unit = { build: () => ({ ops: [eventOp(store.layout, events)] }) };
   for (let attempt = 0; ; attempt++) {
     const [result] = await store.executor.run([unit]);
@@ -120,7 +120,7 @@ export async function logEvents(store: QueueStore, events: QueueEventRecord[]): 
  * job's deduplication key, at the version read).
  */
 export function removal(
-  store: QueueStore,
+  store: ProtocolContext,
   r: { id: string; version: number | undefined; pointer: string | undefined },
   events: QueueEventRecord[],
   also: ProtocolOp[] = [],

@@ -5,7 +5,7 @@
 import type { Watcher } from '../../zk/types.js';
 import { MalformedJobError } from '../errors.js';
 import { DELAY_DAY_MS, DELAY_WINDOW_MS, dueOfDelayed, idOfDelayed, numberOf } from '../layout.js';
-import type { QueueStore, StoredJob } from '../store.js';
+import type { ProtocolContext, StoredJob } from './context.js';
 import type { ProtocolOp } from './executor.js';
 import { applyMoves, type Move, promotedRecord, removal, toReady } from './moves.js';
 import { bucketsOf, removeIfEmpty } from './walks.js';
@@ -26,7 +26,7 @@ const PROMOTE_READ = 100;
  * report and look again.
  */
 export async function promoteDue(
-  store: QueueStore,
+  store: ProtocolContext,
   fence: (() => ProtocolOp[]) | undefined,
   watch?: Watcher,
   /** The time due jobs are judged against (ZooKeeper's, see ServerClock). */
@@ -85,7 +85,7 @@ const ID_ORDER = new Intl.Collator('en', { numeric: true });
  * (any other error) gets no move: its pointer stays for the next look, and
  * its error goes to `unread`.
  */
-async function promotions(store: QueueStore, pointers: string[], unread: unknown[]): Promise<Move[]> {
+async function promotions(store: ProtocolContext, pointers: string[], unread: unknown[]): Promise<Move[]> {
   const moves = await Promise.all(
     pointers.map(async (pointer): Promise<Move | undefined> => {
       const id = idOfDelayed(pointer.slice(pointer.lastIndexOf('/') + 1));

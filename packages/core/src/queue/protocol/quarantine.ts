@@ -4,16 +4,20 @@
  * JobSource when a claim finds one.
  */
 import { encodeRecord, type JobRecord } from '../record.js';
-import type { QueueStore } from '../store.js';
 import { type Destination, fillOp, moveOps } from './builders.js';
 import type { Candidate } from './claim.js';
+import type { ProtocolContext } from './context.js';
 
 /**
  * Moves a job whose record cannot be read to failed/, replacing the record
  * with a readable one that keeps the reason and the start of the original
  * text. Resolves false when the node is not a job zkq can move.
  */
-export async function quarantineMalformed(store: QueueStore, candidate: Candidate, error: Error): Promise<boolean> {
+export async function quarantineMalformed(
+  store: ProtocolContext,
+  candidate: Candidate,
+  error: Error,
+): Promise<boolean> {
   let data: Buffer;
   let version: number;
   try {

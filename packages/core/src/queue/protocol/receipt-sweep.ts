@@ -2,7 +2,7 @@
  * The leader's sweep of receipts left behind by dead clients (a receipt
  * settles a transaction whose reply was lost: see executor.ts).
  */
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import { applyMoves, type Move } from './moves.js';
 
 /** Sweeps a receipt must have survived before it is taken as left behind by a dead client. */
@@ -14,7 +14,7 @@ export const RECEIPT_SWEEPS_KEPT = 10;
  * any client takes to read back its own). `seen` carries what earlier
  * sweeps saw; `sweep` numbers this one.
  */
-export async function sweepReceipts(store: QueueStore, seen: Map<string, number>, sweep: number): Promise<number> {
+export async function sweepReceipts(store: ProtocolContext, seen: Map<string, number>, sweep: number): Promise<number> {
   const names = await store.children(store.layout.receiptsDir);
   const live = new Set(names);
   for (const name of seen.keys()) if (!live.has(name)) seen.delete(name);

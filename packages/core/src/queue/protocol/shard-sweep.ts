@@ -5,7 +5,7 @@
  * reply (its stat's child count), so a pass is bounded whatever the number
  * of nodes. What a shard's nodes are judged by is the sweep's own.
  */
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 
 /** What a pass of a sweep did. */
 export interface ShardSweep {
@@ -35,7 +35,7 @@ export interface ShardSweeper {
 
 /** Sweeps the shards of `root` in `range` (sorted by name) with `sweeper`. */
 export async function sweepShards(
-  store: QueueStore,
+  store: ProtocolContext,
   root: string,
   range: ShardSweepRange,
   sweeper: ShardSweeper,

@@ -10,8 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { LostJobError } from '../errors.js';
 import type { QueueLayout } from '../layout.js';
 import { encodeRecord, type JobRecord } from '../record.js';
-import type { QueueStore } from '../store.js';
-import type { ClaimInfo } from './claim.js';
+import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
 
 /** A claim judged stale: its node's version, the attempt's token, and the slot it names. */
@@ -34,7 +33,7 @@ export class LeaseObserver {
    * their lease duration, with the version judged. A new leader starts
    * with nothing seen: it waits a full lease before revoking anything.
    */
-  async stale(store: QueueStore): Promise<StaleClaim[]> {
+  async stale(store: ProtocolContext): Promise<StaleClaim[]> {
     const { session, layout } = store;
     const ids = await store.children(layout.claimsDir);
     const now = performance.now();
@@ -81,7 +80,7 @@ export class LeaseObserver {
  * a deposed leader's revocation fail (FencedError). Resolves with the ids revoked.
  */
 export async function revokeClaims(
-  store: QueueStore,
+  store: ProtocolContext,
   stale: StaleClaim[],
   fence: () => ProtocolOp[],
 ): Promise<string[]> {

@@ -5,9 +5,9 @@
  */
 import { sortBySequence } from '../../zk/sequence.js';
 import { idOfPointer } from '../layout.js';
-import type { QueueStore } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import { leaveSetOps, trimOps } from './builders.js';
+import type { ProtocolContext } from './context.js';
 import { detachOps, mayBePendingChild } from './flow-detach.js';
 import { joinBuilt } from './flow-parent.js';
 import { applyMoves, type Move } from './moves.js';
@@ -17,7 +17,11 @@ import { bucketsOf, type Located, removeIfEmpty } from './walks.js';
  * Deletes the oldest finished jobs of `kind` beyond `keep`; resolves with the
  * removed ids. Empty buckets but the tail are removed on the way.
  */
-export async function trimFinished(store: QueueStore, kind: 'completed' | 'failed', keep: KeepJobs): Promise<string[]> {
+export async function trimFinished(
+  store: ProtocolContext,
+  kind: 'completed' | 'failed',
+  keep: KeepJobs,
+): Promise<string[]> {
   const { session, layout } = store;
   const container = layout.finishedDir(kind);
   const buckets = await bucketsOf(store, container);
@@ -56,7 +60,7 @@ export async function trimFinished(store: QueueStore, kind: 'completed' | 'faile
  * together each read the parent's node again), and only in a queue that
  * ever got a child of a flow.
  */
-async function trimMoves(store: QueueStore, kind: 'completed' | 'failed', victims: Located[]): Promise<Move[]> {
+async function trimMoves(store: ProtocolContext, kind: 'completed' | 'failed', victims: Located[]): Promise<Move[]> {
   // each trim rewrites the set's node (the finishes' remembered counts are read again)
   const ops = (v: Located) => [...trimOps(store.layout, v), ...leaveSetOps(store.layout, v.pointer)];
   const plain = (v: Located): Move => ({ id: v.id, build: () => ({ ops: ops(v) }) });

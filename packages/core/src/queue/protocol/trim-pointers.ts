@@ -12,7 +12,7 @@ import { NoNodeError } from '../../zk/errors.js';
 import { sequenceOf } from '../../zk/sequence.js';
 import { idOfPointer } from '../layout.js';
 import { decodeRecord, type JobRecord } from '../record.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import { mayBePendingChild } from './flow-detach.js';
 
 export type SetKind = 'completed' | 'failed';
@@ -56,7 +56,7 @@ export class SetPointers {
   private trimmedSince: Set<string> | undefined;
 
   constructor(
-    private readonly store: QueueStore,
+    private readonly store: ProtocolContext,
     private readonly kind: SetKind,
     private readonly dir: string,
   ) {}

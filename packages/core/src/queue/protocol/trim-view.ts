@@ -10,7 +10,7 @@
 import { performance } from 'node:perf_hooks';
 import { NoNodeError } from '../../zk/errors.js';
 import { numberOf } from '../layout.js';
-import type { QueueStore } from '../store.js';
+import type { ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
 import { type Entry, type SetKind, SetPointers, type TrimBatch } from './trim-pointers.js';
 
@@ -53,7 +53,7 @@ export class SetView {
   private changed: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(
-    readonly store: QueueStore,
+    readonly store: ProtocolContext,
     readonly kind: SetKind,
   ) {
     this.pointers = new SetPointers(store, kind, this.dir);
@@ -185,10 +185,10 @@ function signal(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
-const views = new WeakMap<QueueStore, Map<SetKind, SetView>>();
+const views = new WeakMap<ProtocolContext, Map<SetKind, SetView>>();
 
 /** Reads both views of `store` now, so that its first finishes read nothing (errors are left for them). */
-export async function prepareViews(store: QueueStore): Promise<void> {
+export async function prepareViews(store: ProtocolContext): Promise<void> {
   await Promise.all(
     (['completed', 'failed'] as const).map((k) =>
       viewOf(store, k)
@@ -199,7 +199,7 @@ export async function prepareViews(store: QueueStore): Promise<void> {
 }
 
 /** The view of set `kind` of `store` (one per store: its finishes share it). */
-export function viewOf(store: QueueStore, kind: SetKind): SetView {
+export function viewOf(store: ProtocolContext, kind: SetKind): SetView {
   let byKind = views.get(store);
   if (!byKind) {
     byKind = new Map();

@@ -44,9 +44,9 @@
  * (a processed child's value stays readable from its parent).
  */
 import type { JobRecord } from '../record.js';
-import type { QueueStore } from '../store.js';
 import type { KeepJobs } from '../types.js';
 import { type FillWrite, fillOp, trimOps } from './builders.js';
+import type { ProtocolContext } from './context.js';
 import type { Built, ProtocolOp, UnitResult } from './executor.js';
 import { detachOps } from './flow-detach.js';
 import { joinBuilt } from './flow-parent.js';
@@ -78,7 +78,7 @@ export interface TrimState {
  * its trim (`state.later`).
  */
 export async function trimShare(
-  store: QueueStore,
+  store: ProtocolContext,
   batch: TrimBatch,
   state: TrimState,
   kind: SetKind,
@@ -157,7 +157,7 @@ function record(view: SetView, batch: TrimBatch, state: TrimState, victims: Entr
 }
 
 /** A victim that may be pending for its parent leaves the parent's dependencies (ops of role `trim`, or `into`). */
-async function detachShare(store: QueueStore, v: Entry): Promise<Built | undefined> {
+async function detachShare(store: ProtocolContext, v: Entry): Promise<Built | undefined> {
   if (typeof v.read !== 'object') return undefined;
   const built = await detachOps(store, v.read);
   if (!built) return undefined;

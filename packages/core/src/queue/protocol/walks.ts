@@ -9,8 +9,8 @@ import { NoNodeError, NotEmptyError } from '../../zk/errors.js';
 import { sortBySequence } from '../../zk/sequence.js';
 import type { Watcher } from '../../zk/types.js';
 import { dueOfDelayed, idOfDelayed, idOfPointer, LIFO_LANE, numberOf } from '../layout.js';
-import type { QueueStore } from '../store.js';
 import { PLAIN_LANE } from './claim.js';
+import type { ProtocolContext } from './context.js';
 
 /** Lanes in the order they are served: lifo first, then by priority. */
 export function sortLanes(lanes: string[]): string[] {
@@ -24,7 +24,7 @@ export function waitingStateOf(lane: string | undefined): 'waiting' | 'prioritiz
 
 /** The bucket names of a container, in order (newest first with `newestFirst`). */
 export async function bucketsOf(
-  store: QueueStore,
+  store: ProtocolContext,
   container: string,
   watch?: Watcher,
   newestFirst = false,
@@ -39,7 +39,7 @@ export function sortBuckets(names: readonly string[], newestFirst: boolean): str
 }
 
 /** Deletes a node if it is empty; gone or not empty is fine. */
-export async function removeIfEmpty(store: QueueStore, path: string): Promise<void> {
+export async function removeIfEmpty(store: ProtocolContext, path: string): Promise<void> {
   await store.session.delete(path).catch((err) => {
     if (!(err instanceof NotEmptyError) && !(err instanceof NoNodeError)) throw err;
   });
@@ -53,7 +53,7 @@ export interface Located {
 
 /** The pointers of a container, bucket by bucket, in `chunk`-sized lists. */
 export async function* pointersIn(
-  store: QueueStore,
+  store: ProtocolContext,
   container: string,
   chunk: number,
   order: 'sequence' | 'reverse' | 'due' = 'sequence',
@@ -73,7 +73,7 @@ export async function* pointersIn(
 }
 
 /** The hour containers of delayed jobs, earliest first. */
-export async function delayedHours(store: QueueStore): Promise<string[]> {
+export async function delayedHours(store: ProtocolContext): Promise<string[]> {
   const { layout } = store;
   const out: string[] = [];
   for (const day of (await store.children(layout.delayedDir)).sort()) {
@@ -85,7 +85,7 @@ export async function delayedHours(store: QueueStore): Promise<string[]> {
 
 /** Ready pointers of the lanes `laneFilter` accepts, in serving order. */
 export async function* readyPointers(
-  store: QueueStore,
+  store: ProtocolContext,
   laneFilter: (lane: string) => boolean,
   chunk: number,
 ): AsyncGenerator<Located[]> {
@@ -96,6 +96,6 @@ export async function* readyPointers(
 }
 
 /** Delayed pointers, earliest hour first, by due time inside a bucket. */
-export async function* delayedPointers(store: QueueStore, chunk: number): AsyncGenerator<Located[]> {
+export async function* delayedPointers(store: ProtocolContext, chunk: number): AsyncGenerator<Located[]> {
   for (const hour of await delayedHours(store)) yield* pointersIn(store, hour, chunk, 'due');
 }

@@ -18,7 +18,13 @@
  * clock is this process's `Date.now()` with no offset, never measured, so
  * fake timers move every due time judged through it.
  */
-import type { QueueStore } from '../store.js';
+import type { Session } from '../../zk/session.js';
+
+/** What the clock measures with: the session, and a write that reads ZooKeeper's time (store.ts: serverNow). */
+export interface ClockSource {
+  readonly session: Pick<Session, 'clock'>;
+  serverNow(): Promise<number>;
+}
 
 /** How often the offset is measured again, ms. */
 const REFRESH_MS = 30_000;
@@ -35,7 +41,7 @@ export class ServerClock {
   private measuredAt = Number.NEGATIVE_INFINITY;
   private measuring: Promise<void> | undefined;
 
-  constructor(private readonly store: QueueStore) {}
+  constructor(private readonly store: ClockSource) {}
 
   /** Whether this process's clock is the one (`clock: 'process'`): nothing to measure. */
   private get local(): boolean {

@@ -19,19 +19,16 @@
  * the bulk operations read anyway, and a parent's dependency node is looked
  * for only in a queue whose `deps/` has a shard.
  */
-import { NoNodeError } from '../zk/errors.js';
-import type { QueueEventRecord } from './events.js';
-import { QueueLayout } from './layout.js';
-import {
-  detachOps,
-  dropDepsOps,
-  joinBuilt,
-  type Move,
-  mayBePendingChild,
-  readPaged,
-  removeOps,
-} from './protocol/index.js';
-import type { QueueStore, StoredJob } from './store.js';
+import { NoNodeError } from '../../zk/errors.js';
+import type { QueueEventRecord } from '../event-record.js';
+import { QueueLayout } from '../layout.js';
+import { removeOps } from './builders.js';
+import type { ProtocolContext, StoredJob } from './context.js';
+import { readPaged } from './deps-entries.js';
+import { detachOps, mayBePendingChild } from './flow-detach.js';
+import { joinBuilt } from './flow-parent.js';
+import { dropDepsOps } from './flow-sweep.js';
+import type { Move } from './moves.js';
 
 /** Records read at once by obliterate's walk. */
 const WALK_CHUNK = 100;
@@ -43,7 +40,7 @@ export interface ReadJob {
 }
 
 /** Whether the queue may hold a parent's dependency node (one listing of `deps/`). */
-export async function mayHoldParents(store: QueueStore): Promise<boolean> {
+export async function mayHoldParents(store: ProtocolContext): Promise<boolean> {
   return (await store.children(store.layout.depsDir)).length > 0;
 }
 
@@ -52,7 +49,7 @@ export async function mayHoldParents(store: QueueStore): Promise<boolean> {
  * and parents (a record marked so, or, when `parents`, one with a dependency
  * node: a child added later to an existing job makes it a parent).
  */
-export async function flowIdsAmong(store: QueueStore, jobs: ReadJob[], parents: boolean): Promise<Set<string>> {
+export async function flowIdsAmong(store: ProtocolContext, jobs: ReadJob[], parents: boolean): Promise<Set<string>> {
   const ids = new Set<string>();
   const unknown: string[] = [];
   for (const j of jobs) {
@@ -80,7 +77,7 @@ export async function flowIdsAmong(store: QueueStore, jobs: ReadJob[], parents: 
  * its parent's dependencies the hard way (see the header).
  */
 export function flowRemoval(
-  store: QueueStore,
+  store: ProtocolContext,
   j: { id: string; version: number | undefined; pointer: string | undefined; stored: StoredJob },
   events: QueueEventRecord[],
 ): Move {
@@ -102,7 +99,7 @@ export function flowRemoval(
  * holds dependency nodes. Resolves with the children detached; throws when
  * one could not be (obliterate then deletes nothing).
  */
-export async function detachForeignChildren(store: QueueStore): Promise<number> {
+export async function detachForeignChildren(store: ProtocolContext): Promise<number> {
   if (!(await othersHoldParents(store))) return 0;
   const { layout } = store;
   let detached = 0;
@@ -135,7 +132,7 @@ export async function detachForeignChildren(store: QueueStore): Promise<number> 
 }
 
 /** Whether any other queue of the namespace holds a dependency node. */
-async function othersHoldParents(store: QueueStore): Promise<boolean> {
+async function othersHoldParents(store: ProtocolContext): Promise<boolean> {
   for (const name of await store.session.getChildren('/')) {
     if (name === store.queue) continue;
     let deps: string;

@@ -1,0 +1,8 @@
+/** Events logged on their own, in no other transaction (pause, resume, cleaned, duplicated): only while someone listens. */
+import type { QueueEventRecord } from '../event-record.js';
+import type { ProtocolContext } from './context.js';
+
+export async function publishEvents(ctx: ProtocolContext, events: QueueEventRecord[]): Promise<void> {
+  if (!ctx.events.enabled) return;
+  await ctx.executor.run([{ build: () => ({ ops: [], events }) }], { receipt: false });
+}

@@ -1,0 +1,89 @@
+/**
+ * The one retry policy of the protocol's optimistic writes (the executor's
+ * `runPlanned`): read, plan, write at the versions read; plan again when
+ * another writer went first.
+ *
+ * A plan reads what its write depends on and returns either an answer with
+ * no write, or a unit to write and the answer once it is applied. When the
+ * unit fails on a conflict (one of its ops met a node changed, created or
+ * removed since the read: the error names the op), nothing was applied and
+ * the plan runs again from fresh reads, after a random pause that grows with
+ * the attempts, so that writers who collided stop colliding. After
+ * PLAN_ATTEMPTS plans that all conflicted, TooManyConflictsError, with the
+ * last conflict as its cause.
+ *
+ * A caller that reads some failures otherwise (a node that exists means the
+ * work was done before; a conflict on a node it does not plan from is a
+ * failure) says so with `onFailure`. Any other failure of the write (a
+ * fence, a payload too large, an outcome left unknown) and any error of the
+ * plan are thrown as they are.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ZkqError } from '../../errors.js';
+import type { ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
+
+/** Plans an optimistic write makes before it gives up with TooManyConflictsError. */
+export const PLAN_ATTEMPTS = 32;
+/** Longest pause before planning again, ms (10 ms times the attempts so far, up to this). */
+export const REPLAN_PAUSE_MAX_MS = 200;
+
+/** What a plan made of its reads: `answer` now, or once `unit` (written at the versions read) is applied. */
+export interface Plan<T> {
+  answer: T;
+  unit?: TxUnit;
+}
+
+/** What a failed write means: plan again, resolve with an answer, or fail with the write's error. */
+export type FailureVerdict<T> = 'again' | 'fail' | { answer: T };
+
+/** Options of `runPlanned`: how the unit is sent (as `run`'s), and how a failure is read. */
+export interface PlannedOptions<T> extends Pick<RunOptions<TxUnit>, 'fence' | 'receipt'> {
+  /**
+   * Reads a failed write (`op`: the op that failed, when one did); undefined
+   * leaves it to the default: a conflict plans again, anything else fails.
+   */
+  onFailure?: (
+    error: unknown,
+    op: ProtocolOp | undefined,
+  ) => FailureVerdict<T> | undefined | Promise<FailureVerdict<T> | undefined>;
+}
+
+/** An optimistic write met another writer PLAN_ATTEMPTS times in a row; nothing of it was applied. */
+export class TooManyConflictsError extends ZkqError {
+  constructor(
+    readonly attempts: number,
+    cause: unknown,
+  ) {
+    super('ZKQ_TOO_MANY_CONFLICTS', `gave up after ${attempts} plans, each met a write by another process`, {
+      cause,
+    });
+  }
+}
+
+/** Whether a failed write conflicted with another writer: one of its ops failed (nothing was applied). */
+export function isWriteConflict(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { opIndex?: unknown }).opIndex !== undefined;
+}
+
+/** Sends one unit, as the executor's `run` does. */
+export type SendUnit = (unit: TxUnit, o: Pick<RunOptions<TxUnit>, 'fence' | 'receipt'>) => Promise<UnitResult>;
+
+/** Runs `plan` until its write is applied, it answers without one, or a failure is final (see the header). */
+export async function runPlanned<T>(
+  send: SendUnit,
+  plan: (attempt: number) => Promise<Plan<T>>,
+  o: PlannedOptions<T> = {},
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const planned = await plan(attempt);
+    if (!planned.unit) return planned.answer;
+    const result = await send(planned.unit, { fence: o.fence, receipt: o.receipt });
+    if (result.ok) return planned.answer;
+    const verdict =
+      (await o.onFailure?.(result.error, result.op)) ?? (isWriteConflict(result.error) ? 'again' : 'fail');
+    if (verdict === 'fail') throw result.error;
+    if (verdict !== 'again') return verdict.answer;
+    if (attempt >= PLAN_ATTEMPTS) throw new TooManyConflictsError(attempt, result.error);
+    await sleep(Math.random() * Math.min(REPLAN_PAUSE_MAX_MS, 10 * attempt));
+  }
+}
