@@ -7,15 +7,13 @@
  */
 import {
   type ClaimedJob,
-  DEFAULT_KEEP_COMPLETED,
-  DEFAULT_KEEP_FAILED,
   type EnqueueEntry,
   type Finish,
+  type FinishedKind,
   type FlowJob,
+  finishRetained,
   type JobRecord,
   type JobsOptions,
-  type KeepJobs,
-  keepPolicy,
   type Lease,
   LostJobError,
   laneOf,
@@ -25,12 +23,15 @@ import {
   newRecord,
   type Outcome,
   type QueueStore,
+  type RetainedFinish,
+  type Retention,
+  type RetentionOption,
   renewLeases,
   reportProgress,
+  retentionOf,
   sameAttempt,
   type Trimmer,
   type Turn,
-  trimAfterFinish,
   validateCustomJobId,
 } from '@zkq/core';
 import { ErrorCode, type JobJson, type MinimalJob, type ParentKeyOpts } from 'bullmq';
@@ -244,16 +245,9 @@ export async function heldBy(
   return held;
 }
 
-/** The bounds a finished set keeps, and the Trimmer for what a finish leaves to it. */
-export interface Retention {
-  keep: KeepJobs;
-  trimmer: () => Promise<Trimmer>;
-}
-
 /**
  * Writes an attempt's outcome; the attempt is no longer held either way.
- * With `retention`, a count bound is kept in the finish itself; an age
- * bound (or a count it could not keep) is left to the Trimmer.
+ * A completion or failure goes with its retention (finishFinal).
  */
 export async function finish(
   ctx: BackendContext,
@@ -261,32 +255,61 @@ export async function finish(
   outcome: Outcome,
   command: string,
   progress?: unknown,
-  retention?: Retention,
+  retained?: RetainedFinish,
 ): Promise<number> {
   const id = held.job.record.id;
   const f: Finish = { job: held.job, outcome };
   if (progress !== undefined) f.progress = progress;
-  if (retention) f.keep = retention.keep;
   if (held.logged) f.logged = true;
-  const result = await (await ctx.finisher()).finish(f);
+  const finisher = await ctx.finisher();
+  const result = retained ? await finishRetained(f, retained) : await finisher.finish(f);
   release(ctx, id, held.job.token);
   if (!result.ok) {
     throw result.error instanceof LostJobError ? finishedError(ErrorCode.JobLockNotExist, id, command) : result.error;
   }
-  const rest = retention && trimAfterFinish(retention.keep, result.trimLater);
-  if (rest && (outcome.kind === 'completed' || outcome.kind === 'failed')) {
-    const kind = outcome.kind;
-    void retention.trimmer().then((t) => t.request(kind, rest), ctx.onError);
-  }
   return Date.now();
 }
 
-/** BullMQ's `removeOnComplete`/`removeOnFail`: remove at once, or the bounds to keep. */
-export function retention(
-  kind: 'completed' | 'failed',
-  option: boolean | number | { count?: number; age?: number } | undefined,
-): KeepJobs | 'remove' {
-  return keepPolicy(option, kind === 'completed' ? DEFAULT_KEEP_COMPLETED : DEFAULT_KEEP_FAILED);
+/**
+ * BullMQ's moveToFinished: a completion or failure written with its
+ * retention, `given` (the option BullMQ's Worker passes for the set it
+ * finishes in) else the backend's, else zkq's. A job removed at once goes
+ * in its finish's transaction: a parent takes its dependencies along
+ * (`hasDeps`: it has some, though its record may not say so, children
+ * having been added while it ran), a child leaves its parent's. What the
+ * finish leaves of its set's bounds goes to the Trimmer.
+ */
+export async function finishFinal(
+  ctx: BackendContext,
+  held: Held,
+  outcome: Extract<Outcome, { kind: FinishedKind }>,
+  final: { given: RetentionOption; hasDeps?: boolean; trimmer: () => Promise<Trimmer> },
+  progress?: unknown,
+): Promise<number> {
+  const { record } = held.job;
+  const retention = (kind: FinishedKind): Retention =>
+    retentionOf(
+      kind,
+      (kind === outcome.kind ? final.given : undefined) ?? keepOption(record.opts, kind) ?? keepOption(ctx.opts, kind),
+    );
+  // the finish drops the dependencies of a record that has them (the record is not written: it goes)
+  const job =
+    final.hasDeps && !record.hasDeps && retention(outcome.kind) === 'remove'
+      ? { ...held, job: { ...held.job, record: { ...record, hasDeps: true } } }
+      : held;
+  return finish(ctx, job, outcome, 'moveToFinished', progress, {
+    retention,
+    write: async (f) => (await ctx.finisher()).finish(f),
+    trim: (kind, keep) => void final.trimmer().then((t) => t.request(kind, keep), ctx.onError),
+  });
+}
+
+/** A job's or backend's removeOnComplete / removeOnFail. */
+function keepOption(
+  opts: { removeOnComplete?: RetentionOption; removeOnFail?: RetentionOption },
+  kind: FinishedKind,
+): RetentionOption {
+  return kind === 'completed' ? opts.removeOnComplete : opts.removeOnFail;
 }
 
 /** BullMQ's stack trace of a failed attempt (a JSON array it built), newest last. */

@@ -21,7 +21,6 @@ import {
   parentQueueName,
   type QueueStore,
   readDeps,
-  removeJob,
   WatchLoop,
 } from '@zkq/core';
 import { ErrorCode, type JobJson, type ParentKeyOpts } from 'bullmq';
@@ -219,22 +218,4 @@ export async function checkCompletable(ctx: BackendContext, record: JobRecord): 
   if (deps?.failed) throw finishedError(ErrorCode.JobHasFailedChildren, record.id, 'moveToFinished');
   if (deps && deps.pending > 0) throw finishedError(ErrorCode.JobPendingChildren, record.id, 'moveToFinished');
   return deps !== undefined;
-}
-
-/**
- * Whether a finished job to remove at once goes by removeJob after its
- * finish rather than inside it: a parent takes its dependencies along, and
- * a child whose failure left it pending releases its parent (BullMQ's
- * removal does both). A crash in between keeps the job finished: nothing
- * is left that a later removal cannot clear.
- */
-export function removedApart(record: JobRecord, kind: 'completed' | 'failed', hasDeps = false): boolean {
-  if (hasDeps || record.hasDeps) return true;
-  const link = record.parentLink;
-  return kind === 'failed' && link !== undefined && !link.fpof && !link.cpof && !link.idof && !link.rdof;
-}
-
-/** Removes a job finished just now and kept for removedApart. */
-export async function removeFinished(ctx: BackendContext, jobId: string): Promise<void> {
-  await removeJob(await ctx.store(), jobId).catch(ctx.onError);
 }

@@ -83,6 +83,14 @@ export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';
 export { IdleLine } from './runtime/idle-line.js';
 export { JobSource, type JobSourceOptions } from './runtime/job-source.js';
 export { METRICS_FLUSH_MS, MetricsCollector } from './runtime/metrics-collector.js';
+export {
+  type FinishedKind,
+  finishRetained,
+  type RetainedFinish,
+  type Retention,
+  type RetentionOption,
+  retentionOf,
+} from './runtime/retained-finish.js';
 export { ServerClock } from './runtime/server-clock.js';
 export { Trimmer } from './runtime/trimmer.js';
 export {
