@@ -6,21 +6,19 @@
  * elsewhere cannot complete here.
  */
 import {
+  buildRecords,
   type ClaimedJob,
-  type EnqueueEntry,
   type Finish,
   type FinishedKind,
   type FlowJob,
   finishRetained,
   type JobRecord,
   type JobsOptions,
+  type JobToBuild,
   type Lease,
   LostJobError,
-  laneOf,
   leaseOf,
-  MAX_DELAY_MS,
   MAX_PRIORITY,
-  newRecord,
   type Outcome,
   type QueueStore,
   type RetainedFinish,
@@ -65,12 +63,7 @@ export interface AddEntry {
  */
 export async function addJobs(ctx: BackendContext, entries: AddEntry[], turn?: Turn): Promise<string[]> {
   const store = await ctx.store();
-  const needIds = entries.filter((e) => !e.jobId).length;
-  const ids = needIds ? await store.nextIds(needIds) : [];
-  if (entries.some((e) => (e.job.opts?.delay ?? 0) > 0)) await store.clock.now(); // due times: ZooKeeper's clock
-  const prepared: EnqueueEntry[] = entries.map((e) =>
-    toEntry(e, e.jobId || (ids.shift() as string), (t) => store.clock.fromLocal(t)),
-  );
+  const prepared = await buildRecords(store, entries.map(toBuild));
   if (!prepared.some((p) => p.record.parentLink)) return addEntries(ctx, prepared, turn);
   // a job with a parent goes on its own, counted into its parent's dependencies in its transaction;
   // the jobs go one by one, the call keeping its place until the last is in (the caller passes the turn)
@@ -94,20 +87,27 @@ export async function addJobs(ctx: BackendContext, entries: AddEntry[], turn?: T
 }
 
 /**
- * A job of a flow (FlowProducer's entries, roots first): a parent with
- * children parks in waiting-children (`addToWaitingChildren`).
+ * The jobs of a flow (FlowProducer's entries, roots first), built on the
+ * root's queue `store`: a parent with children parks in waiting-children
+ * (`addToWaitingChildren`).
  */
-export function toFlowJob(
+export async function toFlowJobs(
   store: QueueStore,
-  e: { jobData: JobJson; jobId: string; parentKeyOpts: ParentKeyOpts; queueName: string },
-): FlowJob {
-  const entry = toEntry({ job: e.jobData, jobId: e.jobId, parentKeyOpts: e.parentKeyOpts }, e.jobId, (t) =>
-    store.clock.fromLocal(t),
+  entries: { jobData: JobJson; jobId: string; parentKeyOpts: ParentKeyOpts; queueName: string }[],
+): Promise<FlowJob[]> {
+  const built = await buildRecords(
+    store,
+    entries.map((e) => toBuild({ job: e.jobData, jobId: e.jobId, parentKeyOpts: e.parentKeyOpts })),
   );
-  return { queue: e.queueName, record: entry.record, lane: entry.lane };
+  return built.map((b, i) => ({
+    queue: (entries[i] as { queueName: string }).queueName,
+    record: b.record,
+    lane: b.lane,
+  }));
 }
 
-function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string, toServer: (t: number) => number): EnqueueEntry {
+/** BullMQ's job as core builds it, refused first when zkq cannot keep it (NotSupportedError) or BullMQ would not. */
+function toBuild({ job, jobId, parentKeyOpts }: AddEntry): JobToBuild {
   const opts = job.opts ?? {};
   const parentLink = parentLinkOf(job, parentKeyOpts);
   if (parentLink && opts.deduplication) {
@@ -121,19 +121,17 @@ function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string, toServer: 
   if (!Number.isInteger(priority) || priority < 0 || priority > MAX_PRIORITY) {
     throw new RangeError(`Priority should be between 0 and ${MAX_PRIORITY}`);
   }
-  // BullMQ: a priority wins over lifo (lifo orders only jobs without one)
-  const lifo = (opts.lifo ?? false) && priority === 0;
-  const delay = Math.min(Math.max(opts.delay ?? 0, 0), MAX_DELAY_MS);
-  const now = Date.now();
-  const timestamp = job.timestamp || now;
-  const parked = parentKeyOpts?.addToWaitingChildren === true;
-  const state = parked ? 'waiting-children' : delay > 0 ? 'delayed' : 'waiting';
-  const record = newRecord(id, job.name, JSON.parse(job.data || '{}'), opts as JobsOptions, state, now);
-  record.timestamp = timestamp;
-  if (parentLink) record.parentLink = parentLink;
-  // a parent's delay counts from its release (BullMQ), so it has no due time while it waits
-  if (delay > 0 && !parked) record.due = toServer(timestamp + delay);
-  return { record, lane: laneOf(priority, lifo), custom: Boolean(jobId) };
+  const build: JobToBuild = {
+    name: job.name,
+    data: JSON.parse(job.data || '{}'),
+    opts: opts as JobsOptions,
+    id: jobId,
+    // BullMQ's Job was made before it is added: its delay counts from then
+    timestamp: job.timestamp,
+    parked: parentKeyOpts?.addToWaitingChildren === true,
+  };
+  if (parentLink) build.parentLink = parentLink;
+  return build;
 }
 
 // ---- claiming ---------------------------------------------------------------

@@ -193,11 +193,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     // a FlowProducer's backend is bound to no queue: the flow runs from its root's
     const store = await this.ctx.shared.store((entries[0] as { queueName: string }).queueName);
     await store.init();
-    if (entries.some((e) => (e.jobData.opts?.delay ?? 0) > 0)) await store.clock.now(); // due times: ZooKeeper's clock
-    return flows.addFlowEntries(
-      store,
-      entries.map((e) => attempts.toFlowJob(store, e)),
-    );
+    return flows.addFlowEntries(store, await attempts.toFlowJobs(store, entries));
   }
 
   // ---- running --------------------------------------------------------------

@@ -15,6 +15,7 @@ import {
   type FlowJob,
   type JobRecord,
   LostJobError,
+  linkTo,
   MissingParentError,
   NoPendingChildrenError,
   type ParentLink,
@@ -45,12 +46,13 @@ export function parentLinkOf(job: JobJson, parentKeyOpts?: ParentKeyOpts): Paren
     if (key) at = locateParentKey(key);
   }
   if (!at) return undefined;
-  const link: ParentLink = { ...at };
-  if (opts.failParentOnFailure || job.parent?.fpof) link.fpof = true;
-  if (opts.continueParentOnFailure || job.parent?.cpof) link.cpof = true;
-  if (opts.ignoreDependencyOnFailure || job.parent?.idof) link.idof = true;
-  if (opts.removeDependencyOnFailure || job.parent?.rdof) link.rdof = true;
-  return link;
+  const given = job.parent;
+  return linkTo(at, {
+    failParentOnFailure: Boolean(opts.failParentOnFailure || given?.fpof),
+    continueParentOnFailure: Boolean(opts.continueParentOnFailure || given?.cpof),
+    ignoreDependencyOnFailure: Boolean(opts.ignoreDependencyOnFailure || given?.idof),
+    removeDependencyOnFailure: Boolean(opts.removeDependencyOnFailure || given?.rdof),
+  });
 }
 
 /** The parent's key as the caller gave it (`<queue key>:<id>`), which BullMQ's errors name; none without a parent. */

@@ -33,6 +33,7 @@ export {
   parentKeysIn,
   readJobDependencies,
 } from './job-deps.js';
+export { buildRecords, type FailurePolicy, type JobToBuild, linkTo } from './job-records.js';
 export {
   BUCKET_CAPACITY,
   type ChildKey,
