@@ -75,6 +75,8 @@ export {
   validateParent,
 } from './options.js';
 export * from './protocol/index.js';
+export { countPerPriority, countStates } from './reads-counts.js';
+export { rangeOfState, redisRange } from './reads-pages.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy, trimAfterFinish } from './retention.js';
 export { CallOrder, type Turn } from './runtime/call-order.js';

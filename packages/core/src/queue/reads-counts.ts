@@ -1,6 +1,7 @@
 /**
- * BullMQ's job states over zkq's containers, and their counts (ranges.ts
- * reads pages of them).
+ * Reads by state: how many jobs each state holds (reads-pages.ts reads
+ * pages of their ids), in BullMQ's states over zkq's containers, for the
+ * front-ends' counts. Nothing outside core parses a znode name.
  *
  * - `wait` (`waiting`): ready pointers of the plain and lifo lanes, less the
  *   active jobs (a running job keeps its pointer in ready/). Served lifo
@@ -17,15 +18,9 @@
  * requests, not as one snapshot: a job that moves meanwhile may be counted
  * in two states or in none.
  */
-import {
-  DELAY_WINDOW_MS,
-  delayedHours,
-  dueOfDelayed,
-  LIFO_LANE,
-  numberOf,
-  type QueueStore,
-  waitingStateOf,
-} from '@zkq/core';
+import { DELAY_WINDOW_MS, dueOfDelayed, LIFO_LANE, numberOf } from './layout.js';
+import { delayedHours, waitingStateOf } from './protocol/index.js';
+import type { QueueStore } from './store.js';
 
 /** Records read at once to learn the lanes of active jobs. */
 const RECORD_READS_IN_FLIGHT = 32;
