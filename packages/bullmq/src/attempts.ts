@@ -259,8 +259,7 @@ export async function finish(
   const f: Finish = { job: held.job, outcome };
   if (progress !== undefined) f.progress = progress;
   if (held.logged) f.logged = true;
-  const finisher = await ctx.finisher();
-  const result = retained ? await finishRetained(f, retained) : await finisher.finish(f);
+  const result = retained ? await finishRetained(f, retained) : await (await ctx.finisher()).finish(f);
   release(ctx, id, held.job.token);
   if (!result.ok) {
     throw result.error instanceof LostJobError ? finishedError(ErrorCode.JobLockNotExist, id, command) : result.error;
