@@ -44,10 +44,16 @@ interface ReadyView {
 }
 
 async function readyView(store: QueueStore): Promise<ReadyView> {
+  const [lanes, active] = await Promise.all([laneSizes(store), store.children(store.layout.claimsDir)]);
+  return { lanes, active };
+}
+
+/** Pointers per ready lane (an active job's pointer among them). */
+export async function laneSizes(store: QueueStore): Promise<Map<string, number>> {
   const { layout } = store;
-  const [lanes, active] = await Promise.all([store.children(layout.ready), store.children(layout.claimsDir)]);
+  const lanes = await store.children(layout.ready);
   const sizes = await Promise.all(lanes.map((lane) => sizeOf(store, layout.lane(lane))));
-  return { lanes: new Map(lanes.map((lane, i) => [lane, sizes[i] ?? 0])), active };
+  return new Map(lanes.map((lane, i) => [lane, sizes[i] ?? 0]));
 }
 
 /**
@@ -96,7 +102,7 @@ export async function delayedNames(store: QueueStore, hour: string): Promise<str
 }
 
 /** Delayed jobs, only those due before `before` when given (BullMQ's delayedTimestamp). */
-async function delayedCount(store: QueueStore, before?: number): Promise<number> {
+export async function delayedCount(store: QueueStore, before?: number): Promise<number> {
   const counts = await Promise.all(
     (await hoursOf(store)).map(async ({ path, start }) => {
       if (before === undefined || start + DELAY_WINDOW_MS <= before) return sizeOf(store, path);
