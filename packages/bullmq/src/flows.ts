@@ -13,6 +13,7 @@ import {
   enqueueJobs,
   FailedChildrenError,
   type FlowJob,
+  isPendingChild,
   type JobRecord,
   LostJobError,
   linkTo,
@@ -158,9 +159,7 @@ export async function moveToWaitingChildren(
   if (!deps || deps.pending === 0) return false;
   if (child) {
     const c: ChildKey = { queue: parentQueueName(child.queue), id: child.id };
-    // in its bucket, or right under a node written before buckets
-    const at = [store.layout.depEntry(jobId, 'u', c), store.layout.legacyDepEntry(jobId, 'u', c)];
-    if (!(await Promise.all(at.map((p) => store.session.exists(p)))).some((s) => s !== null)) return false;
+    if (!(await isPendingChild(store, jobId, c))) return false;
   }
   if (!held) {
     throw token === '0'

@@ -26,6 +26,7 @@ export { type AttemptHooks, type FinishedWaiter, Job, jobState } from './job.js'
 export {
   countJobDependencies,
   type DependencyKind,
+  isPendingChild,
   type JobDependencies,
   jobKey,
   keyPrefix,
