@@ -193,11 +193,7 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     // a FlowProducer's backend is bound to no queue: the flow runs from its root's
     const store = await this.ctx.shared.store((entries[0] as { queueName: string }).queueName);
     await store.init();
-    if (entries.some((e) => (e.jobData.opts?.delay ?? 0) > 0)) await store.clock.now(); // due times: ZooKeeper's clock
-    return flows.addFlowEntries(
-      store,
-      entries.map((e) => attempts.toFlowJob(store, e)),
-    );
+    return flows.addFlowEntries(store, await attempts.toFlowJobs(store, entries));
   }
 
   // ---- running --------------------------------------------------------------
@@ -215,18 +211,13 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
   ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
     const held = await attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
     const hasDeps = await flows.checkCompletable(this.ctx, held.job.record);
-    const keep = attempts.retention('completed', removeOnComplete ?? this.ctx.opts.removeOnComplete);
-    const remove = keep === 'remove';
-    const apart = remove && flows.removedApart(held.job.record, 'completed', hasDeps);
-    const finishedOn = await attempts.finish(
+    const finishedOn = await attempts.finishFinal(
       this.ctx,
       held,
-      { kind: 'completed', returnvalue: returnValue ?? null, remove: remove && !apart },
-      'moveToFinished',
+      { kind: 'completed', returnvalue: returnValue ?? null, remove: false },
+      { given: removeOnComplete, hasDeps, trimmer: () => this.trimmer() },
       held.progress,
-      keep === 'remove' ? undefined : { keep, trimmer: () => this.trimmer() },
     );
-    if (apart) await flows.removeFinished(this.ctx, held.job.record.id);
     await this.ctx.countFinished('completed', finishedOn);
     return { result: fetchNext && !this.closing ? await this.moveToActive(token) : undefined, finishedOn };
   }
@@ -240,19 +231,14 @@ export class ZooKeeperQueueBackend extends EventEmitter implements IQueueBackend
     fieldsToUpdate?: Record<string, unknown>,
   ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
     const held = await attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
-    const keep = attempts.retention('failed', removeOnFail ?? this.ctx.opts.removeOnFail);
-    const remove = keep === 'remove';
     const stacktrace = attempts.stacktraceOf(fieldsToUpdate);
-    const apart = remove && flows.removedApart(held.job.record, 'failed');
-    const finishedOn = await attempts.finish(
+    const finishedOn = await attempts.finishFinal(
       this.ctx,
       attempts.withTrace(held),
-      { kind: 'failed', reason: failedReason, stacktrace, remove: remove && !apart },
-      'moveToFinished',
+      { kind: 'failed', reason: failedReason, stacktrace, remove: false },
+      { given: removeOnFail, trimmer: () => this.trimmer() },
       held.progress,
-      keep === 'remove' ? undefined : { keep, trimmer: () => this.trimmer() },
     );
-    if (apart) await flows.removeFinished(this.ctx, held.job.record.id);
     await this.ctx.countFinished('failed', finishedOn);
     return { result: fetchNext && !this.closing ? await this.moveToActive(token) : undefined, finishedOn };
   }

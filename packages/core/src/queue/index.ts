@@ -19,6 +19,7 @@ export { type AttemptHooks, type FinishedWaiter, Job, jobState } from './job.js'
 export {
   countJobDependencies,
   type DependencyKind,
+  isPendingChild,
   type JobDependencies,
   jobKey,
   keyPrefix,
@@ -26,6 +27,7 @@ export {
   parentKeysIn,
   readJobDependencies,
 } from './job-deps.js';
+export { buildRecords, type FailurePolicy, type JobToBuild, linkTo } from './job-records.js';
 export {
   BUCKET_CAPACITY,
   type ChildKey,
@@ -67,6 +69,8 @@ export {
   validateParent,
 } from './options.js';
 export * from './protocol/index.js';
+export { countPerPriority, countStates } from './reads-counts.js';
+export { rangeOfState, redisRange } from './reads-pages.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy, trimAfterFinish } from './retention.js';
 export { CallOrder, type Turn } from './runtime/call-order.js';
@@ -76,6 +80,14 @@ export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';
 export { IdleLine } from './runtime/idle-line.js';
 export { JobSource, type JobSourceOptions } from './runtime/job-source.js';
 export { METRICS_FLUSH_MS, MetricsCollector } from './runtime/metrics-collector.js';
+export {
+  type FinishedKind,
+  finishRetained,
+  type RetainedFinish,
+  type Retention,
+  type RetentionOption,
+  retentionOf,
+} from './runtime/retained-finish.js';
 export { ServerClock } from './runtime/server-clock.js';
 export { Trimmer } from './runtime/trimmer.js';
 export {
