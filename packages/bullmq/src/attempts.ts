@@ -5,6 +5,7 @@
  * finish is the protocol's fenced finish, so a job revoked or claimed
  * elsewhere cannot complete here.
  */
+import { type JobsOptions, type KeepJobs, LostJobError, MAX_DELAY_MS, MAX_PRIORITY } from '@zkq/core';
 import {
   type ClaimedJob,
   DEFAULT_KEEP_COMPLETED,
@@ -13,15 +14,10 @@ import {
   type Finish,
   type FlowJob,
   type JobRecord,
-  type JobsOptions,
-  type KeepJobs,
   keepPolicy,
   type Lease,
-  LostJobError,
   laneOf,
   leaseOf,
-  MAX_DELAY_MS,
-  MAX_PRIORITY,
   newRecord,
   type Outcome,
   type QueueStore,
@@ -32,7 +28,7 @@ import {
   type Turn,
   trimAfterFinish,
   validateCustomJobId,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode, type JobJson, type MinimalJob, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext, Held } from './context.js';
 import { addEntries, checkDeduplication } from './dedup.js';

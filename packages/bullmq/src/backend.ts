@@ -5,8 +5,9 @@
  * works on the same znode layout as zkq's own Queue and Worker.
  */
 import { EventEmitter } from 'node:events';
-import type { Session, Trimmer as TrimmerType } from '@zkq/core';
-import { CallOrder, Trimmer, untilSilent } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import type { Trimmer as TrimmerType } from '@zkq/core/internal';
+import { CallOrder, Trimmer, untilSilent } from '@zkq/core/internal';
 import type {
   DependenciesOpts,
   FinishedStatus,

@@ -25,7 +25,7 @@ import {
   numberOf,
   type QueueStore,
   waitingStateOf,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 
 /** Records read at once to learn the lanes of active jobs. */
 const RECORD_READS_IN_FLIGHT = 32;

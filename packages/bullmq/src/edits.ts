@@ -15,16 +15,14 @@
  *   new delay or priority) at the version read, in one transaction, planned
  *   again when the job changed meanwhile (a claim moves the version on).
  */
+import { JobStateError, MAX_DELAY_MS, MAX_PRIORITY } from '@zkq/core';
 import {
   clearJobLogs,
   encodeRecord,
   findPointer,
   type JobRecord,
-  JobStateError,
   type LogOwner,
   laneOf,
-  MAX_DELAY_MS,
-  MAX_PRIORITY,
   type Move,
   type QueueStore,
   readJobLogs,
@@ -33,7 +31,7 @@ import {
   toDelayed,
   toReady,
   writeLogs,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode } from 'bullmq';
 import type { AnyJob } from './attempts.js';
 import type { BackendContext, Held } from './context.js';

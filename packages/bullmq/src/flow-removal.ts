@@ -5,18 +5,18 @@
  * dependencies (releasing a parent left with none) and a parent's
  * dependencies with it.
  */
+import { JobStateError } from '@zkq/core';
 import {
   type ChildKey,
   childKey,
   claimRanOut,
   detachOps,
   encodeRecord,
-  JobStateError,
   joinBuilt,
   type QueueStore,
   getDependencies as readDependencies,
   removeJob,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { missingParent } from './flows.js';

@@ -6,24 +6,20 @@
  * here every queue of a flow is in the backend's namespace, so a key's last
  * two parts are all that locate a job.
  */
+import { FailedChildrenError, LostJobError, MissingParentError, NoPendingChildrenError, WatchLoop } from '@zkq/core';
 import {
   addFlows,
   type ChildKey,
   childKey,
   enqueueJobs,
-  FailedChildrenError,
   type FlowJob,
   type JobRecord,
-  LostJobError,
-  MissingParentError,
-  NoPendingChildrenError,
   type ParentLink,
   parentQueueName,
   type QueueStore,
   readDeps,
   removeJob,
-  WatchLoop,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode, type JobJson, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { finishedError } from './json.js';

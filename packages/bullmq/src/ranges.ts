@@ -21,7 +21,7 @@ import {
   sortBySequence,
   sortLanes,
   waitingStateOf,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { canonical, delayedNames, hoursOf, sizeOf } from './census.js';
 
 /** A run of ids read together (a bucket, an hour of delayed jobs), in the walk's order. */

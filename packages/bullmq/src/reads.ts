@@ -9,14 +9,14 @@
  * Flows are not offered by this backend, so no job has children or
  * dependencies: their reads answer truthfully empty.
  */
+import { NoNodeError } from '@zkq/core';
 import {
   isMaxed as coreIsMaxed,
   jobState,
-  NoNodeError,
   type QueueStore,
   readJobLogs,
   getMetrics as readMetrics,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import type { JobJson, JobState, JobType } from 'bullmq';
 import { countPerPriority, countStates } from './census.js';
 import type { BackendContext } from './context.js';

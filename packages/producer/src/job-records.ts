@@ -5,22 +5,19 @@
  * a child's link to its parent. Queue and FlowProducer build records only
  * through this file.
  */
+import { type DefaultJobOptions, InvalidArgumentError, type JobsOptions, PayloadTooLargeError } from '@zkq/core';
 import {
   assertJsonFaithful,
-  type DefaultJobOptions,
   type EnqueueEntry,
-  InvalidArgumentError,
-  type JobsOptions,
   laneOf,
   newRecord,
   type ParentLink,
-  PayloadTooLargeError,
   parentQueueName,
   type QueueStore,
   validateJobName,
   validateJobOptions,
   validatePrefix,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 
 /** A job as validated, its options merged with its queue's defaults. */
 export interface PreparedJob {

@@ -5,6 +5,15 @@
 
 import { performance } from 'node:perf_hooks';
 import {
+  Job,
+  type JobProgress,
+  JobStateError,
+  type KeepJobs,
+  LostJobError,
+  NoPendingChildrenError,
+  UnrecoverableError,
+} from '@zkq/core';
+import {
   advanceAfterClaim,
   type ClaimedJob,
   DEFAULT_KEEP_COMPLETED,
@@ -13,22 +22,15 @@ import {
   type FinishResult,
   isRateLimitError,
   isWaitingChildrenError,
-  Job,
-  type JobProgress,
-  JobStateError,
-  type KeepJobs,
   keepPolicy,
-  LostJobError,
   leaseOf,
-  NoPendingChildrenError,
   type Outcome,
   type QueueStore,
   renewLeases,
   reportProgress,
   sameAttempt,
   trimAfterFinish,
-  UnrecoverableError,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { backoffDelay, normalizeBackoff } from './backoff.js';
 import type { Lease } from './lease-renewer.js';
 import type { WorkerOptions } from './options.js';

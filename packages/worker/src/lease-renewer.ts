@@ -7,7 +7,7 @@
  * the worker aborts that attempt: a renewal that returns late may report an
  * attempt this worker has already followed with a new one of the same job.
  */
-import { type Lease, type QueueStore, renewLeases } from '@zkq/core';
+import { type Lease, type QueueStore, renewLeases } from '@zkq/core/internal';
 
 export type { Lease };
 

@@ -24,19 +24,24 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type Barrier,
   BatchBarrier,
-  CancelWatch,
-  type ClaimedJob,
   ClosedError,
-  DEFAULT_METRICS_DATA_POINTS,
   DEFAULT_PREFIX,
   DoubleBarrier,
+  InvalidArgumentError,
+  type Job,
+  type JobProgress,
+  RateLimitError,
+  type Session,
+  SessionClosedError,
+} from '@zkq/core';
+import {
+  CancelWatch,
+  type ClaimedJob,
+  DEFAULT_METRICS_DATA_POINTS,
   type Finish,
   Finisher,
   type FinishResult,
   Housekeeper,
-  InvalidArgumentError,
-  type Job,
-  type JobProgress,
   JobSource,
   liveWindow,
   MetricsCollector,
@@ -44,16 +49,13 @@ import {
   type PauseState,
   prepareTrims,
   QueueStore,
-  RateLimitError,
-  type Session,
-  SessionClosedError,
   type Span,
   setRateLimit,
   Trimmer,
   untilSilent,
   validatePrefix,
   validateQueueName,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { Attempt } from './attempt.js';
 
 import { setWorkerStore } from './internals.js';
