@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildRecords, type JobToBuild, LIFO_LANE, laneOf, linkTo, MAX_DELAY_MS, type QueueStore } from '@zkq/core';
+import { MAX_DELAY_MS } from '@zkq/core';
+import { buildRecords, type JobToBuild, LIFO_LANE, laneOf, linkTo, type QueueStore } from '@zkq/core/internal';
 
 /** A store with a counter from 7 and a ZooKeeper clock 1,000 ms ahead of the process's. */
 function fakeStore() {

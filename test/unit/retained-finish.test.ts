@@ -5,16 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { KeepJobs } from '@zkq/core';
 import {
   type ClaimedJob,
   type Finish,
   type FinishedKind,
   type FinishResult,
   finishRetained,
-  type KeepJobs,
   type Retention,
   retentionOf,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 
 const job = { record: { id: '1' } } as unknown as ClaimedJob;
 

@@ -5,6 +5,7 @@
  * finish is the protocol's fenced finish, so a job revoked or claimed
  * elsewhere cannot complete here.
  */
+import { type JobsOptions, LostJobError, MAX_PRIORITY } from '@zkq/core';
 import {
   buildRecords,
   type ClaimedJob,
@@ -13,12 +14,9 @@ import {
   type FlowJob,
   finishRetained,
   type JobRecord,
-  type JobsOptions,
   type JobToBuild,
   type Lease,
-  LostJobError,
   leaseOf,
-  MAX_PRIORITY,
   type Outcome,
   type QueueStore,
   type RetainedFinish,
@@ -31,7 +29,7 @@ import {
   type Trimmer,
   type Turn,
   validateCustomJobId,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode, type JobJson, type MinimalJob, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext, Held } from './context.js';
 import { addEntries, checkDeduplication } from './dedup.js';

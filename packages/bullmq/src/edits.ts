@@ -16,17 +16,15 @@
  *   again when the job changed meanwhile (a claim moves the version on): the
  *   protocol's editJob.
  */
+import { JobStateError, MAX_DELAY_MS, MAX_PRIORITY } from '@zkq/core';
 import {
   clearJobLogs,
   editJob,
   encodeRecord,
   findPointer,
   type JobRecord,
-  JobStateError,
   type LogOwner,
   laneOf,
-  MAX_DELAY_MS,
-  MAX_PRIORITY,
   type Plan,
   type QueueStore,
   readJobLogs,
@@ -35,7 +33,7 @@ import {
   toDelayed,
   toReady,
   writeLogs,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode } from 'bullmq';
 import type { AnyJob } from './attempts.js';
 import type { BackendContext, Held } from './context.js';

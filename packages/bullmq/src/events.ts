@@ -12,15 +12,8 @@
  * EventLog), never polls. Values BullMQ parses (`completed`'s returnvalue,
  * `progress`'s data) travel as JSON; every other value as a string.
  */
-import {
-  InvalidArgumentError,
-  logEvents,
-  NoNodeError,
-  type QueueEventRecord,
-  type QueueStore,
-  sequenceOf,
-  trimEventLog,
-} from '@zkq/core';
+import { InvalidArgumentError, NoNodeError } from '@zkq/core';
+import { logEvents, type QueueEventRecord, type QueueStore, sequenceOf, trimEventLog } from '@zkq/core/internal';
 import type { StreamReadRaw } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { type Cursor, type EventLog, eventLogOf, existingEventLog, type LogNode, type Mark } from './event-log.js';

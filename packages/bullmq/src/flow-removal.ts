@@ -5,16 +5,16 @@
  * of its parent's dependencies (releasing a parent left with none) and a
  * parent's dependencies with it.
  */
+import { JobStateError } from '@zkq/core';
 import {
   type ChildKey,
   childKey,
   claimRanOut,
   detachChild,
-  JobStateError,
   type QueueStore,
   getDependencies as readDependencies,
   removeJob,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { missingParent } from './flows.js';

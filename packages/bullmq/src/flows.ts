@@ -6,25 +6,21 @@
  * here every queue of a flow is in the backend's namespace, so a key's last
  * two parts are all that locate a job.
  */
+import { FailedChildrenError, LostJobError, MissingParentError, NoPendingChildrenError, WatchLoop } from '@zkq/core';
 import {
   addFlows,
   type ChildKey,
   childKey,
   enqueueJobs,
-  FailedChildrenError,
   type FlowJob,
   isPendingChild,
   type JobRecord,
-  LostJobError,
   linkTo,
-  MissingParentError,
-  NoPendingChildrenError,
   type ParentLink,
   parentQueueName,
   type QueueStore,
   readDeps,
-  WatchLoop,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode, type JobJson, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { finishedError } from './json.js';

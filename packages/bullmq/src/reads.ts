@@ -9,18 +9,18 @@
  * Flows are not offered by this backend, so no job has children or
  * dependencies: their reads answer truthfully empty.
  */
+import { NoNodeError } from '@zkq/core';
 import {
   isMaxed as coreIsMaxed,
   countPerPriority,
   countStates,
   jobState,
-  NoNodeError,
   type QueueStore,
   rangeOfState,
   readJobLogs,
   getMetrics as readMetrics,
   redisRange,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import type { JobJson, JobState, JobType } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { getDeduplicationJobId as keptJob } from './dedup.js';

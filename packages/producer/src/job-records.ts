@@ -4,21 +4,18 @@
  * child's link to its parent. The records themselves are built by core's
  * buildRecords, which the BullMQ backend uses too.
  */
+import { type DefaultJobOptions, InvalidArgumentError, type JobsOptions, PayloadTooLargeError } from '@zkq/core';
 import {
   assertJsonFaithful,
-  type DefaultJobOptions,
-  InvalidArgumentError,
-  type JobsOptions,
   linkTo,
   type ParentLink,
-  PayloadTooLargeError,
   parentQueueName,
   validateJobName,
   validateJobOptions,
   validatePrefix,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 
-export { buildRecords, type JobToBuild, linkTo } from '@zkq/core';
+export { buildRecords, type JobToBuild, linkTo } from '@zkq/core/internal';
 
 /** A job as validated, its options merged with its queue's defaults. */
 export interface PreparedJob {

@@ -5,6 +5,15 @@
 
 import { performance } from 'node:perf_hooks';
 import {
+  Job,
+  type JobProgress,
+  JobStateError,
+  type KeepJobs,
+  LostJobError,
+  NoPendingChildrenError,
+  UnrecoverableError,
+} from '@zkq/core';
+import {
   advanceAfterClaim,
   type ClaimedJob,
   type Finish,
@@ -13,13 +22,7 @@ import {
   finishRetained,
   isRateLimitError,
   isWaitingChildrenError,
-  Job,
-  type JobProgress,
-  JobStateError,
-  type KeepJobs,
-  LostJobError,
   leaseOf,
-  NoPendingChildrenError,
   type Outcome,
   type QueueStore,
   type Retention,
@@ -27,8 +30,7 @@ import {
   reportProgress,
   retentionOf,
   sameAttempt,
-  UnrecoverableError,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { backoffDelay, normalizeBackoff } from './backoff.js';
 import type { Lease } from './lease-renewer.js';
 import type { WorkerOptions } from './options.js';
