@@ -2,7 +2,7 @@
  * The benchmark's report: every figure of zkq beside BullMQ's and the raw
  * ZooKeeper limit of the same run, then the targets with PASS / MISS.
  */
-import { BUCKET_CAPACITY } from '@zkq/core';
+import { BUCKET_CAPACITY } from '@zkq/core/internal';
 import { fmt, median, table } from './lib.js';
 import type { Metrics } from './scenarios.js';
 import type { TraceEntry } from './worker-child.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { dependencyCounts, openSession, QueueStore, readDeps } from '@zkq/core';
+import { dependencyCounts, openSession, QueueStore, readDeps } from '@zkq/core/internal';
 import { type Job, withBackend } from 'bullmq';
 import { type Fixture, spawnFixture } from '../helpers/process.js';
 import { bullEnv } from '../helpers/queue.js';

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { openSession, QueueLayout } from '@zkq/core';
+import { openSession, QueueLayout } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { assertRateLimited, claimLines, finishZxids, peakActive } from '../helpers/limits.js';
 import { type Fixture, spawnFixture } from '../helpers/process.js';

@@ -158,6 +158,9 @@ test('every package is packed with its license, readme, build output and public 
     assert.ok(!pkg.dependencies?.['@zkq/testing'], `@zkq/${name} does not need @zkq/testing at run time`);
   }
   assert.ok(packed.get('cli')?.files.includes('dist/bin.js'));
+  for (const f of ['dist/internal.js', 'dist/internal.d.ts']) {
+    assert.ok(packed.get('core')?.files.includes(f), `@zkq/core ships ${f}, its internal entry for the other packages`);
+  }
 });
 
 test("the README's own app runs against the installed zkq dev-server", async (t) => {

@@ -4,18 +4,14 @@
  * its rules can be tested without ZooKeeper. The fake session records every
  * multi; a test decides each one's outcome through `respond`.
  */
+import type { Op, OpResult, Session, Stat, ZooKeeperError } from '@zkq/core';
 import {
   type Containers,
   type EventSink,
-  type Op,
-  type OpResult,
   type QueueEventRecord,
   type QueueLayout,
-  type Session,
-  type Stat,
   TxExecutor,
-  type ZooKeeperError,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 
 /** What a unit multi does: resolve with results (default: applied), or throw. */
 export type Respond = (ops: readonly Op[], n: number) => OpResult[] | Promise<OpResult[]>;

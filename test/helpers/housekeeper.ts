@@ -4,7 +4,8 @@
  * so its timings (the promoter's poll, the sweep's period) are the ones in
  * force. Closed, with its session, after the test.
  */
-import { Housekeeper, openSession, QueueStore, type Session } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import { Housekeeper, openSession, QueueStore } from '@zkq/core/internal';
 import type { QueueTestEnv } from './queue.js';
 import { nextEvent } from './zk.js';
 

@@ -6,7 +6,8 @@
  * transaction, which deleted the claim and its slot).
  */
 import assert from 'node:assert/strict';
-import type { QueueLayout, Session } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import type { QueueLayout } from '@zkq/core/internal';
 
 /** One attempt's claim, as the processor read it from its claim node. */
 export interface ClaimSeen {

@@ -17,9 +17,9 @@ import {
   NoNodeError,
   type Op,
   type OpResult,
-  QueueLayout,
   type Session,
 } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 
 const METHODS = ['multi', 'create', 'delete', 'setData', 'getData', 'exists', 'getChildren'] as const;
 type AnyMethod = (...args: unknown[]) => Promise<unknown>;

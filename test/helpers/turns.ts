@@ -4,7 +4,8 @@
  * completes them in one batch with a kept count.
  */
 import assert from 'node:assert/strict';
-import { claimJobs, finishJobs, lookAtHead, QueueStore, type Session } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import { claimJobs, finishJobs, lookAtHead, QueueStore } from '@zkq/core/internal';
 import type { Queue } from '@zkq/producer';
 import type { QueueTestEnv } from './queue.js';
 import { prefixSession } from './znodes.js';

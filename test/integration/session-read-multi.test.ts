@@ -1,15 +1,8 @@
 /** Session.readMulti (ZooKeeper's read-only multi) against a real server. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  BadArgumentsError,
-  MAX_DATA_BYTES,
-  NoNodeError,
-  type ReadOp,
-  readMultiBatchSize,
-  Session,
-  ZooKeeperError,
-} from '@zkq/core';
+import { BadArgumentsError, NoNodeError, type ReadOp, Session, ZooKeeperError } from '@zkq/core';
+import { MAX_DATA_BYTES, readMultiBatchSize } from '@zkq/core/internal';
 import { sharedZooKeeper, TcpProxy, uniqueRoot } from '@zkq/testing';
 import { nextEvent, testSession } from '../helpers/zk.js';
 

@@ -5,7 +5,6 @@ import {
   BadArgumentsError,
   BadVersionError,
   ConnectTimeoutError,
-  MAX_DATA_BYTES,
   NoChildrenForEphemeralsError,
   NodeExistsError,
   NoNodeError,
@@ -16,6 +15,7 @@ import {
   type WatchEvent,
   ZooKeeperError,
 } from '@zkq/core';
+import { MAX_DATA_BYTES } from '@zkq/core/internal';
 import { freePort, sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { testSession, waitFor } from '../helpers/zk.js';
 

@@ -5,7 +5,8 @@
  * the worker whose session that is; and each worker's election steps
  * (worker-child.ts logs them from the `zkq:election` channel).
  */
-import { NoNodeError, QueueStore, Session } from '@zkq/core';
+import { NoNodeError, Session } from '@zkq/core';
+import { QueueStore } from '@zkq/core/internal';
 import type { FaultEvent, WorkerEvent } from './history.js';
 
 /** One election node: name, the id it holds, and its owner session (hex). */

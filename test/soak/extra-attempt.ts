@@ -7,7 +7,8 @@
  * (ZooKeeper's time of the claim), for the rate limit's check.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Job, QueueStore, type Session } from '@zkq/core';
+import type { Job, Session } from '@zkq/core';
+import { QueueStore } from '@zkq/core/internal';
 import { dataHash, type ExtraData, type SoakResult } from './history.js';
 
 /** The extras queue and its rate limit (every worker on it has this limiter). */

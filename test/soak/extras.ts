@@ -188,7 +188,7 @@ export class ExtrasFeeder {
   /** Reads each deduplication id's key at the end: whether its node exists, and the job it keeps when live. */
   async readKeys(queue: Queue): Promise<void> {
     const session = await queue.client;
-    const { QueueStore } = await import('@zkq/core');
+    const { QueueStore } = await import('@zkq/core/internal');
     const layout = new QueueStore(session, queue.name).layout;
     for (const k of this.dedupIds) {
       const exists = (await session.exists(layout.dedupKey(k.dedup))) !== null;

@@ -15,7 +15,8 @@
  * parent goes away, so that it can never outlive the soak.
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { ELECTION_CHANNEL, type ElectionTrace, getDependencies, type Job, QueueStore, type Session } from '@zkq/core';
+import { ELECTION_CHANNEL, type ElectionTrace, type Job, type Session } from '@zkq/core';
+import { getDependencies, QueueStore } from '@zkq/core/internal';
 import { Worker } from '@zkq/worker';
 import { runAttempt, THREAD_PLAN_ENV } from './attempt.js';
 import { EXTRA_LIMIT, runExtraAttempt } from './extra-attempt.js';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CREATOR_ACL, digestId, OPEN_ACL, permissionBits } from '@zkq/core';
+import { CREATOR_ACL, digestId, OPEN_ACL } from '@zkq/core';
+import { permissionBits } from '@zkq/core/internal';
 
 test('permissionBits: ZooKeeper bit values and their unions', () => {
   assert.equal(permissionBits('r'), 1);

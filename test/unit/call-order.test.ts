@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CallOrder } from '@zkq/core';
+import { CallOrder } from '@zkq/core/internal';
 
 /** Lets every pending promise callback run. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));

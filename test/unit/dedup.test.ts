@@ -7,9 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { DeduplicationOptions } from '@zkq/core';
 import {
   DEDUP_ROUNDS,
-  type DeduplicationOptions,
   decide,
   handoffAfterConflict,
   handoffRecord,
@@ -19,7 +19,7 @@ import {
   QueueLayout,
   type RecordState,
   type Seen,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 
 const T0 = 1_900_000_000_000;
 

@@ -7,15 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  BadArgumentsError,
-  NodeExistsError,
-  type ProtocolOp,
-  QueueLayout,
-  type TxUnit,
-  type UnitResult,
-} from '@zkq/core';
-import { EnqueueBatch, type EnqueueUnit } from '../../packages/core/src/queue/runtime/enqueue-batch.ts';
+import { BadArgumentsError, NodeExistsError } from '@zkq/core';
+import { type ProtocolOp, QueueLayout, type TxUnit, type UnitResult } from '@zkq/core/internal';
+import { EnqueueBatch, type EnqueueUnit } from '../../packages/core/src/queue/protocol/add-batch.ts';
 import { atOp, fakeExecutor } from '../helpers/fake-session.ts';
 
 const layout = new QueueLayout('q');

@@ -6,17 +6,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { BadVersionError, NodeExistsError, NoNodeError } from '@zkq/core';
 import {
-  BadVersionError,
   FencedError,
-  NodeExistsError,
-  NoNodeError,
   PLAN_ATTEMPTS,
   type ProtocolOp,
   QueueLayout,
   TooManyConflictsError,
   type TxUnit,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { atOp, fakeExecutor, receiptOf } from '../helpers/fake-session.ts';
 
 const layout = new QueueLayout('q');

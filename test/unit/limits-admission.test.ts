@@ -11,7 +11,7 @@ import {
   type LimitState,
   MANUAL_WINDOW_COUNT,
   type WindowState,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 
 const NOW = 1_000_000;
 

@@ -17,7 +17,7 @@ import {
   seriesLength,
   trimBeforeHour,
   validateMetricsOptions,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

@@ -38,7 +38,7 @@ import {
   trimOps,
   waitingStateOf,
   windowOps,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { idOfPointer, numberOf } from '../../packages/core/src/queue/layout.ts';
 
 const layout = new QueueLayout('q');

@@ -5,14 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { InvalidArgumentError } from '@zkq/core';
 import {
   cancelRequestOps,
-  InvalidArgumentError,
   MAX_CANCEL_REASON_BYTES,
   parseCancelName,
   QueueLayout,
   validateCancelReason,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 
 const layout = new QueueLayout('q');
 

@@ -9,23 +9,25 @@ import {
   BadArgumentsError,
   BadVersionError,
   ConnectionLossError,
-  FencedError,
   NodeExistsError,
   NoNodeError,
   type Op,
   type OpResult,
   OutcomeUnknownError,
   PayloadTooLargeError,
+  RequestTimeoutError,
+  SessionExpiredError,
+  type ZooKeeperError,
+} from '@zkq/core';
+import {
+  FencedError,
   type ProtocolOp,
   type QueueEventRecord,
   QueueLayout,
-  RequestTimeoutError,
-  SessionExpiredError,
   TX_BYTE_BUDGET,
   type TxUnit,
   type UnitResult,
-  type ZooKeeperError,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { MULTI_BYTE_LIMIT, MULTI_OVERHEAD_BYTES, opBytes } from '../../packages/core/src/zk/session.ts';
 import { atOp, type FakeSession, fakeExecutor, receiptOf } from '../helpers/fake-session.ts';
 

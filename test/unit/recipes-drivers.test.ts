@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { exclusiveDriver, readDriver, sequenceOf, sortBySequence, writeDriver } from '@zkq/core';
+import { exclusiveDriver, readDriver, sequenceOf, sortBySequence, writeDriver } from '@zkq/core/internal';
 
 const n = (prefix: string, seq: number) => `${prefix}0123456789ab-${String(seq).padStart(10, '0')}`;
 

@@ -1,16 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  BadVersionError,
-  backoffDelay,
-  ConnectionLossError,
-  DEFAULT_RETRY,
-  isRetryable,
-  NoNodeError,
-  RequestTimeoutError,
-  SessionExpiredError,
-  withRetry,
-} from '@zkq/core';
+import { BadVersionError, ConnectionLossError, NoNodeError, RequestTimeoutError, SessionExpiredError } from '@zkq/core';
+import { backoffDelay, DEFAULT_RETRY, isRetryable, withRetry } from '@zkq/core/internal';
 
 const fast = { baseDelayMs: 1, maxDelayMs: 2 };
 

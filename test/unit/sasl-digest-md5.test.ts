@@ -67,7 +67,7 @@ test("an exchange as ZooKeeper's server runs it: empty first token, the digest, 
 });
 
 test('a queue connection with bad SASL options is refused with InvalidArgumentError naming the option', async () => {
-  const { InvalidArgumentError, validateConnection } = await import('@zkq/core');
+  const { InvalidArgumentError, validateConnection } = await import('@zkq/core/internal');
   const cases: [unknown, string][] = [
     ['alice:secret', 'connection.sasl'],
     [{ username: '', password: 'x' }, 'connection.sasl.username'],

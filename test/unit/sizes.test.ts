@@ -1,18 +1,8 @@
 /** The shared size rules of a finish: texts cut with a marker on a character boundary, a bounded stack history. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  cutReason,
-  cutText,
-  DEFAULT_KEEP_LOGS,
-  keptLogs,
-  keptStacktrace,
-  MAX_LOG_BYTES,
-  MAX_LOG_LINE_BYTES,
-  MAX_REASON_BYTES,
-  MAX_STACK_BYTES,
-  MAX_STACKTRACE_BYTES,
-} from '@zkq/core';
+import { MAX_LOG_BYTES, MAX_LOG_LINE_BYTES, MAX_REASON_BYTES, MAX_STACK_BYTES, MAX_STACKTRACE_BYTES } from '@zkq/core';
+import { cutReason, cutText, DEFAULT_KEEP_LOGS, keptLogs, keptStacktrace } from '@zkq/core/internal';
 
 const bytes = (s: string) => Buffer.byteLength(s);
 

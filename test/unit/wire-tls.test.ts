@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { InvalidArgumentError, tlsOptionsProblem, validateConnection } from '@zkq/core';
+import { InvalidArgumentError } from '@zkq/core';
+import { tlsOptionsProblem, validateConnection } from '@zkq/core/internal';
 import zookeeper from 'node-zookeeper-client';
 import { isSecurityFailure, tlsProblems, useTls } from '../../packages/core/src/zk/wire.ts';
 

@@ -5,34 +5,31 @@
  * finish is the protocol's fenced finish, so a job revoked or claimed
  * elsewhere cannot complete here.
  */
+import { type JobsOptions, LostJobError, MAX_PRIORITY } from '@zkq/core';
 import {
+  buildRecords,
   type ClaimedJob,
-  DEFAULT_KEEP_COMPLETED,
-  DEFAULT_KEEP_FAILED,
-  type EnqueueEntry,
   type Finish,
+  type FinishedKind,
   type FlowJob,
+  finishRetained,
   type JobRecord,
-  type JobsOptions,
-  type KeepJobs,
-  keepPolicy,
+  type JobToBuild,
   type Lease,
-  LostJobError,
-  laneOf,
   leaseOf,
-  MAX_DELAY_MS,
-  MAX_PRIORITY,
-  newRecord,
   type Outcome,
   type QueueStore,
+  type RetainedFinish,
+  type Retention,
+  type RetentionOption,
   renewLeases,
   reportProgress,
+  retentionOf,
   sameAttempt,
   type Trimmer,
   type Turn,
-  trimAfterFinish,
   validateCustomJobId,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode, type JobJson, type MinimalJob, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext, Held } from './context.js';
 import { addEntries, checkDeduplication } from './dedup.js';
@@ -64,12 +61,7 @@ export interface AddEntry {
  */
 export async function addJobs(ctx: BackendContext, entries: AddEntry[], turn?: Turn): Promise<string[]> {
   const store = await ctx.store();
-  const needIds = entries.filter((e) => !e.jobId).length;
-  const ids = needIds ? await store.nextIds(needIds) : [];
-  if (entries.some((e) => (e.job.opts?.delay ?? 0) > 0)) await store.clock.now(); // due times: ZooKeeper's clock
-  const prepared: EnqueueEntry[] = entries.map((e) =>
-    toEntry(e, e.jobId || (ids.shift() as string), (t) => store.clock.fromLocal(t)),
-  );
+  const prepared = await buildRecords(store, entries.map(toBuild));
   if (!prepared.some((p) => p.record.parentLink)) return addEntries(ctx, prepared, turn);
   // a job with a parent goes on its own, counted into its parent's dependencies in its transaction;
   // the jobs go one by one, the call keeping its place until the last is in (the caller passes the turn)
@@ -93,20 +85,27 @@ export async function addJobs(ctx: BackendContext, entries: AddEntry[], turn?: T
 }
 
 /**
- * A job of a flow (FlowProducer's entries, roots first): a parent with
- * children parks in waiting-children (`addToWaitingChildren`).
+ * The jobs of a flow (FlowProducer's entries, roots first), built on the
+ * root's queue `store`: a parent with children parks in waiting-children
+ * (`addToWaitingChildren`).
  */
-export function toFlowJob(
+export async function toFlowJobs(
   store: QueueStore,
-  e: { jobData: JobJson; jobId: string; parentKeyOpts: ParentKeyOpts; queueName: string },
-): FlowJob {
-  const entry = toEntry({ job: e.jobData, jobId: e.jobId, parentKeyOpts: e.parentKeyOpts }, e.jobId, (t) =>
-    store.clock.fromLocal(t),
+  entries: { jobData: JobJson; jobId: string; parentKeyOpts: ParentKeyOpts; queueName: string }[],
+): Promise<FlowJob[]> {
+  const built = await buildRecords(
+    store,
+    entries.map((e) => toBuild({ job: e.jobData, jobId: e.jobId, parentKeyOpts: e.parentKeyOpts })),
   );
-  return { queue: e.queueName, record: entry.record, lane: entry.lane };
+  return built.map((b, i) => ({
+    queue: (entries[i] as { queueName: string }).queueName,
+    record: b.record,
+    lane: b.lane,
+  }));
 }
 
-function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string, toServer: (t: number) => number): EnqueueEntry {
+/** BullMQ's job as core builds it, refused first when zkq cannot keep it (NotSupportedError) or BullMQ would not. */
+function toBuild({ job, jobId, parentKeyOpts }: AddEntry): JobToBuild {
   const opts = job.opts ?? {};
   const parentLink = parentLinkOf(job, parentKeyOpts);
   if (parentLink && opts.deduplication) {
@@ -120,19 +119,17 @@ function toEntry({ job, jobId, parentKeyOpts }: AddEntry, id: string, toServer: 
   if (!Number.isInteger(priority) || priority < 0 || priority > MAX_PRIORITY) {
     throw new RangeError(`Priority should be between 0 and ${MAX_PRIORITY}`);
   }
-  // BullMQ: a priority wins over lifo (lifo orders only jobs without one)
-  const lifo = (opts.lifo ?? false) && priority === 0;
-  const delay = Math.min(Math.max(opts.delay ?? 0, 0), MAX_DELAY_MS);
-  const now = Date.now();
-  const timestamp = job.timestamp || now;
-  const parked = parentKeyOpts?.addToWaitingChildren === true;
-  const state = parked ? 'waiting-children' : delay > 0 ? 'delayed' : 'waiting';
-  const record = newRecord(id, job.name, JSON.parse(job.data || '{}'), opts as JobsOptions, state, now);
-  record.timestamp = timestamp;
-  if (parentLink) record.parentLink = parentLink;
-  // a parent's delay counts from its release (BullMQ), so it has no due time while it waits
-  if (delay > 0 && !parked) record.due = toServer(timestamp + delay);
-  return { record, lane: laneOf(priority, lifo), custom: Boolean(jobId) };
+  const build: JobToBuild = {
+    name: job.name,
+    data: JSON.parse(job.data || '{}'),
+    opts: opts as JobsOptions,
+    id: jobId,
+    // BullMQ's Job was made before it is added: its delay counts from then
+    timestamp: job.timestamp,
+    parked: parentKeyOpts?.addToWaitingChildren === true,
+  };
+  if (parentLink) build.parentLink = parentLink;
+  return build;
 }
 
 // ---- claiming ---------------------------------------------------------------
@@ -244,16 +241,9 @@ export async function heldBy(
   return held;
 }
 
-/** The bounds a finished set keeps, and the Trimmer for what a finish leaves to it. */
-export interface Retention {
-  keep: KeepJobs;
-  trimmer: () => Promise<Trimmer>;
-}
-
 /**
  * Writes an attempt's outcome; the attempt is no longer held either way.
- * With `retention`, a count bound is kept in the finish itself; an age
- * bound (or a count it could not keep) is left to the Trimmer.
+ * A completion or failure goes with its retention (finishFinal).
  */
 export async function finish(
   ctx: BackendContext,
@@ -261,32 +251,60 @@ export async function finish(
   outcome: Outcome,
   command: string,
   progress?: unknown,
-  retention?: Retention,
+  retained?: RetainedFinish,
 ): Promise<number> {
   const id = held.job.record.id;
   const f: Finish = { job: held.job, outcome };
   if (progress !== undefined) f.progress = progress;
-  if (retention) f.keep = retention.keep;
   if (held.logged) f.logged = true;
-  const result = await (await ctx.finisher()).finish(f);
+  const result = retained ? await finishRetained(f, retained) : await (await ctx.finisher()).finish(f);
   release(ctx, id, held.job.token);
   if (!result.ok) {
     throw result.error instanceof LostJobError ? finishedError(ErrorCode.JobLockNotExist, id, command) : result.error;
   }
-  const rest = retention && trimAfterFinish(retention.keep, result.trimLater);
-  if (rest && (outcome.kind === 'completed' || outcome.kind === 'failed')) {
-    const kind = outcome.kind;
-    void retention.trimmer().then((t) => t.request(kind, rest), ctx.onError);
-  }
   return Date.now();
 }
 
-/** BullMQ's `removeOnComplete`/`removeOnFail`: remove at once, or the bounds to keep. */
-export function retention(
-  kind: 'completed' | 'failed',
-  option: boolean | number | { count?: number; age?: number } | undefined,
-): KeepJobs | 'remove' {
-  return keepPolicy(option, kind === 'completed' ? DEFAULT_KEEP_COMPLETED : DEFAULT_KEEP_FAILED);
+/**
+ * BullMQ's moveToFinished: a completion or failure written with its
+ * retention, `given` (the option BullMQ's Worker passes for the set it
+ * finishes in) else the backend's, else zkq's. A job removed at once goes
+ * in its finish's transaction: a parent takes its dependencies along
+ * (`hasDeps`: it has some, though its record may not say so, children
+ * having been added while it ran), a child leaves its parent's. What the
+ * finish leaves of its set's bounds goes to the Trimmer.
+ */
+export async function finishFinal(
+  ctx: BackendContext,
+  held: Held,
+  outcome: Extract<Outcome, { kind: FinishedKind }>,
+  final: { given: RetentionOption; hasDeps?: boolean; trimmer: () => Promise<Trimmer> },
+  progress?: unknown,
+): Promise<number> {
+  const { record } = held.job;
+  const retention = (kind: FinishedKind): Retention =>
+    retentionOf(
+      kind,
+      (kind === outcome.kind ? final.given : undefined) ?? keepOption(record.opts, kind) ?? keepOption(ctx.opts, kind),
+    );
+  // the finish drops the dependencies of a record that has them (the record is not written: it goes)
+  const job =
+    final.hasDeps && !record.hasDeps && retention(outcome.kind) === 'remove'
+      ? { ...held, job: { ...held.job, record: { ...record, hasDeps: true } } }
+      : held;
+  return finish(ctx, job, outcome, 'moveToFinished', progress, {
+    retention,
+    write: async (f) => (await ctx.finisher()).finish(f),
+    trim: (kind, keep) => void final.trimmer().then((t) => t.request(kind, keep), ctx.onError),
+  });
+}
+
+/** A job's or backend's removeOnComplete / removeOnFail. */
+function keepOption(
+  opts: { removeOnComplete?: RetentionOption; removeOnFail?: RetentionOption },
+  kind: FinishedKind,
+): RetentionOption {
+  return kind === 'completed' ? opts.removeOnComplete : opts.removeOnFail;
 }
 
 /** BullMQ's stack trace of a failed attempt (a JSON array it built), newest last. */

@@ -18,7 +18,8 @@
  * requests, and zkq's Worker acts on them by itself: a job runs wherever it
  * runs, and any front-end can cancel it.
  */
-import { CancelWatch, InvalidArgumentError, requestCancel, validateCancelReason, validateJobId } from '@zkq/core';
+import { InvalidArgumentError } from '@zkq/core';
+import { CancelWatch, requestCancel, validateCancelReason, validateJobId } from '@zkq/core/internal';
 import type { Worker } from 'bullmq';
 import { ZooKeeperQueueBackend } from './backend.js';
 

@@ -4,21 +4,19 @@
  * housekeeper), created on first use.
  */
 import { hostname } from 'node:os';
+import { type ConnectionOptions, NoNodeError, type Session } from '@zkq/core';
 import {
   type ClaimedJob,
-  type ConnectionOptions,
   DEFAULT_METRICS_DATA_POINTS,
   Finisher,
   Housekeeper,
   JobSource,
   MetricsCollector,
-  NoNodeError,
   openSession,
   prepareTrims,
   QueueStore,
-  type Session,
   validateQueueName,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import type { KeepJobs, QueueBaseOptions, RateLimiterOptions } from 'bullmq';
 
 /** zkq's connection options: where ZooKeeper is, how long a session lives, credentials, and the namespace. */

@@ -7,23 +7,20 @@
  * The cursors BullMQ loops on (obliterate, promoteJobs, retryJobs) are 0 at
  * once: zkq's operations walk the whole queue in bounded chunks themselves.
  */
+import { type CleanType, JobNotFoundError, JobStateError, QueueNotEmptyError } from '@zkq/core';
 import {
-  type CleanType,
   clean,
   drain as drainQueue,
   iterationId,
-  JobNotFoundError,
-  JobStateError,
   obliterate as obliterateQueue,
   promoteJobs as promoteAll,
   promoteJob,
-  QueueNotEmptyError,
   type RemovedJobs,
   readScheduler,
   removeJobs,
   retryJob,
   retryJobs,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode, type FinishedStatus, type RetryOptions } from 'bullmq';
 import type { AnyJob } from './attempts.js';
 import type { BackendContext } from './context.js';

@@ -12,7 +12,7 @@ import {
   removeDeduplicationKey as removeKey,
   type Turn,
   validateDeduplication,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import type { BackendContext } from './context.js';
 
 /** Throws InvalidArgumentError for unusable `opts.deduplication` (BullMQ only checks that an id is given). */

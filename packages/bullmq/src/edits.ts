@@ -13,19 +13,19 @@
  * - a job running elsewhere: refused with JobStateError (code ZKQ_JOB_STATE);
  * - any other job: its record is rewritten (and its pointer moved, for a
  *   new delay or priority) at the version read, in one transaction, planned
- *   again when the job changed meanwhile (a claim moves the version on).
+ *   again when the job changed meanwhile (a claim moves the version on): the
+ *   protocol's editJob.
  */
+import { JobStateError, MAX_DELAY_MS, MAX_PRIORITY } from '@zkq/core';
 import {
   clearJobLogs,
+  editJob,
   encodeRecord,
   findPointer,
   type JobRecord,
-  JobStateError,
   type LogOwner,
   laneOf,
-  MAX_DELAY_MS,
-  MAX_PRIORITY,
-  type Move,
+  type Plan,
   type QueueStore,
   readJobLogs,
   rewrite,
@@ -33,14 +33,11 @@ import {
   toDelayed,
   toReady,
   writeLogs,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode } from 'bullmq';
 import type { AnyJob } from './attempts.js';
 import type { BackendContext, Held } from './context.js';
 import { finishedError } from './json.js';
-
-/** Plans of an edit whose job keeps changing under it. */
-const EDIT_ATTEMPTS = 5;
 
 /** Where a job is, as an edit sees it. */
 type Found =
@@ -60,20 +57,9 @@ async function find(ctx: BackendContext, id: string): Promise<Found> {
   return { kind: 'idle', store, stored };
 }
 
-/** An edit planned from a fresh look at the job: a move to write, or a result without one. */
-type Plan<T> = { result: T; move?: Move };
-
+/** Writes an edit planned from a fresh look at the job, planned again while the job changes under it. */
 async function edit<T>(ctx: BackendContext, plan: () => Promise<Plan<T>>, receipt: boolean): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    const planned = await plan();
-    if (!planned.move) return planned.result;
-    const [result] = await (await ctx.store()).executor.run([planned.move], { receipt });
-    if (result?.ok) return planned.result;
-    // an op of the move failed: the job changed between the read and the write
-    if (attempt >= EDIT_ATTEMPTS || (result?.error as { opIndex?: number })?.opIndex === undefined) {
-      throw result?.error;
-    }
-  }
+  return editJob(await ctx.store(), plan, { receipt });
 }
 
 function runningElsewhere(id: string, command: string): JobStateError {
@@ -103,8 +89,8 @@ export async function changeDelay(ctx: BackendContext, jobId: string, delay: num
       const record = { ...stored.record, delay, due };
       const event = { event: 'delayed', jobId, delay: due, ts: now };
       return {
-        result: undefined,
-        move: toDelayed(store, stored, record, await findPointer(store, stored.record), [event]),
+        answer: undefined,
+        unit: toDelayed(store, stored, record, await findPointer(store, stored.record), [event]),
       };
     },
     false,
@@ -128,13 +114,13 @@ export async function changePriority(ctx: BackendContext, jobId: string, priorit
       const found = await find(ctx, jobId);
       if (found.kind === 'missing') throw finishedError(ErrorCode.JobNotExist, jobId, 'changePriority');
       if (found.kind === 'running') throw runningElsewhere(jobId, 'changePriority');
-      if (found.kind === 'held') return { result: void editHeld(found.held, change) };
+      if (found.kind === 'held') return { answer: void editHeld(found.held, change) };
       const { store, stored } = found;
       const r = stored.record;
       if (r.state !== 'waiting' && r.state !== 'active')
-        return { result: undefined, move: rewrite(store, stored, change(r)) };
+        return { answer: undefined, unit: rewrite(store, stored, change(r)) };
       // waiting (or active in a record whose worker died: waiting to be claimed again)
-      return { result: undefined, move: toReady(store, stored, change(r), await findPointer(store, r), []) };
+      return { answer: undefined, unit: toReady(store, stored, change(r), await findPointer(store, r), []) };
     },
     false,
   );
@@ -215,13 +201,13 @@ export async function rewriteRecord(
       const found = await find(ctx, id);
       if (found.kind === 'missing') {
         if (o.missing === 'throw') throw finishedError(ErrorCode.JobNotExist, id, command);
-        return { result: undefined };
+        return { answer: undefined };
       }
       if (found.kind === 'running') throw runningElsewhere(id, command);
-      if (found.kind === 'held') return { result: void editHeld(found.held, change) };
+      if (found.kind === 'held') return { answer: void editHeld(found.held, change) };
       const next = change(found.stored.record);
-      if (next === found.stored.record) return { result: undefined };
-      return { result: undefined, move: rewrite(found.store, found.stored, next) };
+      if (next === found.stored.record) return { answer: undefined };
+      return { answer: undefined, unit: rewrite(found.store, found.stored, next) };
     },
     o.receipt,
   );

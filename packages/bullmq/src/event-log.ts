@@ -17,7 +17,8 @@
  * means the start of the new one.
  */
 import { randomBytes } from 'node:crypto';
-import { keepListenerRegistered, NoNodeError, type QueueStore, sequenceOf, type Watcher, WatchLoop } from '@zkq/core';
+import { NoNodeError, type Watcher, WatchLoop } from '@zkq/core';
+import { keepListenerRegistered, type QueueStore, sequenceOf } from '@zkq/core/internal';
 import type { BackendContext } from './context.js';
 
 /** A log node: its name and its sequence number. */

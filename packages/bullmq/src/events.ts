@@ -12,15 +12,8 @@
  * EventLog), never polls. Values BullMQ parses (`completed`'s returnvalue,
  * `progress`'s data) travel as JSON; every other value as a string.
  */
-import {
-  deleteUnit,
-  InvalidArgumentError,
-  logEvents,
-  NoNodeError,
-  type QueueEventRecord,
-  type QueueStore,
-  sequenceOf,
-} from '@zkq/core';
+import { InvalidArgumentError, NoNodeError } from '@zkq/core';
+import { logEvents, type QueueEventRecord, type QueueStore, sequenceOf, trimEventLog } from '@zkq/core/internal';
 import type { StreamReadRaw } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { type Cursor, type EventLog, eventLogOf, existingEventLog, type LogNode, type Mark } from './event-log.js';
@@ -194,14 +187,5 @@ async function lastSeq(store: QueueStore): Promise<number> {
  * events of one transaction). Resolves with the number of nodes removed.
  */
 export async function trimEvents(ctx: BackendContext, maxLength: number): Promise<number> {
-  const store = await ctx.store();
-  const { layout } = store;
-  const names = (await store.children(layout.eventLog)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
-  const doomed = names.slice(0, Math.max(0, names.length - Math.max(0, Math.floor(maxLength) || 0)));
-  if (doomed.length === 0) return 0;
-  const results = await store.executor.run(
-    doomed.map((n) => deleteUnit(`${layout.eventLog}/${n}`)),
-    { receipt: false },
-  );
-  return results.filter((r) => r.ok).length;
+  return trimEventLog(await ctx.store(), maxLength);
 }

@@ -1,5 +1,6 @@
 /** createZooKeeperBackend: the BackendFactory an app hands to BullMQ. */
-import { DEFAULT_PREFIX, validateConnection, validatePrefix, validateRateLimit } from '@zkq/core';
+import { DEFAULT_PREFIX } from '@zkq/core';
+import { validateConnection, validatePrefix, validateRateLimit } from '@zkq/core/internal';
 import type { BackendFactory, QueueBaseOptions } from 'bullmq';
 import { ZooKeeperQueueBackend } from './backend.js';
 import { BackendContext, type BackendOptions, SharedSession, type ZooKeeperConnectionOptions } from './context.js';

@@ -11,7 +11,7 @@ import {
   type QueueStore,
   getDependencies as readDependencies,
   readJobDependencies,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import type { JobJson } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { bullKey } from './flows.js';

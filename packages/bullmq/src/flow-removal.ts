@@ -1,22 +1,20 @@
 /**
- * Taking jobs out of a flow: one child out of its parent's dependencies, a
- * parent's unprocessed children, a whole tree. Each job goes by the
- * protocol's removeJob, which takes a child out of its parent's
- * dependencies (releasing a parent left with none) and a parent's
- * dependencies with it.
+ * Taking jobs out of a flow: one child out of its parent's dependencies
+ * (the protocol's detachChild), a parent's unprocessed children, a whole
+ * tree. Each job goes by the protocol's removeJob, which takes a child out
+ * of its parent's dependencies (releasing a parent left with none) and a
+ * parent's dependencies with it.
  */
+import { JobStateError } from '@zkq/core';
 import {
   type ChildKey,
   childKey,
   claimRanOut,
-  detachOps,
-  encodeRecord,
-  JobStateError,
-  joinBuilt,
+  detachChild,
   type QueueStore,
   getDependencies as readDependencies,
   removeJob,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { missingParent } from './flows.js';
@@ -28,34 +26,10 @@ import { finishedError } from './json.js';
  * Resolves false when it was no pending dependency.
  */
 export async function removeChildDependency(ctx: BackendContext, jobId: string, parentKey: string): Promise<boolean> {
-  const store = await ctx.store();
-  for (let attempt = 1; ; attempt++) {
-    const stored = await store.getJob(jobId);
-    if (!stored) throw finishedError(ErrorCode.JobNotExist, jobId, 'removeChildDependency');
-    const link = stored.record.parentLink;
-    if (!link) return false;
-    const ps = store.sibling(link.queue);
-    if (!(await ps.getJob(link.id))) missingParent(parentKey, 'removeChildDependency');
-    const detach = await detachOps(store, stored.record);
-    if (!detach) return false;
-    // the child forgets its parent, unless it is running (its record is its attempt's token)
-    const forget =
-      stored.record.state === 'active'
-        ? undefined
-        : {
-            ops: [
-              {
-                op: 'setData' as const,
-                path: store.layout.job(jobId),
-                data: encodeRecord({ ...stored.record, parentLink: undefined }),
-                version: stored.version,
-              },
-            ],
-          };
-    const [result] = await store.executor.run([{ build: () => joinBuilt(detach, forget) }], { receipt: false });
-    if (result?.ok) return true;
-    if (attempt >= 5) throw result?.error ?? new Error(`could not detach job ${jobId} from ${parentKey}`);
-  }
+  const outcome = await detachChild(await ctx.store(), jobId);
+  if (outcome === 'no-job') throw finishedError(ErrorCode.JobNotExist, jobId, 'removeChildDependency');
+  if (outcome === 'no-parent') missingParent(parentKey, 'removeChildDependency');
+  return outcome === 'detached';
 }
 
 /**

@@ -6,24 +6,21 @@
  * here every queue of a flow is in the backend's namespace, so a key's last
  * two parts are all that locate a job.
  */
+import { FailedChildrenError, LostJobError, MissingParentError, NoPendingChildrenError, WatchLoop } from '@zkq/core';
 import {
   addFlows,
   type ChildKey,
   childKey,
   enqueueJobs,
-  FailedChildrenError,
   type FlowJob,
+  isPendingChild,
   type JobRecord,
-  LostJobError,
-  MissingParentError,
-  NoPendingChildrenError,
+  linkTo,
   type ParentLink,
   parentQueueName,
   type QueueStore,
   readDeps,
-  removeJob,
-  WatchLoop,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode, type JobJson, type ParentKeyOpts } from 'bullmq';
 import type { BackendContext } from './context.js';
 import { finishedError } from './json.js';
@@ -46,12 +43,13 @@ export function parentLinkOf(job: JobJson, parentKeyOpts?: ParentKeyOpts): Paren
     if (key) at = locateParentKey(key);
   }
   if (!at) return undefined;
-  const link: ParentLink = { ...at };
-  if (opts.failParentOnFailure || job.parent?.fpof) link.fpof = true;
-  if (opts.continueParentOnFailure || job.parent?.cpof) link.cpof = true;
-  if (opts.ignoreDependencyOnFailure || job.parent?.idof) link.idof = true;
-  if (opts.removeDependencyOnFailure || job.parent?.rdof) link.rdof = true;
-  return link;
+  const given = job.parent;
+  return linkTo(at, {
+    failParentOnFailure: Boolean(opts.failParentOnFailure || given?.fpof),
+    continueParentOnFailure: Boolean(opts.continueParentOnFailure || given?.cpof),
+    ignoreDependencyOnFailure: Boolean(opts.ignoreDependencyOnFailure || given?.idof),
+    removeDependencyOnFailure: Boolean(opts.removeDependencyOnFailure || given?.rdof),
+  });
 }
 
 /** The parent's key as the caller gave it (`<queue key>:<id>`), which BullMQ's errors name; none without a parent. */
@@ -157,9 +155,7 @@ export async function moveToWaitingChildren(
   if (!deps || deps.pending === 0) return false;
   if (child) {
     const c: ChildKey = { queue: parentQueueName(child.queue), id: child.id };
-    // in its bucket, or right under a node written before buckets
-    const at = [store.layout.depEntry(jobId, 'u', c), store.layout.legacyDepEntry(jobId, 'u', c)];
-    if (!(await Promise.all(at.map((p) => store.session.exists(p)))).some((s) => s !== null)) return false;
+    if (!(await isPendingChild(store, jobId, c))) return false;
   }
   if (!held) {
     throw token === '0'
@@ -219,22 +215,4 @@ export async function checkCompletable(ctx: BackendContext, record: JobRecord): 
   if (deps?.failed) throw finishedError(ErrorCode.JobHasFailedChildren, record.id, 'moveToFinished');
   if (deps && deps.pending > 0) throw finishedError(ErrorCode.JobPendingChildren, record.id, 'moveToFinished');
   return deps !== undefined;
-}
-
-/**
- * Whether a finished job to remove at once goes by removeJob after its
- * finish rather than inside it: a parent takes its dependencies along, and
- * a child whose failure left it pending releases its parent (BullMQ's
- * removal does both). A crash in between keeps the job finished: nothing
- * is left that a later removal cannot clear.
- */
-export function removedApart(record: JobRecord, kind: 'completed' | 'failed', hasDeps = false): boolean {
-  if (hasDeps || record.hasDeps) return true;
-  const link = record.parentLink;
-  return kind === 'failed' && link !== undefined && !link.fpof && !link.cpof && !link.idof && !link.rdof;
-}
-
-/** Removes a job finished just now and kept for removedApart. */
-export async function removeFinished(ctx: BackendContext, jobId: string): Promise<void> {
-  await removeJob(await ctx.store(), jobId).catch(ctx.onError);
 }

@@ -3,7 +3,8 @@
  * operations. zkq records already carry BullMQ's fields; BullMQ wants data,
  * return value and stack trace as JSON strings.
  */
-import { type JobRecord, type JobState, parentKeysIn } from '@zkq/core';
+import type { JobState } from '@zkq/core';
+import { type JobRecord, parentKeysIn } from '@zkq/core/internal';
 import { ErrorCode, type JobJson, UnrecoverableError } from 'bullmq';
 
 /** A stored record in the shape `Job.fromJSON` reads; `prefix` qualifies a parent's key as BullMQ's. */

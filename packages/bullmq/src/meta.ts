@@ -26,7 +26,7 @@ import {
   updateSettings,
   validateLimit,
   validateWindowMs,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import type { BackendContext } from './context.js';
 
 /** The meta field zkq keeps in its `meta` node. */

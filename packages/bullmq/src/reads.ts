@@ -1,28 +1,30 @@
 /**
  * Reads: job state, data, counts, ranges, logs, metrics, workers.
  *
- * States and counts are BullMQ 6's on Redis (census.ts says where each
- * state lives): a paused queue's waiting jobs stay `waiting`, so
+ * States and counts are BullMQ 6's on Redis (core's reads-counts.ts says
+ * where each state lives): a paused queue's waiting jobs stay `waiting`, so
  * `getCounts(['paused'])` is 0, as on Redis (BullMQ's PostgreSQL backend,
  * and zkq's own Queue, report them as paused instead).
  *
  * Flows are not offered by this backend, so no job has children or
  * dependencies: their reads answer truthfully empty.
  */
+import { NoNodeError } from '@zkq/core';
 import {
   isMaxed as coreIsMaxed,
+  countPerPriority,
+  countStates,
   jobState,
-  NoNodeError,
   type QueueStore,
+  rangeOfState,
   readJobLogs,
   getMetrics as readMetrics,
-} from '@zkq/core';
+  redisRange,
+} from '@zkq/core/internal';
 import type { JobJson, JobState, JobType } from 'bullmq';
-import { countPerPriority, countStates } from './census.js';
 import type { BackendContext } from './context.js';
 import { getDeduplicationJobId as keptJob } from './dedup.js';
 import { toJobJson } from './json.js';
-import { rangeOfState, redisRange } from './ranges.js';
 
 /** Nodes read at once when listing workers. */
 const WORKER_READS_IN_FLIGHT = 32;

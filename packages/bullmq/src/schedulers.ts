@@ -4,18 +4,16 @@
  * exactly once (see there). Hashes are returned in BullMQ's Redis shape,
  * which its JobScheduler parses.
  */
+import { SchedulerCollisionError, SchedulerSlotsBusyError, type JobsOptions as ZkqJobsOptions } from '@zkq/core';
 import {
   advanceScheduler,
   iterationId,
   listSchedulers,
   readScheduler,
   removeScheduler,
-  SchedulerCollisionError,
   type SchedulerRecord,
-  SchedulerSlotsBusyError,
   upsertScheduler,
-  type JobsOptions as ZkqJobsOptions,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { ErrorCode, type JobsOptions, type RepeatableOptions } from 'bullmq';
 import type { BackendContext } from './context.js';
 

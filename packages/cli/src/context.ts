@@ -3,7 +3,8 @@
  * them: connection options, a Queue, a raw session in the namespace.
  */
 import { readFileSync } from 'node:fs';
-import { type ConnectionOptions, openSession, type Session, type TlsOptions } from '@zkq/core';
+import type { ConnectionOptions, Session, TlsOptions } from '@zkq/core';
+import { openSession } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import type { Argv } from 'yargs';
 import { UsageError } from './errors.js';

@@ -5,7 +5,8 @@
  * opened only once it does (and, once open, re-creates nothing on reconnect).
  * While the node is missing there are no queues.
  */
-import { type ConnectionOptions, NoNodeError, openSession, Session, validatePrefix } from '@zkq/core';
+import { type ConnectionOptions, NoNodeError, Session } from '@zkq/core';
+import { openSession, validatePrefix } from '@zkq/core/internal';
 import { queueNamesIn } from './reader.js';
 
 export class NamespaceReader {

@@ -8,23 +8,19 @@
  * States follow BullMQ: while the queue is paused its waiting jobs are
  * `paused` (in counts, in listings and for one job alike).
  */
+import { Job, type JobCounts, type JobState, NoNodeError, Session } from '@zkq/core';
 import {
   decodeQueueName,
   getJobCounts,
-  Job,
-  type JobCounts,
   type JobRecord,
-  type JobState,
   jobState,
   listJobIds,
-  NoNodeError,
   openSession,
   QueueLayout,
   QueueStore,
-  Session,
   validatePrefix,
   validateQueueName,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { connectionOf, type GlobalArgs, prefixOf } from './context.js';
 import { QueueNotFoundError } from './errors.js';
 

@@ -13,7 +13,8 @@
  * Nothing polls: the only timer is the caller's `ttl`, cleared when the wait
  * settles, and closing the QueueEvents rejects every wait with ClosedError.
  */
-import { JobNotFoundError, type QueueStore, TimeoutError } from '@zkq/core';
+import { JobNotFoundError, TimeoutError } from '@zkq/core';
+import type { QueueStore } from '@zkq/core/internal';
 import type { QueueEvents } from './queue-events.js';
 
 type Settle = (outcome: { value: unknown } | { error: Error }) => void;

@@ -20,27 +20,29 @@
  */
 import { EventEmitter } from 'node:events';
 import {
-  addFlow,
   ClosedError,
   DEFAULT_PREFIX,
   type DefaultJobOptions,
-  type EnqueueEntry,
-  getDependencies,
   InvalidArgumentError,
   Job,
   JobExistsError,
   type JobsOptions,
   NodeExistsError,
-  openSession,
   type QueueBaseOptions,
-  QueueStore,
   type Session,
+} from '@zkq/core';
+import {
+  addFlow,
+  type EnqueueEntry,
+  getDependencies,
+  openSession,
+  QueueStore,
   validateConnection,
   validateJobId,
   validateJobOptions,
   validatePrefix,
   validateQueueName,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { buildRecords, type JobToBuild, linkTo, parentLinkOf, prepareJob } from './job-records.js';
 
 /** Options of a flow's nodes: a flow adds no deduplicated jobs (BullMQ's FlowJob options, zkq's subset). */

@@ -26,20 +26,22 @@ import {
   DEFAULT_PREFIX,
   InvalidArgumentError,
   type JobProgress,
-  keepListenerRegistered,
   NoNodeError,
-  openSession,
   type QueueBaseOptions,
+  type Session,
+  WatchLoop,
+} from '@zkq/core';
+import {
+  keepListenerRegistered,
+  openSession,
   type QueueEventRecord,
   QueueStore,
-  type Session,
   sequenceOf,
   validateConnection,
   validateJobId,
   validatePrefix,
   validateQueueName,
-  WatchLoop,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { FinishedWaiters } from './finished-waiters.js';
 
 export interface QueueEventsOptions extends QueueBaseOptions {

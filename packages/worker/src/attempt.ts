@@ -5,30 +5,32 @@
 
 import { performance } from 'node:perf_hooks';
 import {
-  advanceAfterClaim,
-  type ClaimedJob,
-  DEFAULT_KEEP_COMPLETED,
-  DEFAULT_KEEP_FAILED,
-  type Finish,
-  type FinishResult,
-  isRateLimitError,
-  isWaitingChildrenError,
   Job,
   type JobProgress,
   JobStateError,
   type KeepJobs,
-  keepPolicy,
   LostJobError,
-  leaseOf,
   NoPendingChildrenError,
-  type Outcome,
-  type QueueStore,
-  renewLeaseStates,
-  reportProgress,
-  sameAttempt,
-  trimAfterFinish,
   UnrecoverableError,
 } from '@zkq/core';
+import {
+  advanceAfterClaim,
+  type ClaimedJob,
+  type Finish,
+  type FinishedKind,
+  type FinishResult,
+  finishRetained,
+  isRateLimitError,
+  isWaitingChildrenError,
+  leaseOf,
+  type Outcome,
+  type QueueStore,
+  type Retention,
+  renewLeaseStates,
+  reportProgress,
+  retentionOf,
+  sameAttempt,
+} from '@zkq/core/internal';
 import { backoffDelay, normalizeBackoff } from './backoff.js';
 import type { Lease } from './lease-renewer.js';
 import type { WorkerOptions } from './options.js';
@@ -40,7 +42,7 @@ export interface AttemptDriver {
   forced(): boolean;
   /** The processor has settled: its slot may take the next job while the outcome is written. */
   released(): void;
-  trim(kind: 'completed' | 'failed', keep: KeepJobs): void;
+  trim(kind: FinishedKind, keep: KeepJobs): void;
   /** The processor threw a RateLimitError and its job is back to waiting: wait out the window. */
   rateLimited(): void;
 }
@@ -220,7 +222,7 @@ export class Attempt {
       if (result.replaced) outcome = result.replaced;
       if (outcome.kind === 'retry') this.mayWaitAgain = true;
       if (this.limited) this.driver.rateLimited();
-      else this.report(outcome, result.trimLater);
+      else this.report(outcome);
     } finally {
       this.release();
       this.resolveDone();
@@ -254,7 +256,8 @@ export class Attempt {
       this.release();
       await this.parkWrite?.catch(() => false);
       if (this.parking === 'parked') return this.afterPark(undefined);
-      return { kind: 'completed', returnvalue: value ?? null, remove: this.keep('completed') === 'remove' };
+      // removed at once or kept: its retention decides as it is written (finishRetained)
+      return { kind: 'completed', returnvalue: value ?? null, remove: false };
     } catch (err) {
       this.release();
       if (this.driver.forced()) return undefined;
@@ -329,14 +332,15 @@ export class Attempt {
         return { kind: 'retry', reason: err.message, stacktrace, due };
       }
     }
-    return { kind: 'failed', reason: err.message, stacktrace, remove: this.keep('failed') === 'remove' };
+    return { kind: 'failed', reason: err.message, stacktrace, remove: false };
   }
 
-  private keep(kind: 'completed' | 'failed'): KeepJobs | 'remove' {
+  /** The job's retention in a finished set: its own option, else the Worker's, else zkq's. */
+  private retention(kind: FinishedKind): Retention {
     const opts = this.claimed.record.opts;
     return kind === 'completed'
-      ? keepPolicy(opts.removeOnComplete ?? this.opts.removeOnComplete, DEFAULT_KEEP_COMPLETED)
-      : keepPolicy(opts.removeOnFail ?? this.opts.removeOnFail, DEFAULT_KEEP_FAILED);
+      ? retentionOf(kind, opts.removeOnComplete ?? this.opts.removeOnComplete)
+      : retentionOf(kind, opts.removeOnFail ?? this.opts.removeOnFail);
   }
 
   /**
@@ -345,12 +349,14 @@ export class Attempt {
    * receipt back before sending it again.
    */
   private write(outcome: Outcome): Promise<FinishResult> {
-    const f: Finish = { job: this.claimed, outcome, logs: this.logs, progress: this.progress };
-    if (outcome.kind === 'completed' || outcome.kind === 'failed') {
-      const keep = this.keep(outcome.kind);
-      if (keep !== 'remove') f.keep = keep;
-    }
-    return this.driver.finish(f);
+    return finishRetained(
+      { job: this.claimed, outcome, logs: this.logs, progress: this.progress },
+      {
+        retention: (kind) => this.retention(kind),
+        write: (f) => this.driver.finish(f),
+        trim: (kind, keep) => this.driver.trim(kind, keep),
+      },
+    );
   }
 
   private lost(error: Error): void {
@@ -358,28 +364,16 @@ export class Attempt {
     this.worker.emit('lost', this.job, error);
   }
 
-  private report(outcome: Outcome, trimLater?: boolean): void {
+  private report(outcome: Outcome): void {
     const job = this.job;
     job.finishedOn = Date.now();
     job.attemptsMade = this.claimed.record.attemptsMade + 1;
     if (outcome.kind === 'completed') {
       job.returnvalue = outcome.returnvalue;
       this.worker.emit('completed', job, outcome.returnvalue, 'active');
-      this.trim('completed', trimLater);
     } else if (outcome.kind !== 'waiting-children') {
       job.failedReason = outcome.reason;
       this.worker.emit('failed', job, new Error(outcome.reason), 'active');
-      if (outcome.kind === 'failed') this.trim('failed', trimLater);
     }
-  }
-
-  /**
-   * The finish kept a count bound itself; an age bound, or a count it could
-   * not keep, is left to the Trimmer (which batches the work).
-   */
-  private trim(kind: 'completed' | 'failed', trimLater: boolean | undefined): void {
-    const policy = this.keep(kind);
-    const rest = policy === 'remove' ? undefined : trimAfterFinish(policy, trimLater);
-    if (rest) this.driver.trim(kind, rest);
   }
 }

@@ -3,7 +3,7 @@
  * store, for helpers that read the queue through the worker's session
  * (metrics.ts reads the queue depth with it).
  */
-import type { QueueStore } from '@zkq/core';
+import type { QueueStore } from '@zkq/core/internal';
 
 const stores = new WeakMap<object, QueueStore>();
 

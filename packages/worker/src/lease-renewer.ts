@@ -9,7 +9,7 @@
  * A renewal whose outcome could not be learnt reports nothing: the next one
  * proves the lease again.
  */
-import { type Lease, type QueueStore, renewLeases } from '@zkq/core';
+import { type Lease, type QueueStore, renewLeases } from '@zkq/core/internal';
 
 export type { Lease };
 

@@ -7,11 +7,8 @@ import {
   type QueueBaseOptions,
   type RateLimiterOptions,
   type Telemetry,
-  validateConnection,
-  validateMetricsOptions,
-  validateRateLimit,
-  validateTelemetry,
 } from '@zkq/core';
+import { validateConnection, validateMetricsOptions, validateRateLimit, validateTelemetry } from '@zkq/core/internal';
 import type { BackoffStrategy } from './backoff.js';
 
 /** A job processor: resolves with the job's result, throws to fail the attempt (BullMQ's Processor). */

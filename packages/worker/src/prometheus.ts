@@ -17,7 +17,8 @@
  * scrapes counts each job once. Several workers may share one registry.
  */
 import type { JobCounts, Session } from '@zkq/core';
-import { getJobCounts, InvalidArgumentError } from '@zkq/core';
+import { InvalidArgumentError } from '@zkq/core';
+import { getJobCounts } from '@zkq/core/internal';
 import { Counter, Gauge, register as globalRegistry, Histogram, type Registry } from 'prom-client';
 import { workerStore } from './internals.js';
 import type { Worker } from './worker.js';

@@ -12,19 +12,17 @@
  * A retried attempt continues the producer's trace too (BullMQ links it to
  * the failed attempt's span instead).
  */
+import { type Job, SpanKind, type Telemetry } from '@zkq/core';
 import {
   type ClaimedJob,
   type Finish,
   type FinishResult,
-  type Job,
   MetricNames,
   type Outcome,
   type Span,
-  SpanKind,
-  type Telemetry,
   TelemetryAttributes,
   trace,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 
 /** The span operation of an outcome (BullMQ's names). */
 export function finishOperation(outcome: Outcome): 'complete' | 'fail' | 'retry' | 'delay' {

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { QueueLayout } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import { withBackend } from 'bullmq';
 import { queueEnv } from '../../helpers/queue.js';
 import { testSession, waitFor } from '../../helpers/zk.js';

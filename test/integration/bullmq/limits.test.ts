@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { InvalidArgumentError, openSession, QueueLayout, type Session } from '@zkq/core';
+import { InvalidArgumentError, type Session } from '@zkq/core';
+import { openSession, QueueLayout } from '@zkq/core/internal';
 import { withBackend } from 'bullmq';
 import { assertRateLimited, type ClaimSeen, readClaim } from '../../helpers/limits.js';
 import { queueEnv } from '../../helpers/queue.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { QueueLayout } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import { withBackend } from 'bullmq';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { Housekeeper, openSession, promoteDue, QueueStore } from '@zkq/core';
+import { Housekeeper, openSession, promoteDue, QueueStore } from '@zkq/core/internal';
 import { Queue as ZkqQueue } from '@zkq/producer';
 import { withBackend } from 'bullmq';
 import { queueEnv } from '../../helpers/queue.js';

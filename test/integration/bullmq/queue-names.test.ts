@@ -9,7 +9,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { decodeQueueName, encodeQueueName, InvalidArgumentError, openSession } from '@zkq/core';
+import { InvalidArgumentError } from '@zkq/core';
+import { decodeQueueName, encodeQueueName, openSession } from '@zkq/core/internal';
 import { Queue as ZkqQueue } from '@zkq/producer';
 import { withBackend } from 'bullmq';
 import { queueNamesIn } from '../../../packages/cli/src/reader.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { claimJobs, openSession, QueueStore, scanHead } from '@zkq/core';
+import { claimJobs, openSession, QueueStore, scanHead } from '@zkq/core/internal';
 import { withBackend } from 'bullmq';
 import { queueEnv } from '../../helpers/queue.js';
 

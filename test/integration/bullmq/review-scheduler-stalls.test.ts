@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { claimJobs, openSession, QueueStore, scanHead } from '@zkq/core';
+import { claimJobs, openSession, QueueStore, scanHead } from '@zkq/core/internal';
 import { withBackend } from 'bullmq';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';

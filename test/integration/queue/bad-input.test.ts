@@ -5,10 +5,10 @@ import {
   InvalidJobDataError,
   MAX_RECORD_BYTES,
   PayloadTooLargeError,
-  QueueLayout,
   Session,
   ZkqError,
 } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import { Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

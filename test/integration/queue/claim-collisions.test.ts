@@ -7,7 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { claimJobs, lookAtHead, QueueStore, type Session } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import { claimJobs, lookAtHead, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 import { prefixSession } from '../../helpers/znodes.js';

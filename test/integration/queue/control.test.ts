@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { claimJobs, JobNotFoundError, JobStateError, QueueNotEmptyError, QueueStore, scanHead } from '@zkq/core';
+import { JobNotFoundError, JobStateError, QueueNotEmptyError } from '@zkq/core';
+import { claimJobs, QueueStore, scanHead } from '@zkq/core/internal';
 import { Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

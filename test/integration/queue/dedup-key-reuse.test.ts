@@ -12,7 +12,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openSession, QueueLayout, QueueStore, type Session, sweepDedupKeys } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import { openSession, QueueLayout, QueueStore, sweepDedupKeys } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { FaultProxy, OP, request } from '../../helpers/fault-proxy.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { DEDUP_LISTING_MAX, openSession, QueueStore, sweepDedupKeys } from '@zkq/core';
+import { DEDUP_LISTING_MAX, openSession, QueueStore, sweepDedupKeys } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { withBackend } from 'bullmq';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LostJobError, QueueStore, revokeClaims } from '@zkq/core';
+import { LostJobError } from '@zkq/core';
+import { QueueStore, revokeClaims } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

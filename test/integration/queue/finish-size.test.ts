@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MAX_REASON_BYTES, MAX_RECORD_BYTES, MAX_STACK_BYTES, QueueLayout, Session } from '@zkq/core';
+import { MAX_REASON_BYTES, MAX_RECORD_BYTES, MAX_STACK_BYTES, Session } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import { FlowProducer, type Job, Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import {

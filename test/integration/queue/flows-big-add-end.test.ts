@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type MarkSightings, openSession, QueueStore, releaseCutFlows } from '@zkq/core';
+import { type MarkSightings, openSession, QueueStore, releaseCutFlows } from '@zkq/core/internal';
 import { FlowProducer, Queue } from '@zkq/producer';
 import { FaultProxy, OP } from '../../helpers/fault-proxy.js';
 import { runToParent } from '../../helpers/flows.js';

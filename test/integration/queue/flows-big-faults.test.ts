@@ -22,7 +22,7 @@ import {
   QueueStore,
   releaseCutFlows,
   sweepOrphanDeps,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { type Fixture, spawnFixture } from '../../helpers/process.js';

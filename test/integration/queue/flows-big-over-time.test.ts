@@ -13,7 +13,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openSession, QueueStore } from '@zkq/core';
+import { openSession, QueueStore } from '@zkq/core/internal';
 import { Worker } from '@zkq/worker';
 import { zkqFlowEnv } from '../../helpers/flows.js';
 import type { queueEnv } from '../../helpers/queue.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core';
+import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core/internal';
 import { Worker as ZkqWorker } from '@zkq/worker';
 import { type Job, withBackend } from 'bullmq';
 import { flowEnv } from '../../helpers/flows.js';

@@ -1,7 +1,8 @@
 /** QueueStore.nextIds: id blocks sized to demand, unique across stores, continuing an older counter. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ID_BLOCK_SIZE, QueueStore, type Session } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import { ID_BLOCK_SIZE, QueueStore } from '@zkq/core/internal';
 import { testSession } from '../../helpers/zk.js';
 
 /** A store of a queue whose nodes exist (as Queue makes it). */

@@ -7,7 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { JOB_SHARDS, openSession, QueueStore, type Session, sweepDedupKeys } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import { JOB_SHARDS, openSession, QueueStore, sweepDedupKeys } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { InvalidArgumentError, openSession, QueueLayout } from '@zkq/core';
+import { InvalidArgumentError } from '@zkq/core';
+import { openSession, QueueLayout } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { assertRateLimited, type ClaimSeen, finishZxids, readClaim } from '../../helpers/limits.js';

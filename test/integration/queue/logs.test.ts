@@ -7,7 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
-import { decodeRecord, encodeRecord, LOG_SWEEP_SHARDS, QueueStore, sweepOrphanLogs, writeLogs } from '@zkq/core';
+import {
+  decodeRecord,
+  encodeRecord,
+  LOG_SWEEP_SHARDS,
+  QueueStore,
+  sweepOrphanLogs,
+  writeLogs,
+} from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { startLeader } from '../../helpers/housekeeper.js';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type MinutePoint, QueueStore, recordMetrics, TRIM_BATCH } from '@zkq/core';
+import { type MinutePoint, QueueStore, recordMetrics, TRIM_BATCH } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

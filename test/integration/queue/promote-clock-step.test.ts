@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Housekeeper, openSession, QueueStore } from '@zkq/core';
+import { Housekeeper, openSession, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 import { nextEvent, waitFor } from '../../helpers/zk.js';

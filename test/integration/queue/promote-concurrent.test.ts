@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openSession, promoteDue, QueueStore } from '@zkq/core';
+import { openSession, promoteDue, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Housekeeper, openSession, QueueStore } from '@zkq/core';
+import { Housekeeper, openSession, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { FaultProxy, OP, request } from '../../helpers/fault-proxy.js';
 import { queueEnv } from '../../helpers/queue.js';

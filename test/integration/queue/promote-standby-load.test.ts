@@ -8,7 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Housekeeper, openSession, QueueStore, type Session } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import { Housekeeper, openSession, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 import { nextEvent, waitFor } from '../../helpers/zk.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { QueueLayout } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 import { prefixSession } from '../../helpers/znodes.js';

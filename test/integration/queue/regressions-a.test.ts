@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BUCKET_CAPACITY } from '@zkq/core';
+import { BUCKET_CAPACITY } from '@zkq/core/internal';
 import { type BulkJob, Queue } from '@zkq/producer';
 import { Worker, type WorkerOptions } from '@zkq/worker';
 import { type QueueTestEnv, queueEnv } from '../../helpers/queue.js';

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BUCKET_CAPACITY } from '@zkq/core';
+import { BUCKET_CAPACITY } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EVENTS_KEEP, PayloadTooLargeError, ZkqError } from '@zkq/core';
+import { PayloadTooLargeError, ZkqError } from '@zkq/core';
+import { EVENTS_KEEP } from '@zkq/core/internal';
 import { Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openSession, QueueStore, trimFinished } from '@zkq/core';
+import { openSession, QueueStore, trimFinished } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { Worker } from '@zkq/worker';

@@ -9,7 +9,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { InvalidArgumentError, LostJobError, QueueStore, revokeClaims } from '@zkq/core';
+import { InvalidArgumentError, LostJobError } from '@zkq/core';
+import { QueueStore, revokeClaims } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { healSchedulers, iterationId, openSession, QueueStore, readScheduler, type Session } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import { healSchedulers, iterationId, openSession, QueueStore, readScheduler } from '@zkq/core/internal';
 import { Queue as ZkqQueue } from '@zkq/producer';
 import { Worker as ZkqWorker } from '@zkq/worker';
 import { withBackend } from 'bullmq';

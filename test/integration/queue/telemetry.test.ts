@@ -14,7 +14,8 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import type { Attributes, Telemetry } from '@zkq/core';
+import type { Telemetry } from '@zkq/core';
+import type { Attributes } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import type { Telemetry as BullTelemetry } from 'bullmq';

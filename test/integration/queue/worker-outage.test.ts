@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { QueueLayout, Session } from '@zkq/core';
+import { Session } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { Worker } from '@zkq/worker';

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { QueueStore, type Session } from '@zkq/core';
+import type { Session } from '@zkq/core';
+import { QueueStore } from '@zkq/core/internal';
 import { queueEnv } from '../../helpers/queue.js';
 import { prefixSession } from '../../helpers/znodes.js';
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AbortedError, exclusiveDriver, InvalidArgumentError, Lock, type LockDriver, TimeoutError } from '@zkq/core';
+import { AbortedError, InvalidArgumentError, Lock, TimeoutError } from '@zkq/core';
+import { exclusiveDriver, type LockDriver } from '@zkq/core/internal';
 import { expire, sessionsOn, spawnFixture, watchedPaths } from '../../fixtures/recipes/helpers.js';
 import { nextEvent, waitFor } from '../../helpers/zk.js';
 

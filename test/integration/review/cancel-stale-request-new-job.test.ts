@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { claimJobs, openSession, QueueStore, readCancelRequests, requestCancel, scanHead } from '@zkq/core';
+import { claimJobs, openSession, QueueStore, readCancelRequests, requestCancel, scanHead } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

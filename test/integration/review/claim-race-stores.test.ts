@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { claimJobs, lookAtHead, QueueStore, Session } from '@zkq/core';
+import { Session } from '@zkq/core';
+import { claimJobs, lookAtHead, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { FaultProxy, OP } from '../../helpers/fault-proxy.js';
 import { queueEnv } from '../../helpers/queue.js';

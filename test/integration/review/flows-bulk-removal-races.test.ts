@@ -22,7 +22,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type Op, type OpResult, QueueLayout, type Session } from '@zkq/core';
+import type { Op, OpResult, Session } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import { FlowProducer, type Job, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openSession, QueueStore } from '@zkq/core';
+import { openSession, QueueStore } from '@zkq/core/internal';
 import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core';
+import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core/internal';
 import { Worker } from '@zkq/worker';
 import { zkqFlowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { QueueStore, renewLeases, revokeClaims } from '@zkq/core';
+import { QueueStore, renewLeases, revokeClaims } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

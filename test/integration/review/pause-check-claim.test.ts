@@ -7,7 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
-import { type Candidate, claimJobs, claimLimited, lookAtHead, type Op, QueueStore } from '@zkq/core';
+import type { Op } from '@zkq/core';
+import { type Candidate, claimJobs, claimLimited, lookAtHead, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 import { prefixSession } from '../../helpers/znodes.js';

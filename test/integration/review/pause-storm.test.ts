@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { QueueLayout } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import { Queue, QueueEvents } from '@zkq/producer';
 import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { Worker } from '@zkq/worker';

@@ -10,7 +10,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type Op, QueueLayout, type Session } from '@zkq/core';
+import type { Op, Session } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import { type Job, Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { QueueStore } from '@zkq/core';
+import { QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';

@@ -17,17 +17,16 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { LostJobError, type Session } from '@zkq/core';
 import {
   type ClaimedJob,
   claimJobs,
   finishJobs,
-  LostJobError,
   lookAtHead,
   prepareTrims,
   QueueStore,
   revokeClaims,
-  type Session,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 import { prefixSession } from '../../helpers/znodes.js';

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { QueueStore } from '@zkq/core';
+import type { QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../helpers/queue.js';
 import { completeTurn, storesOf } from '../../helpers/turns.js';

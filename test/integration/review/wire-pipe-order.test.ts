@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MAX_DATA_BYTES } from '@zkq/core';
+import { MAX_DATA_BYTES } from '@zkq/core/internal';
 import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { testSession } from '../../helpers/zk.js';
 

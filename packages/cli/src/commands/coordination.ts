@@ -12,7 +12,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants, hostname } from 'node:os';
-import { Barrier, BatchBarrier, Lock, QueueLayout, type Session } from '@zkq/core';
+import { Barrier, BatchBarrier, Lock, type Session } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import type { Argv } from 'yargs';
 import { checkNodeName, type GlobalArgs, integer, positive, withSession, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, UsageError } from '../errors.js';

@@ -3,7 +3,8 @@
  * read through reader.ts and create nothing; a queue that does not exist
  * ends them with exit 8. `zkq job --follow` then follows the job (follow.ts).
  */
-import { LeaderElection, NoNodeError, QueueLayout, type Session } from '@zkq/core';
+import { LeaderElection, NoNodeError, type Session } from '@zkq/core';
+import { QueueLayout } from '@zkq/core/internal';
 import type { Argv } from 'yargs';
 import { type GlobalArgs, integer, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT } from '../errors.js';

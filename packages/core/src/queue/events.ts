@@ -9,17 +9,17 @@
  * Readers follow the log in sequence order. The transaction executor, which
  * writes every event node, trims the log to its last EVENTS_KEEP nodes every
  * EVENTS_TRIM_EVERY nodes, so a reader that falls that far behind misses
- * events (like a capped stream).
+ * events (like a capped stream). A QueueEvents keeps its listener node
+ * registered through protocol/event-listener.ts.
  */
-import { NodeExistsError, NoNodeError } from '../zk/errors.js';
+import { NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
-import type { Op, Watcher } from '../zk/types.js';
+import type { Op } from '../zk/types.js';
 import type { QueueEventRecord } from './event-record.js';
 import type { QueueLayout } from './layout.js';
 import { eventOp } from './protocol/builders.js';
 
 export type { QueueEventRecord } from './event-record.js';
-export { EVENTS_KEEP } from './protocol/executor.js';
 
 /** Wait before re-arming a watch whose re-arm failed, ms. */
 const REARM_RETRY_MS = 500;
@@ -99,29 +99,5 @@ export class EventSink {
   op(events: QueueEventRecord[]): Op | undefined {
     if (!this.enabled || events.length === 0) return undefined;
     return eventOp(this.layout, events);
-  }
-}
-
-/**
- * Keeps a QueueEvents' EPHEMERAL `events/listeners/<id>` present: watches it
- * (through `watch`, which a WatchLoop re-arms) and creates it when missing.
- * When the queue was obliterated, nothing is re-created here (that would
- * leave a queue without its meta): the watch on the listeners directory says
- * when the queue is made again, and the next look registers.
- */
-export async function keepListenerRegistered(
-  session: Session,
-  layout: QueueLayout,
-  id: string,
-  watch: Watcher,
-): Promise<void> {
-  const node = `${layout.eventListeners}/${id}`;
-  if (await session.exists(node, { watch })) return;
-  try {
-    await session.create(node, undefined, 'ephemeral');
-  } catch (err) {
-    if (err instanceof NodeExistsError) return;
-    if (!(err instanceof NoNodeError)) throw err;
-    if (await session.exists(layout.eventListeners, { watch })) throw err; // made meanwhile: look again
   }
 }

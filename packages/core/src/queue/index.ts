@@ -14,18 +14,12 @@ export {
 } from './dedup.js';
 export { type AddOutcome, type DedupAction, decide, enqueueJobs } from './dedup-add.js';
 export * from './errors.js';
-export {
-  EVENT_VALUE_LIMIT,
-  EVENTS_KEEP,
-  EventSink,
-  eventValue,
-  keepListenerRegistered,
-  type QueueEventRecord,
-} from './events.js';
+export { EVENT_VALUE_LIMIT, EventSink, eventValue, type QueueEventRecord } from './events.js';
 export { type AttemptHooks, type FinishedWaiter, Job, jobState } from './job.js';
 export {
   countJobDependencies,
   type DependencyKind,
+  isPendingChild,
   type JobDependencies,
   jobKey,
   keyPrefix,
@@ -33,6 +27,7 @@ export {
   parentKeysIn,
   readJobDependencies,
 } from './job-deps.js';
+export { buildRecords, type FailurePolicy, type JobToBuild, linkTo } from './job-records.js';
 export {
   BUCKET_CAPACITY,
   type ChildKey,
@@ -74,6 +69,8 @@ export {
   validateParent,
 } from './options.js';
 export * from './protocol/index.js';
+export { countPerPriority, countStates } from './reads-counts.js';
+export { rangeOfState, redisRange } from './reads-pages.js';
 export * from './record.js';
 export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy, trimAfterFinish } from './retention.js';
 export { CallOrder, type Turn } from './runtime/call-order.js';
@@ -83,6 +80,14 @@ export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';
 export { IdleLine } from './runtime/idle-line.js';
 export { JobSource, type JobSourceOptions } from './runtime/job-source.js';
 export { METRICS_FLUSH_MS, MetricsCollector } from './runtime/metrics-collector.js';
+export {
+  type FinishedKind,
+  finishRetained,
+  type RetainedFinish,
+  type Retention,
+  type RetentionOption,
+  retentionOf,
+} from './runtime/retained-finish.js';
 export { ServerClock } from './runtime/server-clock.js';
 export { Trimmer } from './runtime/trimmer.js';
 export {

@@ -23,6 +23,16 @@ export function jobKey(store: QueueStore, c: ChildKey): string {
   return `${keyPrefix(store)}:${c.queue}:${c.id}`;
 }
 
+/**
+ * Whether `child` is still a pending dependency of the parent `parentId`:
+ * its unprocessed entry is in its bucket, or right under a node written
+ * before buckets.
+ */
+export async function isPendingChild(store: QueueStore, parentId: string, child: ChildKey): Promise<boolean> {
+  const at = [store.layout.depEntry(parentId, 'u', child), store.layout.legacyDepEntry(parentId, 'u', child)];
+  return (await Promise.all(at.map((p) => store.session.exists(p)))).some((s) => s !== null);
+}
+
 /** BullMQ's `parentKey` and `parent` of a child, from its link. */
 export function parentKeys(store: QueueStore, link: ParentLink): { parentKey: string; parent: ParentKeys } {
   return parentKeysIn(keyPrefix(store), link);

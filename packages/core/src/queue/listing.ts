@@ -1,26 +1,13 @@
+/**
+ * zkq's Queue reads by state: counts and lists of ids, as its API answers
+ * them (a paused queue's waiting jobs count as `paused`). Its sizes come
+ * from reads-counts.ts, whose counts and pages (reads-pages.ts) the BullMQ
+ * backend answers with, as BullMQ on Redis does.
+ */
 import { delayedHours, type Located, pointersIn, readyPointers, waitingStateOf } from './protocol/index.js';
+import { delayedCount, laneSizes, sizeOf } from './reads-counts.js';
 import type { QueueStore } from './store.js';
 import type { JobType } from './types.js';
-
-/** Pointers in a bucketed container: its buckets' child counts summed. */
-async function countUnder(store: QueueStore, dir: string): Promise<number> {
-  const subdirs = await store.children(dir);
-  const stats = await Promise.all(subdirs.map((d) => store.session.exists(`${dir}/${d}`)));
-  return stats.reduce((sum, s) => sum + (s?.numChildren ?? 0), 0);
-}
-
-async function countDelayed(store: QueueStore): Promise<number> {
-  const counts = await Promise.all((await delayedHours(store)).map((hour) => countUnder(store, hour)));
-  return counts.reduce((a, b) => a + b, 0);
-}
-
-/** Pointers per lane (buckets summed from their stats). */
-async function laneCounts(store: QueueStore): Promise<Map<string, number>> {
-  const { layout } = store;
-  const lanes = await store.children(layout.ready);
-  const counts = await Promise.all(lanes.map((lane) => countUnder(store, layout.lane(lane))));
-  return new Map(lanes.map((lane, i) => [lane, counts[i] ?? 0]));
-}
 
 /**
  * Whether nothing runs and nothing waits to run (BullMQ's `drained`): no
@@ -32,7 +19,7 @@ export async function isDrained(store: QueueStore): Promise<boolean> {
   const claims = await store.session.exists(store.layout.claimsDir);
   if ((claims?.numChildren ?? 0) > 0) return false;
   if (await store.isPaused()) return true;
-  for (const n of (await laneCounts(store)).values()) if (n > 0) return false;
+  for (const n of (await laneSizes(store)).values()) if (n > 0) return false;
   return true;
 }
 
@@ -43,13 +30,13 @@ export async function getJobCounts(store: QueueStore, types: JobType[]): Promise
   await store.init();
   const { layout } = store;
   const [lanes, claims, delayed, completed, failed, paused, parents] = await Promise.all([
-    laneCounts(store),
+    laneSizes(store),
     store.children(layout.claimsDir),
-    countDelayed(store),
-    countUnder(store, layout.completedDir),
-    countUnder(store, layout.failedDir),
+    delayedCount(store),
+    sizeOf(store, layout.completedDir),
+    sizeOf(store, layout.failedDir),
     store.isPaused(),
-    countUnder(store, layout.childrenDir),
+    sizeOf(store, layout.childrenDir),
   ]);
   const active = claims.length;
   let plain = 0;

@@ -10,160 +10,22 @@
  * the window (at most TRIM_BATCH per write).
  *
  * Writes: a worker collects counts per minute and writes them at most once
- * per few seconds (no write per job), as one transaction through the protocol
- * executor: the head at the version read (a concurrent writer makes it fail,
- * and the batch is built again on a fresh read), the chunks it adds to, and
- * the trimmed ones. An unknown outcome is settled by the executor's receipt,
- * so a batch is never counted twice. A queue that was deleted is not created
- * again by a late write: the `metrics` directory is created only inside an
- * existing queue.
+ * per few seconds (no write per job), in one transaction written at the
+ * versions read (protocol/metrics-record.ts).
  */
-import { NoNodeError, type ZooKeeperError } from '../zk/errors.js';
 import {
   CHUNK_MINUTES,
   decodeChunk,
-  decodeHead,
   hourOf,
   type Metrics,
   type MetricsKind,
-  type MinutePoint,
-  mergePoints,
   pointMinutes,
-  type SeriesHead,
   seriesLength,
-  trimBeforeHour,
 } from './metrics-series.js';
-import type { ProtocolOp, TxUnit } from './protocol/executor.js';
+import { readChunks, readHead } from './protocol/metrics-record.js';
 import type { QueueStore } from './store.js';
 
-/** Chunks deleted by one write at most (the rest by the next ones). */
-export const TRIM_BATCH = 200;
-/** Chunks read per request. */
-const READ_BATCH = 500;
-/** Times a batch is built again after a concurrent writer changed the series. */
-const MAX_CONFLICTS = 20;
-
-/**
- * Adds `points` to the queue's series of `kind`, trimmed to `maxDataPoints`.
- * Rejects when the batch could not be written (nothing of it was).
- */
-export async function recordMetrics(
-  store: QueueStore,
-  kind: MetricsKind,
-  points: readonly MinutePoint[],
-  maxDataPoints: number,
-): Promise<void> {
-  if (points.length === 0) return;
-  let conflicts = 0;
-  const unit = (): TxUnit => ({ build: () => buildWrite(store, kind, points, maxDataPoints) });
-  const [result] = await store.executor.run([unit()], {
-    onConflict: (_u, err: ZooKeeperError) => {
-      // the series changed since it was read, or its directory appeared: read again
-      if (err instanceof NoNodeError || ++conflicts > MAX_CONFLICTS) return undefined;
-      return unit();
-    },
-  });
-  if (result && !result.ok) throw result.error;
-}
-
-async function buildWrite(
-  store: QueueStore,
-  kind: MetricsKind,
-  points: readonly MinutePoint[],
-  max: number,
-): Promise<{ ops: ProtocolOp[] }> {
-  const { session, layout } = store;
-  const path = layout.metricsSeries(kind);
-  const stored = await readHead(store, kind);
-  const change = mergePoints(stored?.head, points, max);
-  const head = change.head;
-  const ops: ProtocolOp[] = [];
-  if (stored) ops.push({ op: 'setData', path, data: Buffer.alloc(0), version: stored.version });
-  else {
-    // Inside the queue only: a deleted queue fails this create (NoNode) rather than coming back.
-    if (!(await session.exists(layout.metricsDir))) ops.push({ op: 'create', path: layout.metricsDir });
-    ops.push({ op: 'create', path, data: Buffer.alloc(0) });
-  }
-  const headIndex = ops.length - 1;
-  const hours = [...change.adds.keys()];
-  const chunks = await readChunks(store, kind, hours);
-  let oldest = head.oldest;
-  for (const hour of hours) {
-    const chunk = chunks.get(hour);
-    const counts = decodeChunk(chunk?.data);
-    for (const [i, n] of change.adds.get(hour) ?? []) counts[i] = (counts[i] ?? 0) + n;
-    const data = Buffer.from(JSON.stringify(counts));
-    const chunkPath = layout.metricsChunk(kind, hour);
-    if (chunk) ops.push({ op: 'setData', path: chunkPath, data, version: chunk.version });
-    else ops.push({ op: 'create', path: chunkPath, data });
-    oldest = Math.min(oldest ?? hour, hour);
-  }
-  if (stored && oldest !== undefined && oldest < trimBeforeHour(head)) {
-    const trim = await trimOps(store, kind, head, hours);
-    ops.push(...trim.ops);
-    oldest = trim.oldest;
-  }
-  head.oldest = oldest;
-  (ops[headIndex] as { data: Buffer }).data = Buffer.from(JSON.stringify(head));
-  return { ops };
-}
-
-/** Deletes of the chunks before the window (TRIM_BATCH at most), and the oldest hour left. */
-async function trimOps(
-  store: QueueStore,
-  kind: MetricsKind,
-  head: SeriesHead,
-  written: number[],
-): Promise<{ ops: ProtocolOp[]; oldest: number | undefined }> {
-  const names = await store.children(store.layout.metricsSeries(kind));
-  const stored = names.filter((n) => /^h-\d{10}$/.test(n)).map((n) => Number(n.slice(2)));
-  const cutoff = trimBeforeHour(head);
-  const gone = new Set(
-    stored
-      .filter((h) => h < cutoff)
-      .sort((a, b) => a - b)
-      .slice(0, TRIM_BATCH),
-  );
-  const left = [...stored.filter((h) => !gone.has(h)), ...written];
-  return {
-    ops: [...gone].map((h) => ({ op: 'delete', path: store.layout.metricsChunk(kind, h) }) as ProtocolOp),
-    oldest: left.length > 0 ? Math.min(...left) : undefined,
-  };
-}
-
-async function readHead(
-  store: QueueStore,
-  kind: MetricsKind,
-): Promise<{ head?: SeriesHead; version: number } | undefined> {
-  try {
-    const { data, stat } = await store.session.getData(store.layout.metricsSeries(kind));
-    const head = decodeHead(data);
-    return head ? { head, version: stat.version } : { version: stat.version };
-  } catch (err) {
-    if (err instanceof NoNodeError) return undefined;
-    throw err;
-  }
-}
-
-/** The chunks of `hours` that exist, with their data and version. */
-async function readChunks(
-  store: QueueStore,
-  kind: MetricsKind,
-  hours: readonly number[],
-): Promise<Map<number, { data: Buffer; version: number }>> {
-  const found = new Map<number, { data: Buffer; version: number }>();
-  for (let i = 0; i < hours.length; i += READ_BATCH) {
-    const batch = hours.slice(i, i + READ_BATCH);
-    const results = await store.session.readMulti(
-      batch.map((h) => ({ op: 'getData' as const, path: store.layout.metricsChunk(kind, h) })),
-    );
-    results.forEach((r, j) => {
-      if (r.ok) found.set(batch[j] as number, { data: r.data, version: r.stat.version });
-      else if (!(r.error instanceof NoNodeError)) throw r.error;
-    });
-  }
-  return found;
-}
+export { recordMetrics, TRIM_BATCH } from './protocol/metrics-record.js';
 
 /**
  * BullMQ's getMetrics: the series of `kind`, points `start`..`end` (0 is the

@@ -19,16 +19,16 @@ import { LayoutVersionError } from './errors.js';
 import { EventSink, type QueueEventRecord } from './events.js';
 import { ID_BLOCK_SIZE, LAYOUT_VERSION, QueueLayout } from './layout.js';
 import { addedBuilt, addJobs, ENQUEUE_IN_FLIGHT, type EnqueueEntry, enqueueEvents } from './protocol/add.js';
-import type { Destination, Place } from './protocol/builders.js';
+import { EnqueueBatch } from './protocol/add-batch.js';
+import type { Destination } from './protocol/builders.js';
 import { Containers } from './protocol/containers.js';
-import type { ClaimInfo, ProtocolContext, StoredJob } from './protocol/context.js';
+import type { ClaimInfo, Place, ProtocolContext, StoredJob } from './protocol/context.js';
 import { type Built, type ProtocolOp, TxExecutor } from './protocol/executor.js';
 import { metaData, writePaused } from './protocol/pause.js';
 import { publishEvents } from './protocol/publish.js';
 import { serverTime } from './protocol/server-time.js';
 import { decodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
-import { EnqueueBatch } from './runtime/enqueue-batch.js';
 import { ServerClock } from './runtime/server-clock.js';
 
 /** The first job id of a queue. */

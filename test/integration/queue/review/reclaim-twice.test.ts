@@ -9,16 +9,16 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { ConnectionLossError } from '@zkq/core';
 import {
   type ClaimedJob,
-  ConnectionLossError,
   claimJobs,
   type Lease,
   leaseOf,
   lookAtHead,
   QueueStore,
   renewLeases,
-} from '@zkq/core';
+} from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { workerStore } from '../../../../packages/worker/src/internals.ts';

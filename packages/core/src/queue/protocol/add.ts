@@ -2,15 +2,15 @@
  * Adding jobs: each job's record and its one pointer (ready in its lane, or
  * delayed until its due time), with its deduplication key when it has one,
  * in as few transactions as fit, in order (FIFO). The adds of one turn of
- * the event loop share transactions (runtime/enqueue-batch.ts).
+ * the event loop share transactions (add-batch.ts).
  */
 import { NodeExistsError } from '../../zk/errors.js';
 import type { QueueEventRecord } from '../event-record.js';
 import { encodeRecord, type JobRecord } from '../record.js';
 import type { Turn } from '../runtime/call-order.js';
-import type { EnqueueBatch, EnqueueUnit } from '../runtime/enqueue-batch.js';
-import { dedupKeyOp, enqueueOps, type Place } from './builders.js';
-import type { ProtocolContext } from './context.js';
+import type { EnqueueBatch, EnqueueUnit } from './add-batch.js';
+import { dedupKeyOp, enqueueOps } from './builders.js';
+import type { Place, ProtocolContext } from './context.js';
 import type { Built, ProtocolOp } from './units.js';
 
 /** Enqueue transactions one call keeps in flight (when no custom id can make one fail). */
@@ -63,7 +63,7 @@ export async function addedBuilt(
 }
 
 /**
- * Enqueues entries through `batch` (ProtocolContext.enqueue): entries whose
+ * Enqueues entries through `batch` (QueueStore.enqueue): entries whose
  * custom id exists already are skipped and reported in `existing`; an entry
  * whose deduplication key exists is settled against it by the unit its
  * `met` gives, at its place; an entry too large for any transaction fails

@@ -12,11 +12,8 @@ import { PayloadTooLargeError } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
 import type { QueueLayout } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
-import type { ClaimInfo, ProtocolContext } from './context.js';
-
-export type { ClaimInfo };
-
 import { pauseCheckOp } from './builders.js';
+import type { ClaimInfo, ProtocolContext } from './context.js';
 import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
 
 /** Lane of jobs without priority. */

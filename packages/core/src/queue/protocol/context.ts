@@ -1,7 +1,7 @@
 /**
  * What the protocol's transitions are given of a queue: its session, layout,
  * executor and clock, the reads they plan from, and where a new pointer
- * goes. ProtocolContext (store.ts) is the one implementation; the protocol names
+ * goes. QueueStore (store.ts) is the one implementation; the protocol names
  * this type only, so no import runs from it back up to the store.
  */
 import type { Session } from '../../zk/session.js';
@@ -36,6 +36,8 @@ export interface ClaimInfo {
   /** The rate-limit window that counted the attempt. */
   window?: string;
 }
+
+export type { Place };
 
 export interface ProtocolContext {
   readonly session: Session;

@@ -7,14 +7,13 @@
  * first, to the job's log node. Called by the Worker's Finisher.
  */
 import { NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
+import { type HandoffMode, handoffAfterConflict, withHandoff } from '../dedup.js';
 import { LostJobError, PayloadTooLargeError } from '../errors.js';
 import type { QueueLayout } from '../layout.js';
 import { encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
 import { tooLargeReason } from '../sizes.js';
 import { type Destination, parkedPath, pointerOp } from './builders.js';
-import type { ClaimInfo } from './claim.js';
-import type { ProtocolContext } from './context.js';
-import { type HandoffMode, handoffAfterConflict, withHandoff } from './dedup-handoff.js';
+import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { Built, ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { type Finish, type Outcome, planFinish } from './finish-plan.js';
 import { mayBePendingChild } from './flow-detach.js';

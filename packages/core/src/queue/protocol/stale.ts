@@ -10,8 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { LostJobError } from '../errors.js';
 import type { QueueLayout } from '../layout.js';
 import { encodeRecord, type JobRecord } from '../record.js';
-import type { ClaimInfo } from './claim.js';
-import type { ProtocolContext } from './context.js';
+import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
 
 /** A claim judged stale: its node's version, the attempt's token, and the slot it names. */

@@ -19,14 +19,11 @@
  * events are the caller's to react to (see JobSource): a look after any
  * reconnection re-arms whatever watch the connection may have lost.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { NoNodeError, SessionClosedError, SessionExpiredError } from '../../zk/errors.js';
+import { NoNodeError } from '../../zk/errors.js';
 import { sortBySequence } from '../../zk/sequence.js';
 import type { Watcher } from '../../zk/types.js';
+import { idleNodePath, idleNodePrefix, joinIdleLine, leaveIdleLine } from '../protocol/idle-line.js';
 import type { QueueStore } from '../store.js';
-
-/** Pause between tries to delete a node of ours whose delete failed, ms. */
-const REMOVE_RETRY_MS = 500;
 
 export class IdleLine {
   private node: Promise<string> | undefined;
@@ -52,7 +49,7 @@ export class IdleLine {
       }
       if (at === 0) return 'head';
       try {
-        await session.getData(`${layout.idleDir}/${names[at - 1]}`, { watch });
+        await session.getData(idleNodePath(this.store, names[at - 1] as string), { watch });
         return at === 1 ? 'next' : 'waiting';
       } catch (err) {
         if (!(err instanceof NoNodeError)) throw err; // the predecessor left meanwhile: look again
@@ -64,25 +61,7 @@ export class IdleLine {
   leave(): void {
     const node = this.node;
     this.node = undefined;
-    void node?.then((path) => this.remove(path)).catch(() => undefined);
-  }
-
-  /**
-   * Deletes a node of ours, again and again after failures: one left behind
-   * would hold up the line. Done when it is gone, or its session is.
-   */
-  private async remove(path: string): Promise<void> {
-    const { session } = this.store;
-    for (;;) {
-      try {
-        await session.retry(() => session.delete(path));
-        return;
-      } catch (err) {
-        if (err instanceof NoNodeError || err instanceof SessionExpiredError || err instanceof SessionClosedError)
-          return;
-      }
-      await sleep(REMOVE_RETRY_MS);
-    }
+    void node?.then((path) => leaveIdleLine(this.store, path)).catch(() => undefined);
   }
 
   /**
@@ -91,25 +70,15 @@ export class IdleLine {
    * lives: they are removed whenever the line is read.
    */
   private removeStrays(names: string[], mine: string): void {
-    const own = this.ownPrefix();
+    const own = idleNodePrefix(this.store);
     for (const name of names) {
-      if (name !== mine && name.startsWith(own)) void this.remove(`${this.store.layout.idleDir}/${name}`);
+      if (name !== mine && name.startsWith(own)) void leaveIdleLine(this.store, idleNodePath(this.store, name));
     }
-  }
-
-  /** Names of this session's nodes start with it. */
-  private ownPrefix(): string {
-    return `w-${this.store.session.credentials().sessionId.toString('hex')}-`;
   }
 
   private join(): Promise<string> {
     if (!this.node) {
-      const { session, layout } = this.store;
-      const joining = this.store
-        .ensureDir(layout.idleDir)
-        .then(() =>
-          session.createProtected(`${layout.idleDir}/${this.ownPrefix()}`, undefined, 'ephemeral_sequential'),
-        );
+      const joining = joinIdleLine(this.store);
       joining.catch(() => {
         if (this.node === joining) this.node = undefined;
       });

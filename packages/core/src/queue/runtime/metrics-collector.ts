@@ -10,9 +10,9 @@
  * not yet written when the process dies are lost (at most one interval's).
  */
 import { NoNodeError } from '../../zk/errors.js';
-import { recordMetrics } from '../metrics.js';
 import { type MetricsKind, type MinutePoint, notePoint } from '../metrics-series.js';
 import { OutcomeUnknownError } from '../protocol/executor.js';
+import { recordMetrics } from '../protocol/metrics-record.js';
 import type { QueueStore } from '../store.js';
 
 /** How often a worker writes its counts at most, ms. */

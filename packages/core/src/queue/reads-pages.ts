@@ -1,7 +1,7 @@
 /**
- * Pages of BullMQ's job states (census.ts says where each lives), in the
- * orders BullMQ's Redis lists and sorted sets hold them, by Redis's index
- * rules (negative indexes count from the end).
+ * Reads by state: pages of job ids (reads-counts.ts says where each state
+ * lives), in the orders BullMQ's Redis lists and sorted sets hold them, by
+ * Redis's index rules (negative indexes count from the end).
  *
  * A state is walked as segments (a bucket, an hour of delayed jobs) from
  * either end. A page reads only the segments it needs: it skips whole
@@ -12,17 +12,11 @@
  * does. A request lists one bucket at most; a delayed hour is read whole, all
  * its buckets, since they are not in due order.
  */
-import {
-  idOfDelayed,
-  idOfPointer,
-  LIFO_LANE,
-  numberOf,
-  type QueueStore,
-  sortBySequence,
-  sortLanes,
-  waitingStateOf,
-} from '@zkq/core';
-import { canonical, delayedNames, hoursOf, sizeOf } from './census.js';
+import { sortBySequence } from '../zk/sequence.js';
+import { idOfDelayed, idOfPointer, LIFO_LANE, numberOf } from './layout.js';
+import { sortLanes, waitingStateOf } from './protocol/index.js';
+import { canonical, delayedNames, hoursOf, sizeOf } from './reads-counts.js';
+import type { QueueStore } from './store.js';
 
 /** A run of ids read together (a bucket, an hour of delayed jobs), in the walk's order. */
 interface Segment {

@@ -1,6 +1,7 @@
 /**
- * BullMQ's job states over zkq's containers, and their counts (ranges.ts
- * reads pages of them).
+ * Reads by state: how many jobs each state holds (reads-pages.ts reads
+ * pages of their ids), in BullMQ's states over zkq's containers, for the
+ * front-ends' counts. Nothing outside core parses a znode name.
  *
  * - `wait` (`waiting`): ready pointers of the plain and lifo lanes, less the
  *   active jobs (a running job keeps its pointer in ready/). Served lifo
@@ -17,15 +18,9 @@
  * requests, not as one snapshot: a job that moves meanwhile may be counted
  * in two states or in none.
  */
-import {
-  DELAY_WINDOW_MS,
-  delayedHours,
-  dueOfDelayed,
-  LIFO_LANE,
-  numberOf,
-  type QueueStore,
-  waitingStateOf,
-} from '@zkq/core';
+import { DELAY_WINDOW_MS, dueOfDelayed, LIFO_LANE, numberOf } from './layout.js';
+import { delayedHours, waitingStateOf } from './protocol/index.js';
+import type { QueueStore } from './store.js';
 
 /** Records read at once to learn the lanes of active jobs. */
 const RECORD_READS_IN_FLIGHT = 32;
@@ -49,10 +44,16 @@ interface ReadyView {
 }
 
 async function readyView(store: QueueStore): Promise<ReadyView> {
+  const [lanes, active] = await Promise.all([laneSizes(store), store.children(store.layout.claimsDir)]);
+  return { lanes, active };
+}
+
+/** Pointers per ready lane (an active job's pointer among them). */
+export async function laneSizes(store: QueueStore): Promise<Map<string, number>> {
   const { layout } = store;
-  const [lanes, active] = await Promise.all([store.children(layout.ready), store.children(layout.claimsDir)]);
+  const lanes = await store.children(layout.ready);
   const sizes = await Promise.all(lanes.map((lane) => sizeOf(store, layout.lane(lane))));
-  return { lanes: new Map(lanes.map((lane, i) => [lane, sizes[i] ?? 0])), active };
+  return new Map(lanes.map((lane, i) => [lane, sizes[i] ?? 0]));
 }
 
 /**
@@ -101,7 +102,7 @@ export async function delayedNames(store: QueueStore, hour: string): Promise<str
 }
 
 /** Delayed jobs, only those due before `before` when given (BullMQ's delayedTimestamp). */
-async function delayedCount(store: QueueStore, before?: number): Promise<number> {
+export async function delayedCount(store: QueueStore, before?: number): Promise<number> {
   const counts = await Promise.all(
     (await hoursOf(store)).map(async ({ path, start }) => {
       if (before === undefined || start + DELAY_WINDOW_MS <= before) return sizeOf(store, path);

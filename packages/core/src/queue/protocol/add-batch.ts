@@ -1,5 +1,5 @@
 /**
- * Group commit for enqueues: pipelined `add`s share the executor's runs, so
+ * The add transition's batcher, group commit for enqueues: pipelined `add`s share the executor's runs, so
  * a burst of them costs a few multis (one receipt and one wake-up each), not
  * one multi per job. At most MAX_RUNS shared runs are in flight: the calls
  * of one turn of the event loop start a run when fewer are, and calls made
@@ -25,7 +25,7 @@
  * beside it would send later calls' jobs between them.
  */
 import type { ZooKeeperError } from '../../zk/errors.js';
-import type { ProtocolOp, TxExecutor, TxUnit, UnitResult } from '../protocol/executor.js';
+import type { ProtocolOp, TxExecutor, TxUnit, UnitResult } from './executor.js';
 
 /**
  * A call's unit. `onConflict`: one of its ops failed (another writer went
