@@ -19,7 +19,7 @@ import {
   holdAfterNextCommit,
   loseTransactionsInFlightWithNext,
   watchTransactions,
-} from '../../helpers/queue-internals-b.js';
+} from '../../helpers/session-faults.js';
 import { nextEvent, waitFor } from '../../helpers/zk.js';
 import { prefixSession } from '../../helpers/znodes.js';
 
