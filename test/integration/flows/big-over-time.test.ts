@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openSession, QueueStore } from '@zkq/core';
 import { Worker } from '@zkq/worker';
-import { zkqFlowEnv } from '../../helpers/flows.js';
+import { flowEnv } from '../../helpers/flows.js';
 import type { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
@@ -27,7 +27,11 @@ async function parentGrownOverTime(
   n: number,
 ) {
   const per = 1000;
-  const { env, flows, parents } = await zkqFlowEnv(t);
+  const {
+    env,
+    flows,
+    queues: { parents },
+  } = await flowEnv(t, 'parents');
   // a parent waiting for one child, which runs once all the others were added (so they all count) ...
   const tree = await flows.add({
     name: 'parent',

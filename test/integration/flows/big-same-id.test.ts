@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Worker } from '@zkq/worker';
-import { zkqFlowEnv } from '../../helpers/flows.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const KIDS = 'children-of-one-very-large-parent-job';
@@ -17,9 +17,8 @@ test('a parent added again under the id of a removed one with 4,000 children: ad
   const {
     env,
     flows,
-    parents,
-    queues: [_kidsQueue],
-  } = await zkqFlowEnv(t, KIDS);
+    queues: { parents },
+  } = await flowEnv(t, 'parents', KIDS);
   // long child ids: the old node's paths pass one transaction
   const long = (i: number) => `${i}-`.padEnd(128, 'k');
   const first = await flows.add({

@@ -12,10 +12,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PayloadTooLargeError } from '@zkq/core';
-import { FlowProducer, Queue } from '@zkq/producer';
+import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { zkqFlowEnv } from '../../helpers/flows.js';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 /** A long queue name: longer entry names, so fewer children pass one transaction or one listing. */
@@ -23,7 +22,11 @@ const KIDS = 'children-of-one-very-large-parent-job';
 
 test('a flow of 10,000 children is added, every child runs, the parent runs once with all their values', async (t) => {
   const n = 10_000;
-  const { env, flows, parents } = await zkqFlowEnv(t);
+  const {
+    env,
+    flows,
+    queues: { parents },
+  } = await flowEnv(t, 'parents');
   const tree = await flows.add({
     name: 'parent',
     queueName: 'parents',
@@ -75,7 +78,11 @@ test('a flow of 10,000 children is added, every child runs, the parent runs once
 });
 
 test('a flow whose one node is too large for any transaction is refused with PayloadTooLargeError, nothing written', async (t) => {
-  const { env, flows, parents } = await zkqFlowEnv(t);
+  const {
+    env,
+    flows,
+    queues: { parents },
+  } = await flowEnv(t, 'parents');
   const big = 'x'.repeat(600_000);
   const err = await flows
     .add({
@@ -103,11 +110,11 @@ test('a flow whose one node is too large for any transaction is refused with Pay
 
 test('a split flow whose root joins an existing parent: the root waits for its 3,000 children, the parent for the root', async (t) => {
   const n = 3000;
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const tops = new Queue('tops', env);
-  const parents = new Queue('parents', env);
-  t.after(() => Promise.all([flows.close(), tops.close(), parents.close()]));
+  const {
+    env,
+    flows,
+    queues: { tops },
+  } = await flowEnv(t, 'tops', 'parents');
   const top = await flows.add({ name: 'top', queueName: 'tops', children: [{ name: 'gate', queueName: 'gate' }] });
   const tree = await flows.add({
     name: 'parent',

@@ -23,9 +23,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Op, type OpResult, QueueLayout, type Session } from '@zkq/core';
-import { FlowProducer, type Job, Queue } from '@zkq/producer';
+import type { Job } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 type Ctx = { name?: string; after: (fn: () => unknown) => void };
@@ -54,10 +54,11 @@ function beforeDeleting(session: Session, deleted: string[], action: () => Promi
 const stateOf = (job: Job) => job.getState();
 
 test('drain does not remove a waiting-children parent whose last child a worker claimed meanwhile', {}, async (t: Ctx) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const q = new Queue('q', env);
-  t.after(() => Promise.all([flows.close(), q.close()]));
+  const {
+    env,
+    flows,
+    queues: { q },
+  } = await flowEnv(t, 'q');
   // parent and child in the same queue: drain takes the parent first (BullMQ's hard removal)
   const tree = await flows.add({ name: 'parent', queueName: 'q', children: [{ name: 'child', queueName: 'q' }] });
   const parent = tree.job;
@@ -85,10 +86,11 @@ test('drain does not remove a waiting-children parent whose last child a worker 
 });
 
 test('drain does not remove a child that a worker completed after drain read it waiting', {}, async (t: Ctx) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const kids = new Queue('kids', env);
-  t.after(() => Promise.all([flows.close(), kids.close()]));
+  const {
+    env,
+    flows,
+    queues: { kids },
+  } = await flowEnv(t, 'kids');
   const tree = await flows.add({ name: 'parent', queueName: 'parents', children: [{ name: 'c', queueName: 'kids' }] });
   const child = tree.children?.[0]?.job as Job;
 
@@ -102,10 +104,11 @@ test('drain does not remove a child that a worker completed after drain read it 
 });
 
 test('clean(wait) does not remove a child that a worker completed after clean read it waiting', {}, async (t: Ctx) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const kids = new Queue('kids', env);
-  t.after(() => Promise.all([flows.close(), kids.close()]));
+  const {
+    env,
+    flows,
+    queues: { kids },
+  } = await flowEnv(t, 'kids');
   const tree = await flows.add({ name: 'parent', queueName: 'parents', children: [{ name: 'c', queueName: 'kids' }] });
   const child = tree.children?.[0]?.job as Job;
 
@@ -120,11 +123,10 @@ test('clean(wait) does not remove a child that a worker completed after clean re
 });
 
 test("drain goes on while the siblings of a child it removes keep changing their parent's dependencies", {}, async (t: Ctx) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const kids = new Queue('kids', env);
-  const others = new Queue('others', env);
-  t.after(() => Promise.all([flows.close(), kids.close(), others.close()]));
+  const {
+    flows,
+    queues: { kids, others },
+  } = await flowEnv(t, 'kids', 'others');
   // one child in 'kids' (drained) and eight siblings elsewhere (their standing changes meanwhile)
   const tree = await flows.add({
     name: 'parent',
@@ -153,11 +155,10 @@ test("drain goes on while the siblings of a child it removes keep changing their
 });
 
 test("obliterate detaches a child whose siblings keep changing their parent's dependencies", {}, async (t: Ctx) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const kids = new Queue('kids', env);
-  const others = new Queue('others', env);
-  t.after(() => Promise.all([flows.close(), kids.close(), others.close()]));
+  const {
+    flows,
+    queues: { kids, others },
+  } = await flowEnv(t, 'kids', 'others');
   const tree = await flows.add({
     name: 'parent',
     queueName: 'parents',

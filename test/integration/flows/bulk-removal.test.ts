@@ -6,15 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FlowProducer, Queue } from '@zkq/producer';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
 
 async function flowOfTwo(t: { name?: string; after: (fn: () => unknown) => void }) {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const parents = new Queue('parents', env);
-  const kids = new Queue('kids', env);
-  t.after(() => Promise.all([flows.close(), parents.close(), kids.close()]));
+  const {
+    flows,
+    queues: { parents, kids },
+  } = await flowEnv(t, 'parents', 'kids');
   const tree = await flows.add({
     name: 'parent',
     queueName: 'parents',

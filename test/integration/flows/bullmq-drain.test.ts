@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { type Job, withBackend } from 'bullmq';
-import { flowEnv } from '../../helpers/flows.js';
+import { bullFlowEnv } from '../../helpers/flows.js';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
@@ -36,7 +36,7 @@ test('drain takes children out of their parents: a parent in the queue goes with
 });
 
 test('clean removes a failed child from its parent and a completed parent with its dependencies', async (t) => {
-  const { connection, flow, queue } = await flowEnv(t);
+  const { connection, flow, queue } = await bullFlowEnv(t);
   const stuck = await flow.add({ name: 'stuck', queueName: 'q', children: [{ name: 'bad', queueName: 'q' }] });
   const done = await flow.add({ name: 'done', queueName: 'q', children: [{ name: 'good', queueName: 'q' }] });
   const worker = new Worker(

@@ -8,14 +8,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { type Job, withBackend } from 'bullmq';
-import { flowEnv } from '../../helpers/flows.js';
+import { bullFlowEnv } from '../../helpers/flows.js';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker, FlowProducer } = withBackend(createZooKeeperBackend);
 
 test('an existing waiting job named as a child becomes a pending dependency of the new parent', async (t) => {
-  const { connection, flow, queue } = await flowEnv(t);
+  const { connection, flow, queue } = await bullFlowEnv(t);
   await queue.add('draft', { v: 1 }, { jobId: 'draft' });
   const tree = await flow.add({
     name: 'book',
@@ -101,7 +101,7 @@ test('a job whose parent exists cannot be given another; a running job cannot be
 });
 
 test('a flow node alone keeps its deduplication key; in a bulk add a tree whose parent is missing fails alone', async (t) => {
-  const { flow, queue } = await flowEnv(t);
+  const { flow, queue } = await bullFlowEnv(t);
   const dedup = { id: 'nightly' };
   const first = await flow.add({ name: 'report', queueName: 'q', data: { n: 1 }, opts: { deduplication: dedup } });
   const second = await flow.add({ name: 'report', queueName: 'q', data: { n: 2 }, opts: { deduplication: dedup } });

@@ -7,14 +7,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { type Job, withBackend } from 'bullmq';
-import { flowEnv } from '../../helpers/flows.js';
+import { bullFlowEnv } from '../../helpers/flows.js';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker } = withBackend(createZooKeeperBackend);
 
 test('getDependencies gives the processed values parsed, whole and by page', async (t) => {
-  const { connection, flow, queue } = await flowEnv(t);
+  const { connection, flow, queue } = await bullFlowEnv(t);
   const tree = await flow.add({
     name: 'parent',
     queueName: 'q',
@@ -35,7 +35,7 @@ test('getDependencies gives the processed values parsed, whole and by page', asy
 });
 
 test("Queue.getDependencies pages a parent's pending and processed children, with their jobs", async (t) => {
-  const { connection, flow, queue } = await flowEnv(t);
+  const { connection, flow, queue } = await bullFlowEnv(t);
   const tree = await flow.add({
     name: 'parent',
     queueName: 'q',

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { type Job, withBackend } from 'bullmq';
-import { flowEnv } from '../../helpers/flows.js';
+import { bullFlowEnv } from '../../helpers/flows.js';
 import { bullEnv } from '../../helpers/queue.js';
 
 const { Queue, Worker, FlowProducer } = withBackend(createZooKeeperBackend);
@@ -42,7 +42,7 @@ test('removing a tree with a running job removes none of it; once it is done, al
 });
 
 test('removeUnprocessedChildren removes waiting children and their own children, and releases the parent', async (t) => {
-  const { flow, queue } = await flowEnv(t);
+  const { flow, queue } = await bullFlowEnv(t);
   const tree = await flow.add({
     name: 'root',
     queueName: 'q',

@@ -7,14 +7,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { type Job, withBackend } from 'bullmq';
-import { flowEnv } from '../../helpers/flows.js';
+import { bullFlowEnv } from '../../helpers/flows.js';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const { Queue, Worker, FlowProducer } = withBackend(createZooKeeperBackend);
 
 test('a child removed as it fails releases its parent when it was the last one pending', async (t) => {
-  const { connection, flow } = await flowEnv(t);
+  const { connection, flow } = await bullFlowEnv(t);
   const tree = await flow.add({
     name: 'parent',
     queueName: 'q',

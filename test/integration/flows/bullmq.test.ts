@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
 import { type Job, withBackend } from 'bullmq';
-import { flowEnv } from '../../helpers/flows.js';
+import { bullFlowEnv } from '../../helpers/flows.js';
 import { bullEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
@@ -66,7 +66,7 @@ test('a flow across two queues: the parent waits, then runs with its children va
 });
 
 test('failParentOnFailure fails the parent; ignoreDependencyOnFailure lets it go on', async (t) => {
-  const { connection, flow, queue } = await flowEnv(t);
+  const { connection, flow, queue } = await bullFlowEnv(t);
   const failing = await flow.add({
     name: 'parent',
     queueName: 'q',
@@ -104,7 +104,7 @@ test('failParentOnFailure fails the parent; ignoreDependencyOnFailure lets it go
 });
 
 test('a plain failure leaves the parent waiting; removing the child releases it', async (t) => {
-  const { connection, flow } = await flowEnv(t);
+  const { connection, flow } = await bullFlowEnv(t);
   const tree = await flow.add({
     name: 'parent',
     queueName: 'q',

@@ -7,9 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 async function failingChildren(
@@ -17,11 +16,11 @@ async function failingChildren(
   childOpts: Record<string, unknown>,
   count: number,
 ) {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const parents = new Queue('parents', env);
-  const kids = new Queue('kids', env);
-  t.after(() => Promise.all([flows.close(), parents.close(), kids.close()]));
+  const {
+    env,
+    flows,
+    queues: { kids },
+  } = await flowEnv(t, 'parents', 'kids');
   const tree = await flows.add({
     name: 'parent',
     queueName: 'parents',

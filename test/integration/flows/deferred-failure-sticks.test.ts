@@ -9,16 +9,16 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 test('a parent failed by its child runs when retried after the child was fixed', async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const queue = new Queue('q', env);
-  t.after(() => Promise.all([flows.close(), queue.close()]));
+  const {
+    env,
+    flows,
+    queues: { q: queue },
+  } = await flowEnv(t, 'q');
   const tree = await flows.add({
     name: 'parent',
     queueName: 'q',

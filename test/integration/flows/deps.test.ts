@@ -10,7 +10,7 @@ import { createZooKeeperBackend } from '@zkq/bullmq';
 import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core';
 import { Worker as ZkqWorker } from '@zkq/worker';
 import { type Job, withBackend } from 'bullmq';
-import { flowEnv } from '../../helpers/flows.js';
+import { bullFlowEnv } from '../../helpers/flows.js';
 import { bullEnv } from '../../helpers/queue.js';
 import { expire, nextEvent, waitFor } from '../../helpers/zk.js';
 
@@ -44,7 +44,7 @@ test('a parent removed as it completes takes its dependencies; the same flow can
 });
 
 test('the leader sweeps the dependencies of a trimmed parent; a new parent of that id is not in the way', async (t) => {
-  const { env, flow, queue } = await flowEnv(t);
+  const { env, flow, queue } = await bullFlowEnv(t);
   const store = await rawStore(t, env);
   // trimmed parents: record and pointer go, the dependency node stays (retention reads no record)
   await flow.add(tree('p-2'));
@@ -68,7 +68,7 @@ test('the leader sweeps the dependencies of a trimmed parent; a new parent of th
 });
 
 test("a trimmed parent's node is not a new job's of that id: a plain job given a child counts that child alone", async (t) => {
-  const { env, flow, queue } = await flowEnv(t);
+  const { env, flow, queue } = await bullFlowEnv(t);
   const store = await rawStore(t, env);
   await flow.add({ ...tree('p-4'), children: [1, 2, 3].map((i) => ({ name: 'child', queueName: 'q', data: { i } })) });
   // trimmed as retention does: record and pointer go, the dependency node stays
@@ -84,7 +84,7 @@ test("a trimmed parent's node is not a new job's of that id: a plain job given a
 });
 
 test('session expiry while the last child runs: it still settles, and releases its parent once', async (t) => {
-  const { env, connection, flow, queue } = await flowEnv(t);
+  const { env, connection, flow, queue } = await bullFlowEnv(t);
   const added = await flow.add({
     name: 'parent',
     queueName: 'q',

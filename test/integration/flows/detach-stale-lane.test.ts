@@ -9,16 +9,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openSession, QueueStore } from '@zkq/core';
-import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 test('removing the last child releases a prioritized parent after its lane was removed', async (t) => {
-  const env = await queueEnv(t);
-  const queue = new Queue('q', env);
-  const flows = new FlowProducer(env);
-  t.after(() => Promise.all([queue.close(), flows.close()]));
+  const {
+    env,
+    flows,
+    queues: { q: queue },
+  } = await flowEnv(t, 'q');
   const session = await openSession(env.connection, env.prefix);
   t.after(() => session.close());
   const lane = new QueueStore(session, 'q').layout.lane('p-0000000005');

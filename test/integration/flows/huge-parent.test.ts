@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openSession, QueueStore, sweepOrphanDeps } from '@zkq/core';
 import { Worker } from '@zkq/worker';
-import { zkqFlowEnv } from '../../helpers/flows.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 /** A long queue name: longer entry names, so fewer children pass the budget. */
@@ -20,7 +20,11 @@ const CHILDREN = 7000;
 const PER_ADD = 1000;
 
 async function bigParent(t: { name?: string; after: (fn: () => unknown) => void }) {
-  const { env, flows, parents } = await zkqFlowEnv(t);
+  const {
+    env,
+    flows,
+    queues: { parents },
+  } = await flowEnv(t, 'parents');
   // a parent waiting for one child that fails and lets it go on (continueParentOnFailure) ...
   const tree = await flows.add({
     name: 'parent',

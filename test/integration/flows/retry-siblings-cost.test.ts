@@ -11,16 +11,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Op, OpResult } from '@zkq/core';
-import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 test('retryJobs over the children of one parent sends each child a bounded number of times', {}, async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const kids = new Queue('kids', env);
-  t.after(() => Promise.all([flows.close(), kids.close()]));
+  const {
+    env,
+    flows,
+    queues: { kids },
+  } = await flowEnv(t, 'kids');
   const children = 150;
   const tree = await flows.add({
     name: 'parent',

@@ -6,19 +6,20 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FlowProducer, type Job, Queue } from '@zkq/producer';
+import type { Job, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
+import type { queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 type Ctx = { name?: string; after: (fn: () => unknown) => void };
 
 async function setUp(t: Ctx, children: { data?: unknown; opts?: Record<string, unknown> }[]) {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const parents = new Queue('parents', env);
-  const kids = new Queue('kids', env);
-  t.after(() => Promise.all([flows.close(), parents.close(), kids.close()]));
+  const {
+    env,
+    flows,
+    queues: { parents, kids },
+  } = await flowEnv(t, 'parents', 'kids');
   const tree = await flows.add({
     name: 'parent',
     queueName: 'parents',

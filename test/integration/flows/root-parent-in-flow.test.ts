@@ -7,19 +7,19 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const refusal = (err: Error & { code?: string }) =>
   err.code === 'ZKQ_MISSING_PARENT' || err.code === 'ZKQ_INVALID_ARGUMENT';
 
 test('a root whose opts.parent is its own descendant is refused, not added as a cycle that never ends', async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const queue = new Queue('v', env);
-  t.after(() => Promise.all([flows.close(), queue.close()]));
+  const {
+    env,
+    flows,
+    queues: { v: queue },
+  } = await flowEnv(t, 'v');
   const added = flows.add({
     name: 'root',
     queueName: 'v',
@@ -45,10 +45,10 @@ test('a root whose opts.parent is its own descendant is refused, not added as a 
 });
 
 test('a root whose opts.parent is itself is refused', async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const queue = new Queue('v', env);
-  t.after(() => Promise.all([flows.close(), queue.close()]));
+  const {
+    flows,
+    queues: { v: queue },
+  } = await flowEnv(t, 'v');
   await assert.rejects(
     flows.add({ name: 'self', queueName: 'v', opts: { jobId: 'self', parent: { id: 'self', queue: 'v' } } }),
     refusal,

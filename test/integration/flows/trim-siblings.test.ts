@@ -9,16 +9,16 @@
  * count (plain failed jobs are trimmed to the count in one pass).
  */
 import { test } from 'node:test';
-import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 test('removeOnFail count: children of one parent that fail at once are trimmed to the count', {}, async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const kids = new Queue('kids', env);
-  t.after(() => Promise.all([flows.close(), kids.close()]));
+  const {
+    env,
+    flows,
+    queues: { kids },
+  } = await flowEnv(t, 'kids');
   const children = 20;
   await flows.add({
     name: 'parent',

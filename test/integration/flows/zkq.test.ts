@@ -10,17 +10,18 @@ import { createZooKeeperBackend } from '@zkq/bullmq';
 import { FlowProducer, type Job, Queue, QueueEvents, WaitingChildrenError } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { type Job as BullJob, withBackend } from 'bullmq';
+import { flowEnv } from '../../helpers/flows.js';
 import { bullEnv, queueEnv } from '../../helpers/queue.js';
 import { waitFor } from '../../helpers/zk.js';
 
 const Bull = withBackend(createZooKeeperBackend);
 
 test('a flow across two queues: the parent waits, then runs with its children values', async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const renders = new Queue('renders', env);
-  const steps = new Queue('steps', env);
-  t.after(() => Promise.all([flows.close(), renders.close(), steps.close()]));
+  const {
+    env,
+    flows,
+    queues: { renders },
+  } = await flowEnv(t, 'renders', 'steps');
 
   const tree = await flows.add({
     name: 'render',
@@ -99,10 +100,11 @@ test('a flow across two queues: the parent waits, then runs with its children va
 });
 
 test('failure policies: failParentOnFailure fails the parent, ignoreDependencyOnFailure lets it run, a plain failure waits', async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const queue = new Queue('q', env);
-  t.after(() => Promise.all([flows.close(), queue.close()]));
+  const {
+    env,
+    flows,
+    queues: { q: queue },
+  } = await flowEnv(t, 'q');
   const [failing, ignoring, waiting] = await flows.addBulk([
     {
       name: 'parent',
@@ -174,10 +176,11 @@ test('Queue.add with opts.parent joins a parent (by queue name or <prefix>:<queu
 });
 
 test('bad flows are refused with typed errors before anything is written', async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const queue = new Queue('v', env);
-  t.after(() => Promise.all([flows.close(), queue.close()]));
+  const {
+    env,
+    flows,
+    queues: { v: queue },
+  } = await flowEnv(t, 'v');
   const leaf = { name: 'leaf', queueName: 'v' };
   const refused: [unknown, { code: string; argument?: string }][] = [
     [
@@ -359,10 +362,11 @@ test('a WaitingChildrenError without a park fails the attempt; a parent with a f
 });
 
 test('a parent with a delay waits for it after its children are done', async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const queue = new Queue('later', env);
-  t.after(() => Promise.all([flows.close(), queue.close()]));
+  const {
+    env,
+    flows,
+    queues: { later: queue },
+  } = await flowEnv(t, 'later');
   const tree = await flows.add(
     { name: 'parent', queueName: 'later', children: [{ name: 'child', queueName: 'later' }] },
     { queuesOptions: { later: { defaultJobOptions: { delay: 600_000 } } } },
@@ -376,10 +380,11 @@ test('a parent with a delay waits for it after its children are done', async (t)
 });
 
 test('removing a parent that waits leaves its children, which run and finish on their own', async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const queue = new Queue('orphans', env);
-  t.after(() => Promise.all([flows.close(), queue.close()]));
+  const {
+    env,
+    flows,
+    queues: { orphans: queue },
+  } = await flowEnv(t, 'orphans');
   const tree = await flows.add({
     name: 'parent',
     queueName: 'orphans',

@@ -6,17 +6,16 @@
  * or by a worker that reads it.
  */
 import { test } from 'node:test';
-import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
-import { queueEnv } from '../../helpers/queue.js';
+import { flowEnv } from '../../helpers/flows.js';
 import { waitFor } from '../../helpers/zk.js';
 
 async function run(t: { name?: string; after: (fn: () => unknown) => void }, sameWorker: boolean) {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const kids = new Queue('kids', env);
-  const parents = new Queue('parents', env);
-  t.after(() => Promise.all([flows.close(), kids.close(), parents.close()]));
+  const {
+    env,
+    flows,
+    queues: { kids, parents },
+  } = await flowEnv(t, 'kids', 'parents');
   const keep = { removeOnFail: { count: 1 } };
   let failed = 0;
   const start = () => {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MAX_REASON_BYTES, MAX_RECORD_BYTES, MAX_STACK_BYTES, QueueLayout, Session } from '@zkq/core';
-import { FlowProducer, type Job, Queue, QueueEvents } from '@zkq/producer';
+import { type Job, Queue, QueueEvents } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import {
   assertCutReason,
@@ -19,6 +19,7 @@ import {
   failedEventsOf,
   pastALease,
 } from '../../../helpers/finish-size.js';
+import { flowEnv } from '../../../helpers/flows.js';
 import { queueEnv } from '../../../helpers/queue.js';
 import { waitFor } from '../../../helpers/zk.js';
 
@@ -161,10 +162,11 @@ test('a return value too large to store fails the job at once with a short reaso
 });
 
 test('a flow child whose return value fits its record but not twice (record and parent entry) fails at once, ran once; a smaller one reaches the parent', async (t) => {
-  const env = await queueEnv(t);
-  const flows = new FlowProducer(env);
-  const parents = new Queue('big-parent', env);
-  t.after(() => Promise.all([flows.close(), parents.close()]));
+  const {
+    env,
+    flows,
+    queues: { 'big-parent': parents },
+  } = await flowEnv(t, 'big-parent');
   let runs = 0;
   // multi-byte characters: 2 bytes each in the record and in the entry
   const children = new Worker(
