@@ -1,5 +1,5 @@
 /**
- * Regressions of leases across processes: a stopped worker whose job went to
+ * Leases across processes: a stopped worker whose job went to
  * another worker, and workers whose clocks disagree with the leader's. The
  * worker under test runs in its own process (SIGSTOP, a skewed Date.now());
  * the leader runs here.

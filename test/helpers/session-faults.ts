@@ -1,5 +1,5 @@
 /**
- * What some queue regression tests need beyond the public API, kept in one
+ * What some queue tests need beyond the public API, kept in one
  * place so that a change of the protocol's internals touches only this file:
  *
  * - layout paths: a job's claim node, the housekeeping election's nodes;

@@ -1,5 +1,5 @@
 /**
- * Regressions: every listing of a queue is bounded by one bucket's capacity
+ * Every listing of a queue is bounded by one bucket's capacity
  * (BUCKET_CAPACITY), whatever the number of priorities, of jobs sharing a
  * delay, or of retained finished jobs; empty containers are removed. Checked
  * from outside (a walk of the queue's nodes, the sessions' listing stats),

@@ -1,5 +1,5 @@
 /**
- * Regressions: a finish in flight when the worker's session expires is
+ * A finish in flight when the worker's session expires is
  * resolved, not dropped. Nobody else claimed the job, so the worker records
  * (or finds recorded) its result as usual: `completed`, once, and the job
  * never runs twice. The worker talks through a TcpProxy; the session is
