@@ -12,9 +12,10 @@
  * Framing: every packet is a 4-byte length then the body. The first packet
  * each way is the session handshake; after it a request starts with
  * (xid, op code) and a reply with (xid, zxid, error), the reply's xid being
- * its request's.
+ * its request's. The bytes come from TcpProxy's packet hook, which this
+ * proxy reads packet by packet.
  */
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { type ProxiedConnection, TcpProxy } from '@zkq/testing';
 
 /** ZooKeeper op codes (org.apache.zookeeper.ZooDefs.OpCode). */
 export const OP = {
@@ -78,9 +79,9 @@ interface Rule {
   finish: () => void;
 }
 
+/** What this proxy keeps of one connection: its framing each way, and the replies it acts on. */
 interface Pipe {
-  client: Socket;
-  upstream: Socket;
+  conn: ProxiedConnection;
   inbound: Buffer;
   outbound: Buffer;
   handshakeSent: boolean;
@@ -92,28 +93,27 @@ interface Pipe {
 }
 
 export class FaultProxy {
-  private server: Server | undefined;
-  private readonly pipes = new Set<Pipe>();
+  private proxy!: TcpProxy;
+  private readonly pipes = new WeakMap<ProxiedConnection, Pipe>();
   private readonly rules: Rule[] = [];
-  private accepting = true;
-  private port = 0;
+  /** Cuts whose refusal of new connections lasts still. */
+  private refusals = 0;
 
-  private constructor(
-    private readonly host: string,
-    private readonly targetPort: number,
-  ) {}
+  private constructor() {}
 
-  /** Starts a proxy to `target` (`host:port`) on a free loopback port. */
+  /** Starts a proxy to `target` (`host:port`; its first server when it names several) on a free loopback port. */
   static async start(target: string): Promise<FaultProxy> {
-    const [host, port] = (target.split(',')[0] ?? '').split(':');
-    const proxy = new FaultProxy(host || '127.0.0.1', Number(port));
-    await proxy.listen();
-    return proxy;
+    const fault = new FaultProxy();
+    fault.proxy = await TcpProxy.start(target.split(',')[0] ?? '', {
+      hook: (way, data, conn) =>
+        way === 'up' ? fault.fromClient(fault.pipe(conn), data) : fault.fromServer(fault.pipe(conn), data),
+    });
+    return fault;
   }
 
   /** The connection string clients should use. */
   get connectionString(): string {
-    return `127.0.0.1:${this.port}`;
+    return this.proxy.connectionString;
   }
 
   /** Drops the next matching request unsent, cuts every connection and refuses new ones for `refuseMs`. */
@@ -144,10 +144,8 @@ export class FaultProxy {
     return this.addRule(match, { kind: 'rewriteError', code });
   }
 
-  async stop(): Promise<void> {
-    this.accepting = false;
-    this.cutAll();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  stop(): Promise<void> {
+    return this.proxy.stop();
   }
 
   private addRule(match: Rule['match'], action: Action): Fault {
@@ -174,65 +172,37 @@ export class FaultProxy {
     return fault;
   }
 
-  private listen(): Promise<void> {
-    this.server = createServer({ allowHalfOpen: true }, (client) => this.accept(client));
-    return new Promise((resolve, reject) => {
-      this.server?.once('error', reject);
-      this.server?.listen(0, '127.0.0.1', () => {
-        const addr = this.server?.address();
-        if (addr && typeof addr === 'object') this.port = addr.port;
-        resolve();
-      });
-    });
+  private pipe(conn: ProxiedConnection): Pipe {
+    let pipe = this.pipes.get(conn);
+    if (!pipe) {
+      pipe = {
+        conn,
+        inbound: Buffer.alloc(0),
+        outbound: Buffer.alloc(0),
+        handshakeSent: false,
+        handshakeAnswered: false,
+        watched: new Map(),
+        held: undefined,
+      };
+      this.pipes.set(conn, pipe);
+    }
+    return pipe;
   }
 
-  private accept(client: Socket): void {
-    if (!this.accepting) {
-      client.destroy();
+  /** Cuts every connection; new ones are refused until `until` settles (and no other refusal lasts), then `rule` is done. */
+  private cutAll(rule: Rule, until: Promise<unknown> | undefined): void {
+    this.proxy.cut();
+    if (!until) {
+      if (this.refusals === 0) this.proxy.restore();
+      rule.finish();
       return;
     }
-    const upstream = connect({ host: this.host, port: this.targetPort, allowHalfOpen: true });
-    const pipe: Pipe = {
-      client,
-      upstream,
-      inbound: Buffer.alloc(0),
-      outbound: Buffer.alloc(0),
-      handshakeSent: false,
-      handshakeAnswered: false,
-      watched: new Map(),
-      held: undefined,
+    this.refusals++;
+    const reopen = () => {
+      if (--this.refusals === 0) this.proxy.restore();
+      rule.finish();
     };
-    this.pipes.add(pipe);
-    const drop = () => this.destroy(pipe);
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-    client.on('end', () => upstream.end());
-    upstream.on('end', () => client.end());
-    client.on('data', (d) => this.fromClient(pipe, d));
-    upstream.on('data', (d) => this.fromServer(pipe, d));
-  }
-
-  private destroy(pipe: Pipe): void {
-    pipe.client.destroy();
-    pipe.upstream.destroy();
-    this.pipes.delete(pipe);
-  }
-
-  private cutAll(): void {
-    for (const pipe of [...this.pipes]) this.destroy(pipe);
-  }
-
-  private refuseUntil(until: Promise<unknown>, rule: Rule): void {
-    this.accepting = false;
-    void until.then(
-      () => this.reopen(rule),
-      () => this.reopen(rule),
-    );
-  }
-
-  private reopen(rule: Rule): void {
-    this.accepting = true;
-    rule.finish();
+    void until.then(reopen, reopen);
   }
 
   private fromClient(pipe: Pipe, data: Buffer): void {
@@ -242,15 +212,14 @@ export class FaultProxy {
       if (!packet) return;
       if (!pipe.handshakeSent) {
         pipe.handshakeSent = true;
-        pipe.upstream.write(packet);
+        pipe.conn.toServer(packet);
         continue;
       }
       const req: WireRequest = { xid: packet.readInt32BE(4), op: packet.readInt32BE(8), packet };
       const rule = this.rules.find((r) => !r.fault.hasFired && r.match(req));
       if (rule?.action.kind === 'cut') {
         rule.fire();
-        this.cutAll();
-        this.refuseUntil(new Promise((r) => setTimeout(r, (rule.action as { refuseMs: number }).refuseMs)), rule);
+        this.cutAll(rule, new Promise((r) => setTimeout(r, (rule.action as { refuseMs: number }).refuseMs)));
         return;
       }
       if (rule) {
@@ -258,7 +227,7 @@ export class FaultProxy {
         rule.fault.hasFired = true;
         pipe.watched.set(req.xid, rule);
       }
-      pipe.upstream.write(packet);
+      pipe.conn.toServer(packet);
     }
   }
 
@@ -277,10 +246,7 @@ export class FaultProxy {
       pipe.watched.delete(xid);
       if (rule?.action.kind === 'loseReply') {
         rule.fire();
-        const until = rule.action.until;
-        this.cutAll();
-        if (until) this.refuseUntil(until, rule);
-        else rule.finish();
+        this.cutAll(rule, rule.action.until);
         return;
       }
       if (rule?.action.kind === 'rewriteError') {
@@ -297,7 +263,7 @@ export class FaultProxy {
         setTimeout(() => {
           const held = pipe.held ?? [];
           pipe.held = undefined;
-          for (const p of held) pipe.client.write(p);
+          for (const p of held) pipe.conn.toClient(p);
           rule.finish();
         }, rule.action.ms);
       }
@@ -307,7 +273,7 @@ export class FaultProxy {
 
   private toClient(pipe: Pipe, packet: Buffer): void {
     if (pipe.held) pipe.held.push(packet);
-    else pipe.client.write(packet);
+    else pipe.conn.toClient(packet);
   }
 }
 

@@ -9,8 +9,8 @@ import { waitFor } from './zk.js';
 
 const { Queue, FlowProducer } = withBackend(createZooKeeperBackend);
 
-/** A fresh namespace with a FlowProducer and BullMQ's Queue `q` on it, both closed after the test. */
-export async function flowEnv(t: TestContext) {
+/** A fresh namespace with BullMQ's FlowProducer and Queue `q` on the backend, both closed after the test. */
+export async function bullFlowEnv(t: TestContext) {
   const { env, connection } = await bullEnv(t);
   const flow = new FlowProducer({ connection });
   const queue = new Queue('q', { connection });
@@ -19,16 +19,20 @@ export async function flowEnv(t: TestContext) {
 }
 
 /**
- * A fresh namespace with zkq's FlowProducer, its Queue `parents` and a Queue
- * of each of `more`, all closed after the test.
+ * A fresh namespace with zkq's FlowProducer and a Queue of each of `names`
+ * (`queues[name]`), all closed after the test:
+ *
+ *   const { env, flows, queues: { parents, kids } } = await flowEnv(t, 'parents', 'kids');
  */
-export async function zkqFlowEnv(t: { name?: string; after: (fn: () => unknown) => void }, ...more: string[]) {
+export async function flowEnv<N extends string>(
+  t: { name?: string; after: (fn: () => unknown) => void },
+  ...names: N[]
+): Promise<{ env: QueueTestEnv; flows: ZkqFlowProducer; queues: Record<N, ZkqQueue> }> {
   const env = await queueEnv(t);
   const flows = new ZkqFlowProducer(env);
-  const parents = new ZkqQueue('parents', env);
-  const queues = more.map((name) => new ZkqQueue(name, env));
-  t.after(() => Promise.all([flows.close(), parents.close(), ...queues.map((q) => q.close())]));
-  return { env, flows, parents, queues };
+  const queues = Object.fromEntries(names.map((name) => [name, new ZkqQueue(name, env)])) as Record<N, ZkqQueue>;
+  t.after(() => Promise.all([flows.close(), ...Object.values<ZkqQueue>(queues).map((q) => q.close())]));
+  return { env, flows, queues };
 }
 
 /**

@@ -9,7 +9,7 @@ export { ChromiumNotInstalledError, type ChromiumSystem, ensureChromium, findChr
 export { fourLetterWord } from './four-letter.js';
 export { ensureZooKeeper, findZooKeeperClasspath, nettyClasspath, ZooKeeperNotInstalledError } from './install.js';
 export { freePort, freePorts } from './ports.js';
-export { TcpProxy } from './proxy.js';
+export { type PacketHook, type ProxiedConnection, TcpProxy, type TcpProxyOptions } from './proxy.js';
 export {
   ensureRedis,
   findRedisServer,

@@ -17,12 +17,38 @@
  * connections are accepted and go nowhere. `restore()` ends every
  * connection that lived through it, as a peer that gave up answers a
  * reconnected cable with a reset.
+ *
+ * A packet hook (`start(target, { hook })`) is handed every chunk in place
+ * of the forwarding, to pass on, change or hold back: the base of a proxy
+ * that reads the wire's framing.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
+
+/** One proxied connection as a packet hook sees it: it writes on past the hook. */
+export interface ProxiedConnection {
+  /** Writes bytes on to the server. */
+  toServer(data: Buffer): void;
+  /** Writes bytes on to the client. */
+  toClient(data: Buffer): void;
+}
+
+/**
+ * Given each chunk a connection carries (`up`: client to server, `down`:
+ * server to client) where the proxy would forward it, in order; it forwards
+ * what it means to through `conn`. Chunks a freeze holds reach it on
+ * `restore()`; chunks torn or cut midway, or dropped, never do.
+ */
+export type PacketHook = (way: 'up' | 'down', data: Buffer, conn: ProxiedConnection) => void;
+
+export interface TcpProxyOptions {
+  hook?: PacketHook;
+}
 
 /** One proxied connection, with what a freeze holds back each way. */
 interface Pair {
   client: Socket;
+  /** What the packet hook is given for this connection. */
+  conn: ProxiedConnection;
   /** None for a connection accepted during a partition (it goes nowhere). */
   upstream: Socket | undefined;
   /** Lived through a partition: ended on `restore()`. */
@@ -49,12 +75,13 @@ export class TcpProxy {
   private constructor(
     private readonly targetHost: string,
     private readonly targetPort: number,
+    private readonly hook: PacketHook | undefined,
   ) {}
 
   /** Starts a proxy to `target` (`host:port`) on a free loopback port. */
-  static async start(target: string): Promise<TcpProxy> {
+  static async start(target: string, options: TcpProxyOptions = {}): Promise<TcpProxy> {
     const [host, port] = target.split(':');
-    const proxy = new TcpProxy(host || '127.0.0.1', Number(port));
+    const proxy = new TcpProxy(host || '127.0.0.1', Number(port), options.hook);
     await proxy.listen();
     return proxy;
   }
@@ -84,13 +111,15 @@ export class TcpProxy {
       return;
     }
     if (this.partitioned) {
-      const pair: Pair = { client, upstream: undefined, severed: true, up: [], down: [] };
+      const conn = { toServer: () => undefined, toClient: () => undefined };
+      const pair: Pair = { client, conn, upstream: undefined, severed: true, up: [], down: [] };
       this.pairs.add(pair);
       client.on('error', () => undefined).on('close', () => this.pairs.delete(pair));
       return;
     }
     const upstream = connect({ host: this.targetHost, port: this.targetPort, allowHalfOpen: true });
-    const pair: Pair = { client, upstream, severed: false, up: [], down: [] };
+    const conn = { toServer: (d: Buffer) => upstream.write(d), toClient: (d: Buffer) => client.write(d) };
+    const pair: Pair = { client, conn, upstream, severed: false, up: [], down: [] };
     this.pairs.add(pair);
     const drop = () => {
       if (pair.severed) return; // neither side hears of the other's close
@@ -105,7 +134,7 @@ export class TcpProxy {
     client.on('data', (d: Buffer) => {
       if (pair.severed) return;
       if (this.frozen) pair.up.push(d);
-      else if (!this.cutMidChunk(pair, 'up', d)) upstream.write(d);
+      else if (!this.cutMidChunk(pair, 'up', d)) this.forward(pair, 'up', d);
     });
     upstream.on('data', (d: Buffer) => {
       if (this.holding || pair.severed) return;
@@ -116,7 +145,7 @@ export class TcpProxy {
       }
       const torn = this.tearing;
       if (!torn) {
-        client.write(d);
+        this.forward(pair, 'down', d);
         return;
       }
       this.tearing = undefined;
@@ -124,6 +153,12 @@ export class TcpProxy {
       client.write(d.subarray(0, Math.min(torn.keep, d.length - 1)));
       torn.done();
     });
+  }
+
+  private forward(pair: Pair, way: 'up' | 'down', d: Buffer): void {
+    if (this.hook) this.hook(way, d, pair.conn);
+    else if (way === 'up') pair.upstream?.write(d);
+    else pair.client.write(d);
   }
 
   /** Drops every open connection and refuses new ones until `restore()`. */
@@ -219,8 +254,8 @@ export class TcpProxy {
         pair.upstream?.destroy();
         continue;
       }
-      for (const d of pair.up.splice(0)) pair.upstream?.write(d);
-      for (const d of pair.down.splice(0)) pair.client.write(d);
+      for (const d of pair.up.splice(0)) this.forward(pair, 'up', d);
+      for (const d of pair.down.splice(0)) this.forward(pair, 'down', d);
     }
     this.holding = false;
     this.tearing = undefined;

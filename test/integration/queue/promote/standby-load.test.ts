@@ -1,0 +1,58 @@
+/**
+ * What standbys cost while the leader promotes (docs/operations.md): no
+ * watch, a look per due time they know of, at most four looks a second,
+ * each a few listings. Here a leader and five standbys watch a queue whose
+ * delayed jobs come due one after another; each standby's requests stay
+ * within four looks a second of a handful of requests each, whatever the
+ * number of standbys (no herd looping on the due times).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Session } from '@zkq/core';
+import { Housekeeper, openSession, QueueStore } from '@zkq/core/internal';
+import { Queue } from '@zkq/producer';
+import { queueEnv } from '../../../helpers/queue.js';
+import { nextEvent, waitFor } from '../../../helpers/zk.js';
+
+const STANDBYS = 5;
+const DUE_TIMES = 6;
+/** Requests of one look at most: the clock, `delayed/`, a day, an hour, its bucket, the schedulers' check. */
+const PER_LOOK = 6;
+
+test('five standbys beside a working leader: each within four looks a second, no herd', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('standby-load', env);
+  t.after(() => queue.close());
+  const members: { session: Session; keeper: Housekeeper }[] = [];
+  for (let i = 0; i <= STANDBYS; i++) {
+    const session = await openSession(env.connection, env.prefix);
+    const store = new QueueStore(session, 'standby-load');
+    await store.init();
+    await store.clock.now();
+    const keeper = new Housekeeper(store, `member-${i}`, 60_000);
+    keeper.on('error', () => undefined);
+    t.after(async () => {
+      await keeper.close();
+      await session.close();
+    });
+    members.push({ session, keeper });
+  }
+  const leader = members[0] as { session: Session; keeper: Housekeeper };
+  const elected = nextEvent(leader.keeper, 'elected');
+  await leader.keeper.start();
+  await elected;
+  for (const m of members.slice(1)) await m.keeper.start();
+
+  const before = members.map((m) => m.session.stats.requests);
+  const from = performance.now();
+  for (let i = 0; i < DUE_TIMES; i++) {
+    const job = await queue.add('later', { i }, { delay: 400 });
+    await waitFor(async () => (await queue.getJobState(job.id)) === 'waiting', { what: `job ${i} promoted` });
+  }
+  const seconds = (performance.now() - from) / 1000;
+  const standbys = members.slice(1).map((m, i) => m.session.stats.requests - (before[i + 1] as number));
+  t.diagnostic(`${seconds.toFixed(1)} s: standbys sent ${standbys.join(', ')} requests`);
+  const bound = Math.ceil((seconds + 1) * 4) * PER_LOOK;
+  for (const [i, n] of standbys.entries())
+    assert.ok(n <= bound, `standby ${i + 1} sent ${n} requests (bound ${bound})`);
+});

@@ -1,0 +1,30 @@
+/**
+ * A worker registers as EPHEMERAL `workers/<id>` on each new session. The
+ * node its previous session made may still be there (that session has not
+ * expired yet): it is replaced, or the worker would vanish from the list of
+ * live workers when the old session expires.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Session } from '@zkq/core';
+import { QueueStore } from '@zkq/core/internal';
+import { queueEnv } from '../../../helpers/queue.js';
+import { prefixSession } from '../../../helpers/znodes.js';
+
+test("registerWorker replaces the node of the worker's previous session, and keeps its own", async (t) => {
+  const env = await queueEnv(t);
+  const old = new QueueStore((await prefixSession(t, env)) as Session, 'q');
+  const current = new QueueStore((await prefixSession(t, env)) as Session, 'q');
+  await old.registerWorker('w1', { id: 'w1', session: 'old' });
+  await current.registerWorker('w1', { id: 'w1', session: 'new' });
+  const path = current.layout.worker('w1');
+  const read = await current.session.getData(path);
+  assert.equal(read.stat.ephemeralOwner, current.session.sessionId, 'owned by the current session');
+  assert.equal(JSON.parse(read.data.toString()).session, 'new');
+  // registering again on the same session (a create whose reply was lost) keeps the node
+  await current.registerWorker('w1', { id: 'w1', session: 'again' });
+  const again = await current.session.getData(path);
+  assert.equal(again.stat.ctime, read.stat.ctime, 'the same node');
+  await old.session.close();
+  assert.ok(await current.session.exists(path), 'still registered once the old session is gone');
+});
