@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { Session } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { expireSession, TcpProxy } from '@zkq/testing';
-import { Worker } from '@zkq/worker';
+import { type RateLimiterOptions, Worker } from '@zkq/worker';
 import { spawnFixture } from '../helpers/process.js';
 import { type QueueTestEnv, queueEnv } from '../helpers/queue.js';
 import { testSession, waitFor } from '../helpers/zk.js';
@@ -34,7 +34,13 @@ interface Member {
 type Ctx = { name?: string; after(fn: () => unknown): void };
 
 /** `n` workers, each behind a proxy of its own, all idle in line; `started` lists the jobs their processors began. */
-async function idleWorkers(t: Ctx, n: number, env?: QueueTestEnv, drainDelay: number = QUIET.drainDelay) {
+async function idleWorkers(
+  t: Ctx,
+  n: number,
+  env?: QueueTestEnv,
+  drainDelay: number = QUIET.drainDelay,
+  limiter?: RateLimiterOptions,
+) {
   const e = env ?? (await queueEnv(t, SESSION_MS));
   const started: string[] = [];
   const members: Member[] = [];
@@ -44,6 +50,7 @@ async function idleWorkers(t: Ctx, n: number, env?: QueueTestEnv, drainDelay: nu
       ...e,
       ...QUIET,
       drainDelay,
+      ...(limiter ? { limiter } : {}),
       connection: { ...e.connection, connectionString: proxy.connectionString },
       name: `w${i}`,
     });
@@ -79,6 +86,18 @@ async function firstInLine(look: Session, members: Member[], count = members.len
     { what: `${count} workers idle in line` },
   );
   return first as Member;
+}
+
+/** Waits until all of `members` are in line, and tells them in its order. */
+async function inLineOrder(look: Session, members: Member[]): Promise<Member[]> {
+  return waitFor(
+    async () => {
+      const line = await lineOf(look);
+      const order = line.map((node) => members.find((m) => ownsNode(m, node)));
+      return line.length === members.length && order.every((m) => m !== undefined) ? (order as Member[]) : undefined;
+    },
+    { what: `${members.length} workers idle in line` },
+  );
 }
 
 async function addThree(env: QueueTestEnv): Promise<void> {
@@ -172,3 +191,31 @@ test('the first idle worker’s process is killed: the next in line takes the jo
   await addThree(env);
   await allStarted(started);
 });
+
+for (const limiter of [undefined, { max: 6, duration: 1000 }]) {
+  const on = limiter ? 'a rate-limited queue' : 'a plain queue';
+  test(`the first idle worker leaves and the new first one is cut off, on ${on}: the one now second in line claims at its idle poll`, async (t) => {
+    const env = await queueEnv(t, SESSION_MS);
+    const { started, members } = await idleWorkers(t, 4, env, 1, limiter);
+    const look = await testSession(t, { namespace: `/${env.prefix}` });
+    const [leaving, cutOff] = (await inLineOrder(look, members)) as [Member, Member];
+    // The first leaves (as it does when it claims): the second becomes first; the third, which
+    // watches only the second, is now right behind the first without being told.
+    await leaving.worker.pause();
+    await waitFor(
+      async () => {
+        const line = await lineOf(look);
+        return line.length === 3 && ownsNode(cutOff, line[0]);
+      },
+      { what: 'the second idle worker first in line' },
+    );
+    cutOff.proxy.freeze();
+    try {
+      await addThree(env);
+      // well before the session of the one cut off expires (SESSION_MS)
+      await allStarted(started);
+    } finally {
+      cutOff.proxy.restore();
+    }
+  });
+}
