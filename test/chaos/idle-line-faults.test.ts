@@ -4,7 +4,9 @@
  * whatever happens to the first one's link, session or process, jobs added
  * afterwards are claimed (by it, once back, or by the next in line).
  * Nobody polls in these tests (drainDelay 600 s), only watches wake, but
- * where the first one cannot act while its session lives on (a partition).
+ * where the first one cannot act while its session lives on (a partition, a
+ * dead process): there the one behind it must find out at its idle poll,
+ * also when it came to stand there unheard (the first one before left).
  */
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -219,3 +221,32 @@ for (const limiter of [undefined, { max: 6, duration: 1000 }]) {
     }
   });
 }
+
+test('the first idle worker leaves and the new first one’s process is dead, its session alive: the one now second in line claims at its idle poll', async (t) => {
+  const env = await queueEnv(t, SESSION_MS);
+  const look = await testSession(t, { namespace: `/${env.prefix}` });
+  const { members: first } = await idleWorkers(t, 1, env, 1);
+  await waitFor(async () => (await lineOf(look)).length === 1, { what: 'the first worker idle in line' });
+  const victim = spawnFixture(WORKER, [
+    JSON.stringify({
+      connectionString: env.connection.connectionString,
+      sessionTimeout: SESSION_MS,
+      prefix: env.prefix,
+      queue: QUEUE,
+      housekeeping: false,
+      drainDelay: 1,
+    }),
+  ]);
+  t.after(() => victim.child.kill('SIGKILL'));
+  await victim.waitForLine(/^ready$/);
+  await waitFor(async () => (await lineOf(look)).length === 2, { what: 'the victim idle in line, second' });
+  const { started } = await idleWorkers(t, 2, env, 1);
+  await waitFor(async () => (await lineOf(look)).length === 4, { what: 'everyone idle in line' });
+  victim.child.kill('SIGKILL');
+  await victim.exited;
+  // The first leaves: the dead one is first now, for as long as its session lives.
+  await (first[0] as Member).worker.pause();
+  await waitFor(async () => (await lineOf(look)).length === 3, { what: 'the first worker out of line' });
+  await addThree(env);
+  await allStarted(started);
+});
