@@ -4,7 +4,9 @@
  * whatever happens to the first one's link, session or process, jobs added
  * afterwards are claimed (by it, once back, or by the next in line).
  * Nobody polls in these tests (drainDelay 600 s), only watches wake, but
- * where the first one cannot act while its session lives on (a partition).
+ * where the first one cannot act while its session lives on (a partition, a
+ * dead process): there the one behind it must find out at its idle poll,
+ * also when it came to stand there unheard (the first one before left).
  */
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { Session } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { expireSession, TcpProxy } from '@zkq/testing';
-import { Worker } from '@zkq/worker';
+import { type RateLimiterOptions, Worker } from '@zkq/worker';
 import { spawnFixture } from '../helpers/process.js';
 import { type QueueTestEnv, queueEnv } from '../helpers/queue.js';
 import { testSession, waitFor } from '../helpers/zk.js';
@@ -34,7 +36,13 @@ interface Member {
 type Ctx = { name?: string; after(fn: () => unknown): void };
 
 /** `n` workers, each behind a proxy of its own, all idle in line; `started` lists the jobs their processors began. */
-async function idleWorkers(t: Ctx, n: number, env?: QueueTestEnv, drainDelay: number = QUIET.drainDelay) {
+async function idleWorkers(
+  t: Ctx,
+  n: number,
+  env?: QueueTestEnv,
+  drainDelay: number = QUIET.drainDelay,
+  limiter?: RateLimiterOptions,
+) {
   const e = env ?? (await queueEnv(t, SESSION_MS));
   const started: string[] = [];
   const members: Member[] = [];
@@ -44,6 +52,7 @@ async function idleWorkers(t: Ctx, n: number, env?: QueueTestEnv, drainDelay: nu
       ...e,
       ...QUIET,
       drainDelay,
+      ...(limiter ? { limiter } : {}),
       connection: { ...e.connection, connectionString: proxy.connectionString },
       name: `w${i}`,
     });
@@ -79,6 +88,18 @@ async function firstInLine(look: Session, members: Member[], count = members.len
     { what: `${count} workers idle in line` },
   );
   return first as Member;
+}
+
+/** Waits until all of `members` are in line, and tells them in its order. */
+async function inLineOrder(look: Session, members: Member[]): Promise<Member[]> {
+  return waitFor(
+    async () => {
+      const line = await lineOf(look);
+      const order = line.map((node) => members.find((m) => ownsNode(m, node)));
+      return line.length === members.length && order.every((m) => m !== undefined) ? (order as Member[]) : undefined;
+    },
+    { what: `${members.length} workers idle in line` },
+  );
 }
 
 async function addThree(env: QueueTestEnv): Promise<void> {
@@ -169,6 +190,63 @@ test('the first idle worker’s process is killed: the next in line takes the jo
   await waitFor(async () => (await lineOf(look)).length === 3, { what: 'everyone idle in line' });
   victim.child.kill('SIGKILL');
   await victim.exited;
+  await addThree(env);
+  await allStarted(started);
+});
+
+for (const limiter of [undefined, { max: 6, duration: 1000 }]) {
+  const on = limiter ? 'a rate-limited queue' : 'a plain queue';
+  test(`the first idle worker leaves and the new first one is cut off, on ${on}: the one now second in line claims at its idle poll`, async (t) => {
+    const env = await queueEnv(t, SESSION_MS);
+    const { started, members } = await idleWorkers(t, 4, env, 1, limiter);
+    const look = await testSession(t, { namespace: `/${env.prefix}` });
+    const [leaving, cutOff] = (await inLineOrder(look, members)) as [Member, Member];
+    // The first leaves (as it does when it claims): the second becomes first; the third, which
+    // watches only the second, is now right behind the first without being told.
+    await leaving.worker.pause();
+    await waitFor(
+      async () => {
+        const line = await lineOf(look);
+        return line.length === 3 && ownsNode(cutOff, line[0]);
+      },
+      { what: 'the second idle worker first in line' },
+    );
+    cutOff.proxy.freeze();
+    try {
+      await addThree(env);
+      // well before the session of the one cut off expires (SESSION_MS)
+      await allStarted(started);
+    } finally {
+      cutOff.proxy.restore();
+    }
+  });
+}
+
+test('the first idle worker leaves and the new first one’s process is dead, its session alive: the one now second in line claims at its idle poll', async (t) => {
+  const env = await queueEnv(t, SESSION_MS);
+  const look = await testSession(t, { namespace: `/${env.prefix}` });
+  const { members: first } = await idleWorkers(t, 1, env, 1);
+  await waitFor(async () => (await lineOf(look)).length === 1, { what: 'the first worker idle in line' });
+  const victim = spawnFixture(WORKER, [
+    JSON.stringify({
+      connectionString: env.connection.connectionString,
+      sessionTimeout: SESSION_MS,
+      prefix: env.prefix,
+      queue: QUEUE,
+      housekeeping: false,
+      drainDelay: 1,
+    }),
+  ]);
+  t.after(() => victim.child.kill('SIGKILL'));
+  await victim.waitForLine(/^ready$/);
+  await waitFor(async () => (await lineOf(look)).length === 2, { what: 'the victim idle in line, second' });
+  const { started } = await idleWorkers(t, 2, env, 1);
+  await waitFor(async () => (await lineOf(look)).length === 4, { what: 'everyone idle in line' });
+  victim.child.kill('SIGKILL');
+  await victim.exited;
+  // The first leaves: the dead one is first now, for as long as its session lives.
+  await (first[0] as Member).worker.pause();
+  await waitFor(async () => (await lineOf(look)).length === 3, { what: 'the first worker out of line' });
   await addThree(env);
   await allStarted(started);
 });

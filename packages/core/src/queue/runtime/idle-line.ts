@@ -13,11 +13,16 @@
  * found and removed instead of holding up the line.
  *
  * The first one may be alive and unable to act (its link partitioned, its
- * process stopped) for as long as its session lasts: the one right behind
- * it (`next`) also looks at the head at the idle poll, so the line never
- * sleeps longer than that behind a first one that cannot act. Connection
- * events are the caller's to react to (see JobSource): a look after any
- * reconnection re-arms whatever watch the connection may have lost.
+ * process stopped, or killed with its session not yet expired) for as long
+ * as its session lasts: the one right behind it (`next`) also looks at the
+ * head at the idle poll. A worker watches only its predecessor, so when the
+ * first one leaves, the one that comes to stand right behind the new first
+ * is not told: every worker further back (`waiting`) reads the line again at
+ * the idle poll, and one that finds itself `next` looks at the head at once.
+ * So no single worker that cannot act holds the line up for much longer than
+ * an idle poll, wherever it stands. Connection events are the caller's to
+ * react to (see JobSource): a look after any reconnection re-arms whatever
+ * watch the connection may have lost.
  */
 import { NoNodeError } from '../../zk/errors.js';
 import { sortBySequence } from '../../zk/sequence.js';

@@ -8,11 +8,13 @@
  * claimable) and polls every `drainDelay` (a dead worker's job, claimable
  * again once its session ends, and a safety net); the others wait for their
  * turn, so a new job wakes one worker, not all. The one right behind the
- * first polls too, so a first one that cannot act (partitioned, stopped)
- * holds the others back no longer than that; and any reconnection makes a
- * waiting worker look at the line (and the head) again, re-arming what the
- * connection may have lost. Candidates come from the HeadView (a short
- * view of the head, spread at random after collisions).
+ * first polls too, and the ones further back read the line at the poll (the
+ * first one leaving moves them up unheard), so a first one that cannot act
+ * (partitioned, stopped, killed) holds the others back no longer than about
+ * that; and any reconnection makes a waiting worker look at the line (and
+ * the head) again, re-arming what the connection may have lost. Candidates
+ * come from the HeadView (a short view of the head, spread at random after
+ * collisions).
  *
  * Under a global limit (see LimitsView) claims take the limited path: a
  * rate-limited take says for how long; a take that found the global
@@ -216,13 +218,15 @@ export class JobSource {
   /**
    * Waits for a change at the head or in the claims (first in line), a poke,
    * or the idle poll (`pollMs`, default `idlePollMs`; also right behind the
-   * first). Further back in line, it waits for the predecessor to leave (or
-   * a reconnection), and looks again, without returning: a waiting worker
-   * reads nothing.
+   * first). Further back in line, it waits for the predecessor to leave, a
+   * reconnection or the idle poll, and looks at the line again, without
+   * returning: a waiting worker reads only the line, until it finds itself
+   * right behind the first.
    */
   async waitForWork(pollMs = this.o.idlePollMs): Promise<void> {
     this.outOfLine = false;
-    while ((await this.waitOnce(pollMs)) === 'line') {
+    const seen = { behind: false };
+    while ((await this.waitOnce(pollMs, seen)) === 'line') {
       // moved up the line: look where we stand now
     }
     this.head.outdate();
@@ -255,7 +259,8 @@ export class JobSource {
     if (admission.kind !== 'maxed') this.poke();
   }
 
-  private waitOnce(pollMs: number): Promise<'wake' | 'line'> {
+  /** `seen.behind`: an earlier look of this wait found it further back than right behind the first. */
+  private waitOnce(pollMs: number, seen: { behind: boolean }): Promise<'wake' | 'line'> {
     if (this.poked) {
       this.poked = false;
       return Promise.resolve('wake');
@@ -286,7 +291,18 @@ export class JobSource {
         .then(async (where) => {
           // told to leave while this look was joining: a node it made would hold up the line
           if (this.outOfLine) return this.line.leave();
-          if (where === 'waiting' || this.wake !== wake) return;
+          if (this.wake !== wake) return;
+          if (where === 'waiting') {
+            // Only its predecessor is watched: the first one leaving moves it up unheard. It reads the
+            // line again at the idle poll, so it finds out it stands right behind the first.
+            seen.behind = true;
+            clearTimeout(timer);
+            timer = setTimeout(moved, pollMs);
+            return;
+          }
+          // Moved up from further back to right behind the first (maybe a poll late): look at the head
+          // now. (Moved up to the first, it looks below, once its watch is set.)
+          if (seen.behind && where === 'next') return this.poke();
           later(pollMs);
           // Right behind the head: a backup for a first one that cannot act, it looks at the idle poll.
           if (where === 'next') return;
