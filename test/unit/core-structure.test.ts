@@ -3,7 +3,8 @@
  * @zkq/core's source files (type-only imports count: a circle of types is a
  * circle of meaning), and no write to the executor outside the protocol
  * module (packages/core/src/queue/protocol/): front-ends and the runtime call
- * transitions, which alone build ops and run them.
+ * transitions, which alone build ops and run them; and no source file a
+ * reader cannot take in (MAX_SOURCE_LINES).
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -120,6 +121,21 @@ describe('@zkq/core', () => {
     assert.deepEqual(found, [], `import circles:\n${found.join('\n')}`);
   });
 
+  test('no op is written out outside the protocol module and the session layer', () => {
+    const offenders: string[] = [];
+    for (const file of packageSources()) {
+      const path = relative(repo, file);
+      if (path.startsWith(protocolDir) || path.startsWith('packages/core/src/zk/')) continue;
+      if (path.startsWith('packages/core/src/recipes/') || path.startsWith('packages/testing/')) continue;
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(/\bop: '(?:create|delete|setData|check)'/g)) {
+        const line = text.slice(0, m.index).split('\n').length;
+        offenders.push(`${path}:${line}: ${m[0]}`);
+      }
+    }
+    assert.deepEqual(offenders, [], `build it in a transition in ${protocolDir} instead:\n${offenders.join('\n')}`);
+  });
+
   test('the executor is run and made only inside the protocol module', () => {
     const packages = join(repo, 'packages');
     const offenders: string[] = [];
@@ -138,4 +154,26 @@ describe('@zkq/core', () => {
     }
     assert.deepEqual(offenders, [], `write through a transition in ${protocolDir} instead:\n${offenders.join('\n')}`);
   });
+});
+
+/** The most lines a source file may have: past it, split the file by subject. */
+const MAX_SOURCE_LINES = 450;
+
+/** Every TypeScript source file of every package (packages/<name>/src). */
+function packageSources(): string[] {
+  const packages = join(repo, 'packages');
+  return readdirSync(packages).flatMap((pkg) => {
+    const src = join(packages, pkg, 'src');
+    return statSync(src, { throwIfNoEntry: false })?.isDirectory() ? sourceFiles(src) : [];
+  });
+}
+
+test(`no source file of a package is over ${MAX_SOURCE_LINES} lines`, () => {
+  const files = packageSources();
+  assert.ok(files.length > 100, 'the source files were found');
+  const long = files
+    .map((file) => ({ path: relative(repo, file), lines: readFileSync(file, 'utf8').split('\n').length }))
+    .filter((f) => f.lines > MAX_SOURCE_LINES)
+    .map((f) => `${f.path}: ${f.lines} lines`);
+  assert.deepEqual(long, [], `split these by subject:\n${long.join('\n')}`);
 });
