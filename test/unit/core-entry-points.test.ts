@@ -5,7 +5,7 @@
  * conditions as the root, and exports everything the root does.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -53,6 +53,24 @@ test('docs/api.md lists each name of the root entry, and no other', () => {
   const listed = [...page.matchAll(/^\| `([A-Za-z_$][\w$]*)[^`]*` \|/gm)].map((m) => m[1] as string).sort();
   assert.deepEqual(listed, [...new Set(listed)], 'each name listed once');
   assert.deepEqual(listed, publicNames);
+});
+
+test('every error of @zkq/core that the docs say a call can end with is in the root entry', async () => {
+  // a user tells errors apart by class: one the docs promise must be importable from the public API
+  const root: Record<string, unknown> = await import('@zkq/core');
+  const internal: Record<string, unknown> = await import('@zkq/core/internal');
+  const pages = [join(ROOT, 'README.md'), ...readdirSync(join(ROOT, 'docs')).map((f) => join(ROOT, 'docs', f))];
+  const named = new Set<string>();
+  for (const page of pages.filter((p) => p.endsWith('.md'))) {
+    for (const m of readFileSync(page, 'utf8').matchAll(/`([A-Z][A-Za-z]*Error)`/g)) named.add(m[1] as string);
+  }
+  const coreErrors = [...named].filter((n) => typeof internal[n] === 'function').sort();
+  assert.ok(coreErrors.includes('OutcomeUnknownError'), 'the docs name errors of core');
+  assert.deepEqual(
+    coreErrors.filter((n) => root[n] === undefined),
+    [],
+    'errors the docs name but @zkq/core does not export',
+  );
 });
 
 test("the root entry's values are the ones it declares, and the internal entry has them all", async () => {

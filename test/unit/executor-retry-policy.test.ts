@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BadVersionError, NodeExistsError, NoNodeError } from '@zkq/core';
+import { BadVersionError, NoAuthError, NodeExistsError, NoNodeError } from '@zkq/core';
 import {
   FencedError,
   PLAN_ATTEMPTS,
@@ -65,6 +65,22 @@ describe('runPlanned', () => {
         return { answer: 1, unit: failing };
       }),
       NoNodeError,
+    );
+    assert.equal(plans, 1);
+  });
+
+  test('an op refused for no conflict (no permission) is thrown as it is, not planned again', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    session.respond = () => {
+      throw atOp(new NoAuthError(layout.job('a')), 0);
+    };
+    let plans = 0;
+    await assert.rejects(
+      executor.runPlanned(async () => {
+        plans++;
+        return { answer: 1, unit: writeAt('a', 1) };
+      }),
+      NoAuthError,
     );
     assert.equal(plans, 1);
   });

@@ -73,6 +73,7 @@ export {
   SchedulerSlotsBusyError,
   SpanKind,
   type Telemetry,
+  TooManyConflictsError,
   UnrecoverableError,
   WaitingChildrenError,
 } from './queue/index.js';

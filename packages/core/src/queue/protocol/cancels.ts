@@ -44,9 +44,9 @@ import { InvalidArgumentError } from '../../errors.js';
 import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { Watcher } from '../../zk/types.js';
 import { parseCancelName, type QueueLayout } from '../layout.js';
-import { isConflict } from './claim.js';
 import type { ProtocolContext } from './context.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
+import { isWriteConflict } from './replan.js';
 
 /** Longest cancel reason, in bytes (UTF-8): a reason is a message, not a payload. */
 export const MAX_CANCEL_REASON_BYTES = 4096;
@@ -146,7 +146,7 @@ export async function requestCancel(store: ProtocolContext, id: string, reason?:
           return 'again';
         }
         // the attempt ended (or another began) between the read and the write: look again
-        return isConflict(error) ? 'again' : 'fail';
+        return isWriteConflict(error) ? 'again' : 'fail';
       },
     },
   );

@@ -15,10 +15,11 @@
  * A caller that reads some failures otherwise (a node that exists means the
  * work was done before; a conflict on a node it does not plan from is a
  * failure) says so with `onFailure`. Any other failure of the write (a
- * fence, a payload too large, an outcome left unknown) and any error of the
- * plan are thrown as they are.
+ * fence, an op refused by the ACL, a payload too large, an outcome left
+ * unknown) and any error of the plan are thrown as they are.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { BadVersionError, NodeExistsError, NoNodeError, NotEmptyError } from '../../zk/errors.js';
 import type { ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
 import { TooManyConflictsError } from './write-errors.js';
 
@@ -48,9 +49,21 @@ export interface PlannedOptions<T> extends Pick<RunOptions<TxUnit>, 'fence' | 'r
   ) => FailureVerdict<T> | undefined | Promise<FailureVerdict<T> | undefined>;
 }
 
-/** Whether a failed write conflicted with another writer: one of its ops failed (nothing was applied). */
+/**
+ * Whether a failed write conflicted with another writer: one of its ops met
+ * a node changed, created or removed since the read (nothing was applied).
+ * An op refused for another reason (no permission, say) is no conflict: a
+ * new plan would be refused the same way.
+ */
 export function isWriteConflict(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { opIndex?: unknown }).opIndex !== undefined;
+  if (typeof error !== 'object' || error === null) return false;
+  if ((error as { opIndex?: unknown }).opIndex === undefined) return false;
+  return (
+    error instanceof BadVersionError ||
+    error instanceof NoNodeError ||
+    error instanceof NodeExistsError ||
+    error instanceof NotEmptyError
+  );
 }
 
 /** Sends one unit, as the executor's `run` does. */
