@@ -61,6 +61,8 @@ export const DEFAULT_MAX_RATE_LIMIT_DELAY_MS = 30_000;
 const LIMITED_ROUNDS = 3;
 /** Pause before looking at the line again after a failed look, ms. */
 const LINE_RETRY_MS = 500;
+/** Least time between two reads of the line by a worker further back (a caller's poll may be ~1 ms), ms. */
+const LINE_READ_MIN_MS = 100;
 
 export class JobSource {
   private readonly head: HeadView;
@@ -297,7 +299,7 @@ export class JobSource {
             // line again at the idle poll, so it finds out it stands right behind the first.
             seen.behind = true;
             clearTimeout(timer);
-            timer = setTimeout(moved, pollMs);
+            timer = setTimeout(moved, Math.max(pollMs, LINE_READ_MIN_MS));
             return;
           }
           // Moved up from further back to right behind the first (maybe a poll late): look at the head
