@@ -216,3 +216,15 @@ export async function checkCompletable(ctx: BackendContext, record: JobRecord): 
   if (deps && deps.pending > 0) throw finishedError(ErrorCode.JobPendingChildren, record.id, 'moveToFinished');
   return deps !== undefined;
 }
+
+/**
+ * Whether a job about to fail has dependencies: added with children or
+ * parked once, or given children by `opts.parent` while it ran (its record
+ * does not say so then). A failure does not wait for them.
+ */
+export async function hasDependencies(ctx: BackendContext, record: JobRecord): Promise<boolean> {
+  if (record.hasDeps) return true;
+  const store = await ctx.store();
+  if (!(await parentsHeld(store, ctx.onError))) return false;
+  return (await readDeps(store, record.id)) !== undefined;
+}

@@ -142,3 +142,33 @@ test('a job given a child while it ran, removed as it completes, takes its depen
   assert.deepEqual(await host.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
   assert.deepEqual(removed, []);
 });
+
+test('a job given a child while it ran, removed as it fails, takes its dependencies along', async (t) => {
+  const { connection, queue } = await bullFlowEnv(t);
+  const { removed, completedSeen } = await watchRemovals(t, connection);
+  const worker = new Worker(
+    'q',
+    async (job: Job) => {
+      if (job.name !== 'host') return 'kid done';
+      const kid = await queue.add(
+        'kid',
+        {},
+        { jobId: 'kid', parent: { id: job.id as string, queue: job.queueQualifiedName } },
+      );
+      await waitFor(async () => (await kid.getState()) === 'completed');
+      throw new Error('host broke');
+    },
+    { connection, concurrency: 2 },
+  );
+  t.after(() => worker.close());
+  const host = await queue.add('host', {}, { jobId: 'host', removeOnFail: true });
+  await waitFor(async () => (await host.getState()) === 'unknown');
+  assert.deepEqual(await host.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
+  await queue.add('marker', {}, { jobId: 'marker' });
+  await completedSeen('marker');
+  assert.deepEqual(removed, []);
+  // its id can be used again, as a plain job
+  const again = await queue.add('again', {}, { jobId: 'host' });
+  await waitFor(async () => (await again.getState()) === 'completed');
+  assert.deepEqual(await again.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
+});
