@@ -2,11 +2,6 @@
  * zkq's Worker: a job given a child by `opts.parent` while it ran, then
  * removed as it finishes (removeOnComplete / removeOnFail `true`), takes its
  * dependencies along: its id used again starts with none.
- *
- * Not so yet: the finish drops only the dependencies its claimed record
- * names, so these are left for the leader's sweep of orphans, and a job
- * added again under the id before it runs counts them (todo until fixed;
- * the BullMQ backend reads them first, see bullmq-retention.test.ts).
  */
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
@@ -39,12 +34,8 @@ async function giveChildThenFinish(t: TestContext, fails: boolean) {
   assert.deepEqual(await again.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
 }
 
-const todo = 'the finish drops only the dependencies its claimed record names';
+test('a job given a child while it ran, removed as it completes, takes its dependencies along', (t) =>
+  giveChildThenFinish(t, false));
 
-test('a job given a child while it ran, removed as it completes, takes its dependencies along', { todo }, (t) =>
-  giveChildThenFinish(t, false),
-);
-
-test('a job given a child while it ran, removed as it fails, takes its dependencies along', { todo }, (t) =>
-  giveChildThenFinish(t, true),
-);
+test('a job given a child while it ran, removed as it fails, takes its dependencies along', (t) =>
+  giveChildThenFinish(t, true));
