@@ -172,3 +172,32 @@ test('a job given a child while it ran, removed as it fails, takes its dependenc
   await waitFor(async () => (await again.getState()) === 'completed');
   assert.deepEqual(await again.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
 });
+
+test('a child in another queue removed as it fails releases its parent there', async (t) => {
+  const { connection, flow } = await bullFlowEnv(t);
+  const tree = await flow.add({
+    name: 'parent',
+    queueName: 'parents',
+    opts: { jobId: 'p' },
+    children: [
+      { name: 'ok', queueName: 'q', opts: { jobId: 'ok' } },
+      { name: 'bad', queueName: 'q', opts: { jobId: 'bad', removeOnFail: true } },
+    ],
+  });
+  const kids = new Worker(
+    'q',
+    async (job: Job) => {
+      if (job.name === 'bad') throw new Error('broke');
+      return job.name;
+    },
+    { connection },
+  );
+  const parents = new Worker('parents', async (job: Job) => Object.keys(await job.getChildrenValues()).length, {
+    connection,
+  });
+  t.after(() => Promise.all([kids.close(), parents.close()]));
+  await waitFor(async () => (await tree.job.getState()) === 'completed');
+  assert.deepEqual(await tree.job.getDependenciesCount(), { processed: 1, unprocessed: 0, ignored: 0, failed: 0 });
+  const bad = tree.children?.find((c) => c.job.name === 'bad')?.job as Job;
+  assert.equal(await bad.getState(), 'unknown');
+});
