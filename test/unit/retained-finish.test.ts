@@ -107,3 +107,19 @@ test('a job removed at once is asked for dependencies its record does not name; 
   assert.equal((await write(failed, true)).job.record.hasDeps, undefined);
   assert.deepEqual(asked, ['completed', 'completed']);
 });
+
+test('a failure to read the dependencies does not keep the finish from being written', async () => {
+  const written: Finish[] = [];
+  const out = await finishRetained(completed(), {
+    retention: () => 'remove',
+    write: async (w) => {
+      written.push(w);
+      return { ok: true };
+    },
+    trim: () => undefined,
+    hasDeps: () => Promise.reject(new Error('connection lost')),
+  });
+  assert.equal(out.ok, true);
+  assert.equal(written.length, 1);
+  assert.equal(written[0]?.job.record.hasDeps, undefined);
+});

@@ -60,7 +60,9 @@ export async function finishRetained(f: Finish, glue: RetainedFinish): Promise<F
     else {
       delete finish.keep;
       const { record } = f.job;
-      if (!record.hasDeps && (await glue.hasDeps?.())) finish.job = { ...f.job, record: { ...record, hasDeps: true } };
+      // a failure to read them does not keep the finish from being written: they are left to the leader's sweep
+      const given = !record.hasDeps && (await glue.hasDeps?.().catch(() => false));
+      if (given) finish.job = { ...f.job, record: { ...record, hasDeps: true } };
     }
   }
   const result = await glue.write(finish);
