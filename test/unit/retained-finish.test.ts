@@ -81,3 +81,45 @@ test('a retry carries no bounds; a failed write trims nothing', async () => {
   assert.equal(lost.out.ok, false);
   assert.deepEqual(lost.trims, []);
 });
+
+test('a job removed at once is asked for dependencies its record does not name; a kept one is not', async () => {
+  const asked: string[] = [];
+  const write = async (f: Finish, hasDeps: boolean) => {
+    let written: Finish | undefined;
+    await finishRetained(f, {
+      retention: (kind) => (kind === 'completed' ? 'remove' : {}),
+      write: async (w) => {
+        written = w;
+        return { ok: true };
+      },
+      trim: () => undefined,
+      hasDeps: async () => {
+        asked.push(f.outcome.kind);
+        return hasDeps;
+      },
+    });
+    return written as Finish;
+  };
+  assert.equal((await write(completed(), true)).job.record.hasDeps, true);
+  assert.equal((await write(completed(), false)).job.record.hasDeps, undefined);
+  assert.equal(job.record.hasDeps, undefined, 'the claimed record is left as it was');
+  const failed: Finish = { job, outcome: { kind: 'failed', reason: 'x', stacktrace: [], remove: false } };
+  assert.equal((await write(failed, true)).job.record.hasDeps, undefined);
+  assert.deepEqual(asked, ['completed', 'completed']);
+});
+
+test('a failure to read the dependencies does not keep the finish from being written', async () => {
+  const written: Finish[] = [];
+  const out = await finishRetained(completed(), {
+    retention: () => 'remove',
+    write: async (w) => {
+      written.push(w);
+      return { ok: true };
+    },
+    trim: () => undefined,
+    hasDeps: () => Promise.reject(new Error('connection lost')),
+  });
+  assert.equal(out.ok, true);
+  assert.equal(written.length, 1);
+  assert.equal(written[0]?.job.record.hasDeps, undefined);
+});

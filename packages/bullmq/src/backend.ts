@@ -97,11 +97,12 @@ export class ZooKeeperQueueBackend extends BackendControl implements IQueueBacke
   ): Promise<{ result: undefined | attempts.NextJob; finishedOn: number }> {
     const held = await attempts.heldBy(this.ctx, job.id as string, token, 'moveToFinished');
     const stacktrace = attempts.stacktraceOf(fieldsToUpdate);
+    const hasDeps = await flows.hasDependencies(this.ctx, held.job.record);
     const finishedOn = await attempts.finishFinal(
       this.ctx,
       attempts.withTrace(held),
       { kind: 'failed', reason: failedReason, stacktrace, remove: false },
-      { given: removeOnFail, trimmer: () => this.trimmer() },
+      { given: removeOnFail, hasDeps, trimmer: () => this.trimmer() },
       held.progress,
     );
     await this.ctx.countFinished('failed', finishedOn);

@@ -6,18 +6,20 @@
  * here every queue of a flow is in the backend's namespace, so a key's last
  * two parts are all that locate a job.
  */
-import { FailedChildrenError, LostJobError, MissingParentError, NoPendingChildrenError, WatchLoop } from '@zkq/core';
+import { FailedChildrenError, LostJobError, MissingParentError, NoPendingChildrenError } from '@zkq/core';
 import {
   addFlows,
   type ChildKey,
   childKey,
   enqueueJobs,
   type FlowJob,
+  hasDependencies as givenDeps,
   isPendingChild,
   type JobRecord,
   linkTo,
   type ParentLink,
   parentQueueName,
+  parentsHeld,
   type QueueStore,
   readDeps,
 } from '@zkq/core/internal';
@@ -171,37 +173,6 @@ export async function moveToWaitingChildren(
   throw result.error;
 }
 
-/** Per queue store: whether the queue ever held a parent's dependencies (see parentsHeld). */
-const holdsParents = new WeakMap<QueueStore, Promise<() => boolean>>();
-
-/**
- * Whether the queue ever held a parent's dependencies (its `deps`
- * directory exists): until then no completion needs to read them. An
- * exists-watch follows it until it appears (it goes only with the queue);
- * when that cannot be known, the answer is yes.
- */
-async function parentsHeld(store: QueueStore, onError: (err: unknown) => void): Promise<boolean> {
-  let known = holdsParents.get(store);
-  if (!known) {
-    let seen = false;
-    const loop: WatchLoop<boolean> = new WatchLoop(store.session, {
-      read: async (watch) => (await store.session.exists(store.layout.depsDir, { watch })) !== null,
-      onRead: (exists) => {
-        if (!exists) return;
-        seen = true;
-        loop.close();
-      },
-      onError,
-    });
-    known = loop.start().then(
-      () => () => seen || loop.closed,
-      () => () => true,
-    );
-    holdsParents.set(store, known);
-  }
-  return (await known)();
-}
-
 /**
  * BullMQ refuses to complete a parent with pending (-4) or failed (-9)
  * children. Read for a job added with children or parked once, and for any
@@ -215,4 +186,9 @@ export async function checkCompletable(ctx: BackendContext, record: JobRecord): 
   if (deps?.failed) throw finishedError(ErrorCode.JobHasFailedChildren, record.id, 'moveToFinished');
   if (deps && deps.pending > 0) throw finishedError(ErrorCode.JobPendingChildren, record.id, 'moveToFinished');
   return deps !== undefined;
+}
+
+/** Whether a job about to fail has dependencies, given while it ran included (its removal takes them along). */
+export async function hasDependencies(ctx: BackendContext, record: JobRecord): Promise<boolean> {
+  return givenDeps(await ctx.store(), record, ctx.onError);
 }

@@ -20,6 +20,7 @@ import {
   type FinishedKind,
   type FinishResult,
   finishRetained,
+  hasDependencies,
   isRateLimitError,
   isWaitingChildrenError,
   leaseOf,
@@ -355,6 +356,7 @@ export class Attempt {
         retention: (kind) => this.retention(kind),
         write: (f) => this.driver.finish(f),
         trim: (kind, keep) => this.driver.trim(kind, keep),
+        hasDeps: () => hasDependencies(this.store, this.claimed.record, (err) => this.worker.emitError(err)),
       },
     );
   }

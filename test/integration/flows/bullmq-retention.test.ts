@@ -142,3 +142,62 @@ test('a job given a child while it ran, removed as it completes, takes its depen
   assert.deepEqual(await host.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
   assert.deepEqual(removed, []);
 });
+
+test('a job given a child while it ran, removed as it fails, takes its dependencies along', async (t) => {
+  const { connection, queue } = await bullFlowEnv(t);
+  const { removed, completedSeen } = await watchRemovals(t, connection);
+  const worker = new Worker(
+    'q',
+    async (job: Job) => {
+      if (job.name !== 'host') return 'kid done';
+      const kid = await queue.add(
+        'kid',
+        {},
+        { jobId: 'kid', parent: { id: job.id as string, queue: job.queueQualifiedName } },
+      );
+      await waitFor(async () => (await kid.getState()) === 'completed');
+      throw new Error('host broke');
+    },
+    { connection, concurrency: 2 },
+  );
+  t.after(() => worker.close());
+  const host = await queue.add('host', {}, { jobId: 'host', removeOnFail: true });
+  await waitFor(async () => (await host.getState()) === 'unknown');
+  assert.deepEqual(await host.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
+  await queue.add('marker', {}, { jobId: 'marker' });
+  await completedSeen('marker');
+  assert.deepEqual(removed, []);
+  // its id can be used again, as a plain job
+  const again = await queue.add('again', {}, { jobId: 'host' });
+  await waitFor(async () => (await again.getState()) === 'completed');
+  assert.deepEqual(await again.getDependenciesCount(), { processed: 0, unprocessed: 0, ignored: 0, failed: 0 });
+});
+
+test('a child in another queue removed as it fails releases its parent there', async (t) => {
+  const { connection, flow } = await bullFlowEnv(t);
+  const tree = await flow.add({
+    name: 'parent',
+    queueName: 'parents',
+    opts: { jobId: 'p' },
+    children: [
+      { name: 'ok', queueName: 'q', opts: { jobId: 'ok' } },
+      { name: 'bad', queueName: 'q', opts: { jobId: 'bad', removeOnFail: true } },
+    ],
+  });
+  const kids = new Worker(
+    'q',
+    async (job: Job) => {
+      if (job.name === 'bad') throw new Error('broke');
+      return job.name;
+    },
+    { connection },
+  );
+  const parents = new Worker('parents', async (job: Job) => Object.keys(await job.getChildrenValues()).length, {
+    connection,
+  });
+  t.after(() => Promise.all([kids.close(), parents.close()]));
+  await waitFor(async () => (await tree.job.getState()) === 'completed');
+  assert.deepEqual(await tree.job.getDependenciesCount(), { processed: 1, unprocessed: 0, ignored: 0, failed: 0 });
+  const bad = tree.children?.find((c) => c.job.name === 'bad')?.job as Job;
+  assert.equal(await bad.getState(), 'unknown');
+});

@@ -76,6 +76,7 @@ export { DEFAULT_KEEP_COMPLETED, DEFAULT_KEEP_FAILED, keepPolicy, trimAfterFinis
 export { CallOrder, type Turn } from './runtime/call-order.js';
 export { CancelWatch, type CancelWatchOptions } from './runtime/cancel-watch.js';
 export { Finisher } from './runtime/finisher.js';
+export { hasDependencies, parentsHeld } from './runtime/given-deps.js';
 export { Housekeeper, type HousekeeperEvents } from './runtime/housekeeper.js';
 export { IdleLine } from './runtime/idle-line.js';
 export { JobSource, type JobSourceOptions } from './runtime/job-source.js';

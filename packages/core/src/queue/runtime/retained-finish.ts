@@ -33,6 +33,12 @@ export interface RetainedFinish {
   write(f: Finish): Promise<FinishResult>;
   /** Hands the Trimmer what the finish left of a set's bounds. */
   trim(kind: FinishedKind, keep: KeepJobs): void;
+  /**
+   * Whether the job has dependencies its claimed record does not name
+   * (children given while it ran, see given-deps.ts); asked only when the
+   * finish deletes the job, which then takes them along.
+   */
+  hasDeps?(): Promise<boolean>;
 }
 
 /**
@@ -41,7 +47,8 @@ export interface RetainedFinish {
  * (a retry or a park carries none). Once
  * written, what is left of the bounds of the set the job went to (the
  * outcome asked for, or the failure written in its place when it was too
- * large) is handed to `trim`.
+ * large) is handed to `trim`. A job deleted by its finish takes its
+ * dependencies along, those given while it ran too (`hasDeps`).
  */
 export async function finishRetained(f: Finish, glue: RetainedFinish): Promise<FinishResult> {
   const o = f.outcome;
@@ -50,7 +57,13 @@ export async function finishRetained(f: Finish, glue: RetainedFinish): Promise<F
     const retention = glue.retention(o.kind);
     finish = { ...f, outcome: { ...o, remove: retention === 'remove' } };
     if (retention !== 'remove') finish.keep = retention;
-    else delete finish.keep;
+    else {
+      delete finish.keep;
+      const { record } = f.job;
+      // a failure to read them does not keep the finish from being written: they are left to the leader's sweep
+      const given = !record.hasDeps && (await glue.hasDeps?.().catch(() => false));
+      if (given) finish.job = { ...f.job, record: { ...record, hasDeps: true } };
+    }
   }
   const result = await glue.write(finish);
   if (!result.ok) return result;

@@ -1,0 +1,52 @@
+/**
+ * Whether a job has dependencies its claimed record may not name: children
+ * given to it by `opts.parent` while it ran. A finish that removes its job
+ * takes them along only if it knows of them; both front-ends ask here. A
+ * queue that never held a parent's dependencies reads nothing.
+ */
+import { WatchLoop } from '../../zk/watch-loop.js';
+import { readDeps } from '../protocol/flow-read.js';
+import type { JobRecord } from '../record.js';
+import type { QueueStore } from '../store.js';
+
+/** Per queue store: whether the queue ever held a parent's dependencies (see parentsHeld). */
+const holdsParents = new WeakMap<QueueStore, Promise<() => boolean>>();
+
+/**
+ * Whether the queue ever held a parent's dependencies (its `deps`
+ * directory exists): until then no finish needs to read them. An
+ * exists-watch follows it until it appears (it goes only with the queue);
+ * when that cannot be known, the answer is yes.
+ */
+export async function parentsHeld(store: QueueStore, onError: (err: unknown) => void): Promise<boolean> {
+  let known = holdsParents.get(store);
+  if (!known) {
+    let seen = false;
+    const loop: WatchLoop<boolean> = new WatchLoop(store.session, {
+      read: async (watch) => (await store.session.exists(store.layout.depsDir, { watch })) !== null,
+      onRead: (exists) => {
+        if (!exists) return;
+        seen = true;
+        loop.close();
+      },
+      onError,
+    });
+    known = loop.start().then(
+      () => () => seen || loop.closed,
+      () => () => true,
+    );
+    holdsParents.set(store, known);
+  }
+  return (await known)();
+}
+
+/** Whether the job of `record` has dependencies: its record says so, or its dependency node exists. */
+export async function hasDependencies(
+  store: QueueStore,
+  record: JobRecord,
+  onError: (err: unknown) => void,
+): Promise<boolean> {
+  if (record.hasDeps) return true;
+  if (!(await parentsHeld(store, onError))) return false;
+  return (await readDeps(store, record.id)) !== undefined;
+}
