@@ -53,6 +53,7 @@ export {
   MAX_STACKTRACE_BYTES,
   MalformedJobError,
   type Metrics,
+  type MetricsKind,
   type MetricsOptions,
   MetricsTime,
   MissingParentError,
