@@ -250,3 +250,21 @@ test('the first idle worker leaves and the new first one’s process is dead, it
   await addThree(env);
   await allStarted(started);
 });
+
+test('the first two idle workers cut off together (one host partitioned): the ones further back claim at their idle poll', async (t) => {
+  const env = await queueEnv(t, SESSION_MS);
+  const { started, members } = await idleWorkers(t, 4, env, 1);
+  const look = await testSession(t, { namespace: `/${env.prefix}` });
+  const [first, second] = (await inLineOrder(look, members)) as [Member, Member];
+  // the first cannot act, nor can its backup right behind it: nobody is told, the line does not move
+  first.proxy.freeze();
+  second.proxy.freeze();
+  try {
+    await addThree(env);
+    // well before the sessions of the two cut off expire (SESSION_MS)
+    await allStarted(started);
+  } finally {
+    first.proxy.restore();
+    second.proxy.restore();
+  }
+});

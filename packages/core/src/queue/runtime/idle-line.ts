@@ -18,12 +18,16 @@
  * head at the idle poll. A worker watches only its predecessor, so when the
  * first one leaves, the one that comes to stand right behind the new first
  * is not told: every worker further back (`waiting`) reads the line again at
- * the idle poll, and one that finds itself `next` looks at the head at once.
- * So no single worker that cannot act holds the line up for much longer than
- * an idle poll, wherever it stands. Connection events are the caller's to
+ * the idle poll, and one that finds itself `next` looks at the head at once;
+ * one that finds the workers ahead of it unchanged for two polls (`stillFor`)
+ * looks at the head too, as the first two may be cut off together. So no
+ * worker that cannot act holds the line up for much longer than two idle
+ * polls, wherever it stands. Connection events are the caller's to
  * react to (see JobSource): a look after any reconnection re-arms whatever
  * watch the connection may have lost.
  */
+
+import { performance } from 'node:perf_hooks';
 import { NoNodeError } from '../../zk/errors.js';
 import { sortBySequence } from '../../zk/sequence.js';
 import type { Watcher } from '../../zk/types.js';
@@ -32,6 +36,9 @@ import type { QueueStore } from '../store.js';
 
 export class IdleLine {
   private node: Promise<string> | undefined;
+  /** The nodes ahead of this worker's at the last read of the line, and since when (ms, monotonic). */
+  private ahead = '';
+  private aheadSince = 0;
 
   constructor(private readonly store: QueueStore) {}
 
@@ -52,6 +59,11 @@ export class IdleLine {
         this.node = undefined; // gone with an expired session: join again
         continue;
       }
+      const ahead = names.slice(0, at).join('/');
+      if (ahead !== this.ahead) {
+        this.ahead = ahead;
+        this.aheadSince = performance.now();
+      }
       if (at === 0) return 'head';
       try {
         await session.getData(idleNodePath(this.store, names[at - 1] as string), { watch });
@@ -60,6 +72,11 @@ export class IdleLine {
         if (!(err instanceof NoNodeError)) throw err; // the predecessor left meanwhile: look again
       }
     }
+  }
+
+  /** How long the workers ahead of this one have been the same ones, as of the last read of the line (ms). */
+  stillFor(): number {
+    return performance.now() - this.aheadSince;
   }
 
   /** Leaves the line (claimed work, paused, closing); a no-op when not in it. */

@@ -21,6 +21,7 @@
  * concurrency reached waits in the same line, its first member watching the
  * claims (every slot is released with a claim) instead of the head.
  */
+import { performance } from 'node:perf_hooks';
 import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import { MalformedJobError } from '../errors.js';
 import { type Candidate, type ClaimedJob, type ClaimResult, claimJobs } from '../protocol/claim.js';
@@ -69,6 +70,8 @@ export class JobSource {
   private wake: (() => void) | undefined;
   /** A poke that came while no wait was armed. */
   private poked = false;
+  /** When this worker, further back in the idle line, last looked at the head past a line that did not move (ms, monotonic). */
+  private backLookAt = Number.NEGATIVE_INFINITY;
   private lineMoved: (() => void) | undefined;
   /** Told to stay out of the line (paused, closing) until the next idle wait. */
   private outOfLine = false;
@@ -298,6 +301,13 @@ export class JobSource {
             // Only its predecessor is watched: the first one leaving moves it up unheard. It reads the
             // line again at the idle poll, so it finds out it stands right behind the first.
             seen.behind = true;
+            // A line whose front has not moved for two polls may be held by workers that cannot act
+            // (the first and the one behind it cut off together): look at the head, at most that often.
+            const still = Math.max(2 * pollMs, 2 * LINE_READ_MIN_MS);
+            if (this.line.stillFor() >= still && performance.now() - this.backLookAt >= still) {
+              this.backLookAt = performance.now();
+              return this.poke();
+            }
             clearTimeout(timer);
             timer = setTimeout(moved, Math.max(pollMs, LINE_READ_MIN_MS));
             return;
