@@ -28,6 +28,7 @@ import type { QueueEventRecord } from '../events.js';
 import { type ChildKey, type DepKind, encodeQueueName } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { moveOps } from './builders.js';
+import { PLAIN_LANE } from './claim.js';
 import type { ProtocolContext, StoredJob } from './context.js';
 import type { Built, ProtocolOp } from './executor.js';
 
@@ -141,7 +142,7 @@ export async function releaseParent(ps: ProtocolContext, parent: StoredJob, defe
   const record: JobRecord = { ...r, state: due ? 'delayed' : 'waiting', parked: undefined };
   if (due) record.due = due;
   if (deferredFailure) record.deferredFailure = deferredFailure;
-  const to = await ps.destination(due ? { kind: 'delayed', due } : { kind: 'ready', lane: r.lane ?? 'p-0000000000' });
+  const to = await ps.destination(due ? { kind: 'delayed', due } : { kind: 'ready', lane: r.lane ?? PLAIN_LANE });
   const ops = moveOps(
     ps.layout,
     { id: r.id, version: parent.version, record: encodeRecord(record), from: r.parked },
