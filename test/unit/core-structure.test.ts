@@ -3,14 +3,16 @@
  * @zkq/core's source files (type-only imports count: a circle of types is a
  * circle of meaning), and no write to the executor outside the protocol
  * module (packages/core/src/queue/protocol/): front-ends and the runtime call
- * transitions, which alone build ops and run them; and no source file a
- * reader cannot take in (MAX_SOURCE_LINES).
+ * transitions, which alone build ops and run them; no optimistic write loop
+ * of its own (the executor's one retry policy plans again); and no source
+ * file a reader cannot take in (MAX_SOURCE_LINES).
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const coreSrc = join(repo, 'packages/core/src');
@@ -154,6 +156,44 @@ describe('@zkq/core', () => {
     }
     assert.deepEqual(offenders, [], `write through a transition in ${protocolDir} instead:\n${offenders.join('\n')}`);
   });
+});
+
+/**
+ * Where a loop in `file` reads a write's conflict itself (a node changed
+ * since the version read: BadVersionError): `path:line`. A loop that
+ * creates or reads what is there (NodeExistsError) is no optimistic write.
+ */
+function conflictLoops(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  const mentionsConflict = (node: ts.Node): boolean =>
+    (ts.isIdentifier(node) && node.text === 'BadVersionError') || ts.forEachChild(node, mentionsConflict) === true;
+  const visit = (node: ts.Node): void => {
+    const loop = ts.isForStatement(node) || ts.isWhileStatement(node) || ts.isDoStatement(node);
+    if (loop && mentionsConflict(node)) {
+      const { line } = source.getLineAndCharacterOfPosition(node.getStart());
+      found.push(`${relative(repo, file)}:${line + 1}`);
+      return;
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+test('no optimistic write loop of its own: a conflict is planned again by the executor (replan.ts)', () => {
+  const own = conflictLoops(
+    'loop.ts',
+    'for (;;) { try { await w(); return; } catch (e) { if (!(e instanceof BadVersionError)) throw e; } }',
+  );
+  assert.equal(own.length, 1, 'a hand-written loop is found');
+  const offenders = packageSources().flatMap((file) => {
+    const path = relative(repo, file);
+    if (path === `${protocolDir}replan.ts` || path.startsWith('packages/core/src/zk/')) return [];
+    if (path.startsWith('packages/core/src/recipes/') || path.startsWith('packages/testing/')) return [];
+    return conflictLoops(file, readFileSync(file, 'utf8'));
+  });
+  assert.deepEqual(offenders, [], `plan it through executor.runPlanned instead:\n${offenders.join('\n')}`);
 });
 
 /** The most lines a source file may have: past it, split the file by subject. */

@@ -190,3 +190,78 @@ describe('runPlanned', () => {
     assert.equal(plans, 1);
   });
 });
+
+describe('runPlannedBatch', () => {
+  test('the units go together; only the item whose write conflicted is planned again; answers in order', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    let failed = false;
+    session.respond = (ops) => {
+      const b = ops.findIndex((o) => o.path === layout.job('b'));
+      if (!failed && b >= 0) {
+        failed = true;
+        throw atOp(new BadVersionError(layout.job('b')), b);
+      }
+      return session.applied(ops);
+    };
+    const planned: string[][] = [];
+    const answers = await executor.runPlannedBatch(['a', 'b', 'c', 'none'], async (items, attempt) => {
+      planned.push([...items]);
+      return items.map((id) =>
+        id === 'none' ? { answer: 'no write' } : { answer: `${id}@${attempt}`, unit: writeAt(id, attempt) },
+      );
+    });
+    assert.deepEqual(answers, ['a@1', 'b@2', 'c@1', 'no write']);
+    assert.deepEqual(planned, [['a', 'b', 'c', 'none'], ['b']]);
+    // the first multi carried the three writes together
+    const jobs = ['a', 'b', 'c'].map((id) => layout.job(id));
+    assert.deepEqual(
+      (session.sent[0] ?? []).filter((o) => jobs.includes(o.path)).map((o) => o.path),
+      jobs,
+    );
+  });
+
+  test('answerOf reads the answer from the applied write', async () => {
+    const { executor } = fakeExecutor(layout);
+    const [answer] = await executor.runPlannedBatch(['a'], async () => [
+      { answer: 'before', unit: writeAt('a', 0), answerOf: (r) => `applied with ${r.results?.length ?? 0} results` },
+    ]);
+    assert.match(String(answer), /^applied with \d+ results$/);
+  });
+
+  test('an item that conflicts every time ends the batch with TooManyConflictsError after PLAN_ATTEMPTS plans', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    session.respond = (ops) => {
+      const b = ops.findIndex((o) => o.path === layout.job('b'));
+      if (b >= 0) throw atOp(new BadVersionError(layout.job('b')), b);
+      return session.applied(ops);
+    };
+    let plans = 0;
+    const err = await executor
+      .runPlannedBatch(['a', 'b'], async (items) => {
+        plans++;
+        return items.map((id) => ({ answer: id, unit: writeAt(id, 0) }));
+      })
+      .then(
+        () => assert.fail('resolved'),
+        (e: unknown) => e,
+      );
+    assert.ok(err instanceof TooManyConflictsError);
+    assert.equal(plans, PLAN_ATTEMPTS);
+  });
+
+  test('a failure that is no conflict is thrown at once', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    session.respond = () => {
+      throw atOp(new NoAuthError(layout.job('a')), 0);
+    };
+    let plans = 0;
+    await assert.rejects(
+      executor.runPlannedBatch(['a'], async (items) => {
+        plans++;
+        return items.map((id) => ({ answer: id, unit: writeAt(id, 0) }));
+      }),
+      NoAuthError,
+    );
+    assert.equal(plans, 1);
+  });
+});

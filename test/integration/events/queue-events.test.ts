@@ -181,3 +181,38 @@ test('queue events: `drained` is logged once the last job of a batch finishes, o
   assert.deepEqual(completedAtDrain, [5, 3], 'each batch had finished when its drained came');
   assert.equal(drained, 2, 'one drained per batch');
 });
+
+test('after obliterate, the first add of the queue made again is logged for the listeners it had, before they register again', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('reborn', env);
+  t.after(() => queue.close());
+  const layout = new QueueLayout('reborn');
+  const listener = await Session.connect({
+    connectionString: env.connection.connectionString,
+    namespace: `/${env.prefix}`,
+  });
+  t.after(() => listener.close());
+  const logged = async (): Promise<string[]> => {
+    const names = await listener.getChildren(layout.eventLog).catch(() => [] as string[]);
+    const bodies = await Promise.all(names.map(async (n) => (await listener.getData(`${layout.eventLog}/${n}`)).data));
+    return bodies.map(String);
+  };
+  await queue.add('first', 0); // the queue exists
+  // a listener registers by hand, and stays away once the obliterate took its node
+  await listener.create(`${layout.eventListeners}/by-hand`, undefined, 'ephemeral');
+  const heard: string[] = [];
+  await waitFor(
+    async () => {
+      heard.push((await queue.add('probe', 0)).id);
+      return (await logged()).some((body) => heard.some((id) => body.includes(`"jobId":"${id}"`)));
+    },
+    { what: 'the queue to log events for the listener', intervalMs: 100 },
+  );
+  await queue.obliterate();
+  const after = await queue.add('after', 0);
+  const bodies = await logged();
+  assert.ok(
+    bodies.some((body) => body.includes(`"jobId":"${after.id}"`) && body.includes('"added"')),
+    `the add after the obliterate was logged: ${bodies.join(' ')}`,
+  );
+});

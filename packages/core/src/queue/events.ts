@@ -11,6 +11,14 @@
  * EVENTS_TRIM_EVERY nodes, so a reader that falls that far behind misses
  * events (like a capped stream). A QueueEvents keeps its listener node
  * registered through protocol/event-listener.ts.
+ *
+ * An obliterate deletes the listeners' nodes with the queue; they register
+ * again once the queue is made again, which the writer that makes it does
+ * just before its first write. So a writer that saw listeners when the
+ * queue went keeps logging while the directory is missing and for
+ * LISTENER_RETURN_MS after it is back, whatever it lists meanwhile: the
+ * listeners' first events in the new queue are not lost to their
+ * re-registration (a listener that does not come back costs a few nodes).
  */
 import { NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
@@ -21,6 +29,8 @@ import { eventOp } from './protocol/builders.js';
 
 export type { QueueEventRecord } from './event-record.js';
 
+/** How long a writer keeps logging after the queue it saw listeners in is made again, ms (see the header). */
+export const LISTENER_RETURN_MS = 5_000;
 /** Wait before re-arming a watch whose re-arm failed, ms. */
 const REARM_RETRY_MS = 500;
 /**
@@ -40,6 +50,12 @@ export function eventValue(value: unknown): unknown {
 
 export class EventSink {
   private listeners = 0;
+  /** Listeners the last listing showed (not the optimistic count onChange sets). */
+  private listed = 0;
+  /** When a listing last showed listeners, or showed the last of them gone, performance.now(). */
+  private listedAt = Number.NEGATIVE_INFINITY;
+  /** Until when events are logged whatever is listed (after an obliterate; see the header), performance.now(). */
+  private returnUntil = 0;
   private watching: Promise<void> | undefined;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -51,7 +67,7 @@ export class EventSink {
 
   /** Whether events are written (someone listens). */
   get enabled(): boolean {
-    return this.listeners > 0;
+    return this.listeners > 0 || performance.now() < this.returnUntil;
   }
 
   /** Starts following the listener directory (idempotent). */
@@ -85,12 +101,20 @@ export class EventSink {
   private async refresh(): Promise<void> {
     const { session, layout } = this;
     try {
-      this.listeners = (await session.getChildren(layout.eventListeners, { watch: this.onChange })).length;
+      const listed = (await session.getChildren(layout.eventListeners, { watch: this.onChange })).length;
+      // an obliterate deletes the listeners' nodes before their directory: the moment they went counts
+      if (listed > 0 || this.listed > 0) this.listedAt = performance.now();
+      this.listed = listed;
+      this.listeners = listed;
+      // back after an obliterate: the listeners seen before it have a while to register again
+      if (this.returnUntil === Number.POSITIVE_INFINITY) this.returnUntil = performance.now() + LISTENER_RETURN_MS;
     } catch (err) {
       if (!(err instanceof NoNodeError)) throw err;
-      // The queue was deleted (obliterate): nobody listens. Never re-create it here;
-      // follow the directory's creation instead, should the queue be made again.
+      // The queue was deleted (obliterate): its listeners come back once it is made again (see the
+      // header). Never re-create it here; follow the directory's creation instead.
+      if (performance.now() - this.listedAt < LISTENER_RETURN_MS) this.returnUntil = Number.POSITIVE_INFINITY;
       this.listeners = 0;
+      this.listed = 0;
       if (await session.exists(layout.eventListeners, { watch: this.onChange })) await this.refresh();
     }
   }

@@ -6,13 +6,13 @@
  *
  * This file holds set-up, id allocation and reads. Every write of a job's
  * state goes through the protocol module (protocol/): a transition builds
- * the ops, the executor sends them. Two writes stay here, outside the
+ * the ops, the executor sends them; so do the `ids` counter
+ * (protocol/ids.ts) and a worker's registration
+ * (protocol/worker-registration.ts). One write stays here, outside the
  * executor: the set-up (the queue's directories and `meta`, made once,
- * each create tolerating one made meanwhile) and the `ids` counter (a
- * compare-and-set loop on its version; a lost reply costs a block of ids,
- * never a job). Registering a worker writes its ephemeral membership node.
+ * each create tolerating one made meanwhile).
  */
-import { BadVersionError, NodeExistsError, NoNodeError } from '../zk/errors.js';
+import { NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import type { Watcher } from '../zk/types.js';
 import { LayoutVersionError } from './errors.js';
@@ -24,15 +24,14 @@ import type { Destination } from './protocol/builders.js';
 import { Containers } from './protocol/containers.js';
 import type { ClaimInfo, Place, ProtocolContext, StoredJob } from './protocol/context.js';
 import { type Built, type ProtocolOp, TxExecutor } from './protocol/executor.js';
+import { takeIds } from './protocol/ids.js';
 import { metaData, writePaused } from './protocol/pause.js';
 import { publishEvents } from './protocol/publish.js';
 import { serverTime } from './protocol/server-time.js';
+import { registerWorker } from './protocol/worker-registration.js';
 import { decodeRecord, type JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
 import { ServerClock } from './runtime/server-clock.js';
-
-/** The first job id of a queue. */
-export const FIRST_ID = 1;
 
 export class QueueStore implements ProtocolContext {
   readonly layout: QueueLayout;
@@ -172,34 +171,9 @@ export class QueueStore implements ProtocolContext {
     await new Promise((resolve) => setImmediate(resolve)); // callers of this turn share the refill
     const size = Math.max(this.idDemand, Math.min(ID_BLOCK_SIZE, this.idBlockSize * 2), 1);
     // Retried: a write whose reply was lost costs one skipped block of ids, nothing else.
-    const first = await this.session.retry(() => this.takeIds(size));
+    const first = await this.session.retry(() => takeIds(this, size));
     this.idBlockSize = size;
     this.idBlock = { next: first, end: first + size };
-  }
-
-  /** Moves the counter on by `size` (compare-and-set on its version); resolves with the first id taken. */
-  private async takeIds(size: number): Promise<number> {
-    const { session, layout } = this;
-    for (;;) {
-      const current = await session.getData(layout.ids).catch((err) => {
-        if (err instanceof NoNodeError) return undefined;
-        throw err;
-      });
-      try {
-        if (!current) {
-          await session.create(layout.ids, Buffer.from(String(FIRST_ID + size)));
-          return FIRST_ID;
-        }
-        const { data, stat } = current;
-        // An empty counter was written by the fixed-block allocator of earlier versions:
-        // its last block ended at (version + 1) * ID_BLOCK_SIZE.
-        const next = data.length > 0 ? Number(data.toString()) : (stat.version + 1) * ID_BLOCK_SIZE;
-        await session.setData(layout.ids, Buffer.from(String(next + size)), stat.version);
-        return next;
-      } catch (err) {
-        if (!(err instanceof NodeExistsError || err instanceof BadVersionError)) throw err;
-      }
-    }
   }
 
   // ---- enqueue and places ---------------------------------------------------
@@ -300,36 +274,10 @@ export class QueueStore implements ProtocolContext {
     await writePaused(this, paused);
   }
 
-  /**
-   * Registers a live worker: EPHEMERAL `workers/<id>` holding `info`, so
-   * operators (and BullMQ's getWorkers) see it while its session lives. One
-   * left by the same worker's previous session is replaced: it would vanish
-   * when that session expires.
-   */
+  /** Registers a live worker: EPHEMERAL `workers/<id>` holding `info` (protocol/worker-registration.ts). */
   async registerWorker(id: string, info: Record<string, unknown>): Promise<void> {
     await this.init();
-    const data = Buffer.from(JSON.stringify(info));
-    const { session } = this;
-    const path = this.layout.worker(id);
-    await session.retry(async () => {
-      for (;;) {
-        try {
-          await session.create(path, data, 'ephemeral');
-          return;
-        } catch (err) {
-          if (!(err instanceof NodeExistsError)) throw err;
-        }
-        // Ours (a create whose reply was lost), or left by this worker's previous session: that
-        // one goes when the old session expires, and the worker would vanish from the list with it.
-        const stat = await session.exists(path);
-        if (stat?.ephemeralOwner === session.sessionId) return;
-        if (stat) {
-          await session.delete(path, stat.version).catch((err) => {
-            if (!(err instanceof NoNodeError) && !(err instanceof BadVersionError)) throw err;
-          });
-        }
-      }
-    });
+    await this.session.retry(() => registerWorker(this, id, info));
   }
 
   /** ZooKeeper's time now: the mtime of a write to the `clock` node (protocol/server-time.ts). */

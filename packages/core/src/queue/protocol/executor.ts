@@ -58,7 +58,7 @@ import { PayloadTooLargeError } from '../errors.js';
 import type { QueueEventRecord } from '../event-record.js';
 import type { QueueLayout } from '../layout.js';
 import type { Containers } from './containers.js';
-import { type Plan, type PlannedOptions, runPlanned } from './replan.js';
+import { type BatchPlan, type Plan, type PlannedOptions, runPlannedBatch } from './replan.js';
 import type { Built, EventLog, ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
 import { WriteCleanup } from './write-cleanup.js';
 import { FencedError, OutcomeUnknownError } from './write-errors.js';
@@ -135,13 +135,14 @@ export class TxExecutor {
     this.cleanup = new WriteCleanup(session, layout, (units, o) => this.run(units, o));
   }
 
-  /**
-   * Runs an optimistic write: `plan` reads and returns a unit written at the
-   * versions read, planned again when another writer went first, by the one
-   * retry policy of replan.ts (PLAN_ATTEMPTS, then TooManyConflictsError).
-   */
+  /** Runs an optimistic write by the one retry policy (replan.ts). */
   runPlanned<T>(plan: (attempt: number) => Promise<Plan<T>>, o: PlannedOptions<T> = {}): Promise<T> {
-    return runPlanned(async (unit, options) => (await this.run([unit], options))[0] as UnitResult, plan, o);
+    return this.runPlannedBatch([0], async (_, attempt) => [await plan(attempt)], o).then(([answer]) => answer as T);
+  }
+
+  /** Runs optimistic writes of a batch together by the same policy (replan.ts `runPlannedBatch`). */
+  runPlannedBatch<I, T>(items: readonly I[], plan: BatchPlan<I, T>, o: PlannedOptions<T> = {}): Promise<T[]> {
+    return runPlannedBatch((units, options) => this.run(units, options), items, plan, o);
   }
 
   /** Writes `units`; resolves with one result per unit, in order. */

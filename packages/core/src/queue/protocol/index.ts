@@ -11,8 +11,8 @@
  * - `executor.ts`        the one transaction executor: packet budget, the
  *                        owner of each op, fences, unknown outcomes, events;
  *                        `replan.ts` its one retry policy for writes planned
- *                        from a read (runPlanned); `units.ts` what it is
- *                        given; `write-cleanup.ts`, `write-errors.ts`.
+ *                        from a read (runPlanned, runPlannedBatch);
+ *                        `units.ts` what it is given; `write-cleanup.ts`, `write-errors.ts`.
  * - `builders.ts`        ops shared by several transitions (pointers, moves,
  *                        removals, trims, dedup keys, limit checks), pure.
  * - `containers.ts`      which bucket a new pointer goes to.
@@ -34,6 +34,8 @@
  * - `pause.ts`, `publish.ts`, `server-time.ts`
  *                        the pause flag, events on their own, ZooKeeper's
  *                        time (a write to the clock node).
+ * - `ids.ts`             a block of job ids off the queue's counter;
+ *                        `worker-registration.ts` a live worker's node.
  *
  * An attempt (JobSource, the Worker's renewer and Finisher, the leader)
  * - `head.ts`            the head scan a worker claims from (JobSource).

@@ -20,10 +20,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError } from '../../errors.js';
-import { BadVersionError, NodeExistsError, NoNodeError } from '../../zk/errors.js';
+import { NoNodeError } from '../../zk/errors.js';
 import type { Stat } from '../../zk/types.js';
 import { windowOps } from './builders.js';
 import type { ProtocolContext } from './context.js';
+import type { ProtocolOp } from './units.js';
 
 /** The count of a manual window: limited whatever the maximum. */
 export const MANUAL_WINDOW_COUNT = Number.MAX_SAFE_INTEGER;
@@ -106,27 +107,31 @@ export async function updateSettings<T>(
   store: ProtocolContext,
   change: (fields: Record<string, string>) => T,
 ): Promise<T> {
-  const { session, layout } = store;
-  for (;;) {
-    const stored = await readSettings(store);
-    const fields = { ...stored?.fields };
-    const answer = change(fields);
-    const data = Buffer.from(JSON.stringify(fields));
-    const empty = Object.keys(fields).length === 0;
-    try {
-      if (!stored) {
-        // a missing queue fails this create (NoNode): settings never bring a deleted queue back
-        if (!empty) await session.create(layout.settings, data);
-      } else if (empty) await session.delete(layout.settings, stored.version);
-      else if (JSON.stringify(stored.fields) !== JSON.stringify(fields)) {
-        await session.setData(layout.settings, data, stored.version);
-      }
-      return answer;
-    } catch (err) {
-      const raced = err instanceof BadVersionError || err instanceof NodeExistsError;
-      if (!(raced || (stored && err instanceof NoNodeError))) throw err;
-    }
-  }
+  const path = store.layout.settings;
+  return store.executor.runPlanned(
+    async () => {
+      const stored = await readSettings(store);
+      const fields = { ...stored?.fields };
+      const answer = change(fields);
+      const data = Buffer.from(JSON.stringify(fields));
+      const empty = Object.keys(fields).length === 0;
+      const op: ProtocolOp | undefined = !stored
+        ? empty
+          ? undefined
+          : { op: 'create', path, data }
+        : empty
+          ? { op: 'delete', path, version: stored.version }
+          : JSON.stringify(stored.fields) !== JSON.stringify(fields)
+            ? { op: 'setData', path, data, version: stored.version }
+            : undefined;
+      return op ? { answer, unit: { build: () => ({ ops: [op] }) } } : { answer };
+    },
+    {
+      receipt: false,
+      // a missing queue fails the create (NoNode): settings never bring a deleted queue back
+      onFailure: (error, op) => (error instanceof NoNodeError && op?.op === 'create' ? 'fail' : undefined),
+    },
+  );
 }
 
 /** A positive integer setting, or undefined when unset or not one (a value BullMQ wrote by hand). */
@@ -251,14 +256,11 @@ export async function liveWindow(store: ProtocolContext): Promise<{ count: numbe
 
 /** Writes the window whatever is there (creating its nodes when missing). */
 async function writeWindow(store: ProtocolContext, window: Buffer, count: Buffer): Promise<void> {
-  for (;;) {
+  await store.executor.runPlanned(async () => {
     const exists = (await readWindow(store)) !== undefined;
     const ops = windowOps(store.layout, { kind: exists ? 'set' : 'open', window, count });
-    const [result] = await store.executor.run([{ build: () => ({ ops }) }]);
-    if (result?.ok) return;
-    const err = result?.error;
-    if (!(err instanceof NoNodeError || err instanceof NodeExistsError)) throw err;
-  }
+    return { answer: undefined, unit: { build: () => ({ ops }) } };
+  });
 }
 
 /**

@@ -20,7 +20,8 @@
  * - Records written before logs lived apart keep their lines in `logs`:
  *   they are read before the node's.
  */
-import { BadVersionError, NodeExistsError, NoNodeError } from '../../zk/errors.js';
+import { posix } from 'node:path';
+import { NoNodeError } from '../../zk/errors.js';
 import { PACKET_LIMIT_BYTES } from '../../zk/limits.js';
 import type { Stat } from '../../zk/types.js';
 import { decodeRecord, type JobRecord } from '../record.js';
@@ -36,8 +37,6 @@ export interface LogOwner {
   keepLogs?: number | undefined;
 }
 
-/** Plans of one append that keeps meeting other appends. */
-const APPEND_ATTEMPTS = 8;
 /** Log nodes whose jobs the sweep looks for in one read. */
 const SWEEP_BATCH = 100;
 /** Shards the leader sweeps a pass (of 256): each is swept every 16 passes. */
@@ -61,51 +60,49 @@ function linesOf(data: Buffer, stat: Stat, czxid: number): string[] {
 /**
  * Appends `lines` to the logs of each owner, all in one round of reads and
  * one transaction while nobody else writes them (an earlier job's lines are
- * replaced). Resolves with the number of lines each keeps.
+ * replaced); the appends another writer went first on are planned again
+ * (the executor's one retry policy). Resolves with the number of lines each
+ * keeps.
  */
 export async function writeLogs(
   store: ProtocolContext,
-  writes: { owner: LogOwner; lines: readonly string[] }[],
+  writes: readonly { owner: LogOwner; lines: readonly string[] }[],
 ): Promise<number[]> {
   const { layout } = store;
-  const counts: number[] = writes.map(() => 0);
-  let pending = writes.map((w, i) => ({ ...w, i }));
-  for (let attempt = 1; pending.length > 0; attempt++) {
-    await Promise.all([...new Set(pending.map((w) => layout.logsShard(w.owner.id)))].map((d) => ensureShard(store, d)));
-    // one read each, pipelined (a node may be near MAX_LOG_BYTES: a read-only multi of them could pass the packet limit)
-    const reads = await Promise.all(pending.map((w) => readNode(store, w.owner.id)));
-    const units = pending.map((w, k) => {
-      const there = reads[k];
-      const path = layout.logs(w.owner.id);
-      const own = there && there.stat.czxid >= w.owner.czxid;
-      const before = there && own ? linesOf(there.data, there.stat, w.owner.czxid) : [];
-      const kept = keptLogs(before, w.lines, w.owner.keepLogs);
-      counts[w.i] = kept.length;
-      const data = Buffer.from(JSON.stringify(kept));
-      const create: ProtocolOp = { op: 'create', path, data };
-      // an earlier job's node is created anew (its czxid then names this job)
-      const ops: ProtocolOp[] = !there
-        ? [create]
-        : own
-          ? [{ op: 'setData', path, data, version: there.stat.version }]
-          : [{ op: 'delete', path, version: there.stat.version }, create];
-      return { build: () => ({ ops }) };
-    });
-    // with receipts: a lost reply is read back, so no line is written twice
-    const results = await store.executor.run(units);
-    const next: typeof pending = [];
-    results.forEach((r, k) => {
-      if (r.ok) return;
-      const w = pending[k] as (typeof pending)[number];
-      const raced = r.error instanceof BadVersionError || r.error instanceof NodeExistsError;
-      const dirGone = r.error instanceof NoNodeError; // an obliterate took the shard directory
-      if (!(raced || dirGone) || attempt >= APPEND_ATTEMPTS) throw r.error;
-      if (dirGone) store.containers.forget(layout.logsShard(w.owner.id));
-      next.push(w);
-    });
-    pending = next;
-  }
-  return counts;
+  return store.executor.runPlannedBatch(
+    writes,
+    async (pending) => {
+      await Promise.all(
+        [...new Set(pending.map((w) => layout.logsShard(w.owner.id)))].map((d) => ensureShard(store, d)),
+      );
+      // one read each, pipelined (a node may be near MAX_LOG_BYTES: a read-only multi of them could pass the packet limit)
+      const reads = await Promise.all(pending.map((w) => readNode(store, w.owner.id)));
+      return pending.map((w, k) => {
+        const there = reads[k];
+        const path = layout.logs(w.owner.id);
+        const own = there && there.stat.czxid >= w.owner.czxid;
+        const before = there && own ? linesOf(there.data, there.stat, w.owner.czxid) : [];
+        const kept = keptLogs(before, w.lines, w.owner.keepLogs);
+        const data = Buffer.from(JSON.stringify(kept));
+        const create: ProtocolOp = { op: 'create', path, data };
+        // an earlier job's node is created anew (its czxid then names this job)
+        const ops: ProtocolOp[] = !there
+          ? [create]
+          : own
+            ? [{ op: 'setData', path, data, version: there.stat.version }]
+            : [{ op: 'delete', path, version: there.stat.version }, create];
+        // with receipts: a lost reply is read back, so no line is written twice
+        return { answer: kept.length, unit: { build: () => ({ ops }) } };
+      });
+    },
+    {
+      onFailure: (error, op) => {
+        // the shard directory may be gone (an obliterate took it): made again before the next plan
+        if (error instanceof NoNodeError && op) store.containers.forget(posix.dirname(op.path));
+        return undefined;
+      },
+    },
+  );
 }
 
 async function readNode(store: ProtocolContext, id: string): Promise<{ data: Buffer; stat: Stat } | undefined> {
@@ -123,28 +120,21 @@ function ensureShard(store: ProtocolContext, dir: string): Promise<void> {
 
 /** Keeps the last `keep` of a job's log lines in its node, or deletes the node (lines a record kept are the caller's). */
 export async function clearJobLogs(store: ProtocolContext, owner: LogOwner, keep: number): Promise<void> {
-  const { session, layout } = store;
-  const path = layout.logs(owner.id);
-  for (let attempt = 1; ; attempt++) {
-    let data: Buffer;
-    let stat: Stat;
-    try {
-      ({ data, stat } = await session.getData(path));
-    } catch (err) {
-      if (err instanceof NoNodeError) return;
-      throw err;
-    }
-    const lines = linesOf(data, stat, owner.czxid);
-    const kept = keep > 0 ? lines.slice(-keep) : [];
-    const op: ProtocolOp =
-      kept.length > 0
-        ? { op: 'setData', path, data: Buffer.from(JSON.stringify(kept)), version: stat.version }
-        : { op: 'delete', path, version: stat.version };
-    const [result] = await store.executor.run([{ build: () => ({ ops: [op] }) }], { receipt: false });
-    if (result?.ok) return;
-    const raced = result?.error instanceof BadVersionError || result?.error instanceof NoNodeError;
-    if (!raced || attempt >= APPEND_ATTEMPTS) throw result?.error;
-  }
+  const path = store.layout.logs(owner.id);
+  await store.executor.runPlanned(
+    async () => {
+      const there = await readNode(store, owner.id);
+      if (!there) return { answer: undefined };
+      const lines = linesOf(there.data, there.stat, owner.czxid);
+      const kept = keep > 0 ? lines.slice(-keep) : [];
+      const op: ProtocolOp =
+        kept.length > 0
+          ? { op: 'setData', path, data: Buffer.from(JSON.stringify(kept)), version: there.stat.version }
+          : { op: 'delete', path, version: there.stat.version };
+      return { answer: undefined, unit: { build: () => ({ ops: [op] }) } };
+    },
+    { receipt: false },
+  );
 }
 
 /** A job's record with its czxid (the owner of its log node), and its log lines; undefined when there is no job. */

@@ -103,15 +103,24 @@ export function rewrite(
  * node's path, or undefined when a lost reply was settled by the receipt.
  */
 export async function logEvents(store: ProtocolContext, events: QueueEventRecord[]): Promise<string | undefined> {
-  const unit = { build: () => ({ ops: [eventOp(store.layout, events)] }) };
-  for (let attempt = 0; ; attempt++) {
-    const [result] = await store.executor.run([unit]);
-    if (result?.ok) return (result.results?.[0] as { path?: string } | undefined)?.path;
-    // the log's directory is gone (an obliterated queue): make it again, once
-    if (attempt > 0 || !(result?.error instanceof NoNodeError)) throw result?.error;
-    store.containers.forget(store.layout.eventLog);
-    await store.ensureDir(store.layout.eventLog);
-  }
+  return store.executor.runPlanned(
+    async (attempt) => {
+      // the log's directory is gone (an obliterated queue): made again before the next try
+      if (attempt > 1) await store.ensureDir(store.layout.eventLog);
+      return {
+        answer: undefined,
+        unit: { build: () => ({ ops: [eventOp(store.layout, events)] }) },
+        answerOf: (result) => (result.results?.[0] as { path?: string } | undefined)?.path,
+      };
+    },
+    {
+      onFailure: (error) => {
+        if (!(error instanceof NoNodeError)) return 'fail';
+        store.containers.forget(store.layout.eventLog);
+        return 'again';
+      },
+    },
+  );
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The one retry policy of the protocol's optimistic writes (the executor's
- * `runPlanned`): read, plan, write at the versions read; plan again when
- * another writer went first.
+ * `runPlanned`, and `runPlannedBatch` for several at once): read, plan,
+ * write at the versions read; plan again when another writer went first.
  *
  * A plan reads what its write depends on and returns either an answer with
  * no write, or a unit to write and the answer once it is applied. When the
@@ -28,10 +28,15 @@ export const PLAN_ATTEMPTS = 32;
 /** Longest pause before planning again, ms (10 ms times the attempts so far, up to this). */
 export const REPLAN_PAUSE_MAX_MS = 200;
 
-/** What a plan made of its reads: `answer` now, or once `unit` (written at the versions read) is applied. */
+/**
+ * What a plan made of its reads: `answer` now, or once `unit` (written at the
+ * versions read) is applied; `answerOf` reads the answer from the applied
+ * unit's results instead (the path a sequential create was given).
+ */
 export interface Plan<T> {
   answer: T;
   unit?: TxUnit;
+  answerOf?: (result: UnitResult & { ok: true }) => T;
 }
 
 /** What a failed write means: plan again, resolve with an answer, or fail with the write's error. */
@@ -66,25 +71,66 @@ export function isWriteConflict(error: unknown): boolean {
   );
 }
 
-/** Sends one unit, as the executor's `run` does. */
-export type SendUnit = (unit: TxUnit, o: Pick<RunOptions<TxUnit>, 'fence' | 'receipt'>) => Promise<UnitResult>;
+/** Plans a batch: one plan per item still to write, in order (`attempt`: the plans made so far, plus one). */
+export type BatchPlan<I, T> = (items: readonly I[], attempt: number) => Promise<Plan<T>[]>;
 
-/** Runs `plan` until its write is applied, it answers without one, or a failure is final (see the header). */
-export async function runPlanned<T>(
-  send: SendUnit,
-  plan: (attempt: number) => Promise<Plan<T>>,
+/** Sends units together, as the executor's `run` does: one result per unit, in order. */
+export type SendUnits = (
+  units: readonly TxUnit[],
+  o: Pick<RunOptions<TxUnit>, 'fence' | 'receipt'>,
+) => Promise<UnitResult[]>;
+
+/**
+ * `runPlanned` for a batch: `plan` reads for the items still to write and
+ * plans one unit each (in the items' order); the units go in one `send` (so
+ * as few transactions as fit), and only the items whose write conflicted are
+ * planned again, by the same policy. Resolves with one answer per item, in
+ * order; the first final failure is thrown.
+ */
+export async function runPlannedBatch<I, T>(
+  send: SendUnits,
+  items: readonly I[],
+  plan: BatchPlan<I, T>,
   o: PlannedOptions<T> = {},
-): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    const planned = await plan(attempt);
-    if (!planned.unit) return planned.answer;
-    const result = await send(planned.unit, { fence: o.fence, receipt: o.receipt });
-    if (result.ok) return planned.answer;
-    const verdict =
-      (await o.onFailure?.(result.error, result.op)) ?? (isWriteConflict(result.error) ? 'again' : 'fail');
-    if (verdict === 'fail') throw result.error;
-    if (verdict !== 'again') return verdict.answer;
-    if (attempt >= PLAN_ATTEMPTS) throw new TooManyConflictsError(attempt, result.error);
-    await sleep(Math.random() * Math.min(REPLAN_PAUSE_MAX_MS, 10 * attempt));
+): Promise<T[]> {
+  const answers: T[] = new Array(items.length);
+  let pending = items.map((item, index) => ({ item, index }));
+  for (let attempt = 1; pending.length > 0; attempt++) {
+    const plans = await plan(
+      pending.map((p) => p.item),
+      attempt,
+    );
+    const writes: { index: number; item: I; planned: Plan<T> }[] = [];
+    pending.forEach((p, k) => {
+      const planned = plans[k] as Plan<T>;
+      if (planned.unit) writes.push({ ...p, planned });
+      else answers[p.index] = planned.answer;
+    });
+    if (writes.length === 0) break;
+    const results = await send(
+      writes.map((w) => w.planned.unit as TxUnit),
+      { fence: o.fence, receipt: o.receipt },
+    );
+    const again: typeof pending = [];
+    let conflict: unknown;
+    for (const [k, w] of writes.entries()) {
+      const result = results[k] as UnitResult;
+      if (result.ok) {
+        answers[w.index] = w.planned.answerOf ? w.planned.answerOf(result) : w.planned.answer;
+        continue;
+      }
+      const verdict =
+        (await o.onFailure?.(result.error, result.op)) ?? (isWriteConflict(result.error) ? 'again' : 'fail');
+      if (verdict === 'fail') throw result.error;
+      if (verdict !== 'again') answers[w.index] = verdict.answer;
+      else {
+        again.push({ item: w.item, index: w.index });
+        conflict = result.error;
+      }
+    }
+    if (again.length > 0 && attempt >= PLAN_ATTEMPTS) throw new TooManyConflictsError(attempt, conflict);
+    pending = again;
+    if (pending.length > 0) await sleep(Math.random() * Math.min(REPLAN_PAUSE_MAX_MS, 10 * attempt));
   }
+  return answers;
 }

@@ -1,0 +1,44 @@
+/**
+ * Takes a block of job ids off the queue's `ids` counter, whose data is the
+ * next free id: a compare-and-set at the version read (the executor's
+ * runPlanned), created on first use. Sent without a receipt: a write whose
+ * reply was lost and is sent again meets its own version change and takes
+ * the next block, so a lost reply costs one skipped block of ids, nothing
+ * else (ids are never reused).
+ */
+import { NoNodeError } from '../../zk/errors.js';
+import { ID_BLOCK_SIZE } from '../layout.js';
+import type { ProtocolContext } from './context.js';
+import type { ProtocolOp } from './units.js';
+
+/** The first id of a new queue. */
+export const FIRST_ID = 1;
+
+/** Moves the counter on by `size`; resolves with the first id of the block taken. */
+export async function takeIds(store: ProtocolContext, size: number): Promise<number> {
+  const { session, layout } = store;
+  return store.executor.runPlanned(
+    async () => {
+      const current = await session.getData(layout.ids).catch((err: unknown) => {
+        if (err instanceof NoNodeError) return undefined;
+        throw err;
+      });
+      if (!current) {
+        const op: ProtocolOp = { op: 'create', path: layout.ids, data: Buffer.from(String(FIRST_ID + size)) };
+        return { answer: FIRST_ID, unit: { build: () => ({ ops: [op] }) } };
+      }
+      const { data, stat } = current;
+      // An empty counter was written by the fixed-block allocator of earlier versions:
+      // its last block ended at (version + 1) * ID_BLOCK_SIZE.
+      const next = data.length > 0 ? Number(data.toString()) : (stat.version + 1) * ID_BLOCK_SIZE;
+      const op: ProtocolOp = {
+        op: 'setData',
+        path: layout.ids,
+        data: Buffer.from(String(next + size)),
+        version: stat.version,
+      };
+      return { answer: next, unit: { build: () => ({ ops: [op] }) } };
+    },
+    { receipt: false },
+  );
+}
