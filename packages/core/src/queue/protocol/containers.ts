@@ -95,10 +95,13 @@ export class Containers {
     const cached = this.tails.get(container);
     if (!cached) return;
     const bucketPath = pointerPath.slice(0, pointerPath.lastIndexOf('/'));
-    void cached.then((tail) => {
-      if (numberOf(bucketPath.slice(bucketPath.lastIndexOf('/') + 1)) !== tail.bucket) return;
-      tail.fill = Math.max(tail.fill, sequenceOf(pointerPath) + 1);
-    });
+    cached.then(
+      (tail) => {
+        if (numberOf(bucketPath.slice(bucketPath.lastIndexOf('/') + 1)) !== tail.bucket) return;
+        tail.fill = Math.max(tail.fill, sequenceOf(pointerPath) + 1);
+      },
+      () => undefined, // a tail that could not be read (the session closed meanwhile) has nothing to note
+    );
   }
 
   /** Forgets everything cached at or under `path` (a create there met NoNode: it was removed). */
