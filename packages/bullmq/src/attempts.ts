@@ -5,7 +5,7 @@
  * finish is the protocol's fenced finish, so a job revoked or claimed
  * elsewhere cannot complete here.
  */
-import { type JobsOptions, LostJobError, MAX_PRIORITY } from '@zkq/core';
+import { type JobsOptions, LostJobError, MAX_PRIORITY, OutcomeUnknownError } from '@zkq/core';
 import {
   buildRecords,
   type ClaimedJob,
@@ -370,7 +370,10 @@ export async function updateProgress(ctx: BackendContext, jobId: string, progres
   if (held) {
     held.progress = progress;
     const lease = leaseOf(held.job, progress);
-    if (await reportProgress(store, lease, { workerId: ctx.claimOwner, lockDuration: ctx.lockDuration })) return;
+    const state = await reportProgress(store, lease, { workerId: ctx.claimOwner, lockDuration: ctx.lockDuration });
+    if (state === 'renewed') return;
+    // an outcome not learnt says nothing of the lease: the attempt goes on, and the caller hears of it
+    if (state === 'unknown') throw new OutcomeUnknownError(undefined);
     release(ctx, jobId, held.job.token);
   }
   await rewriteRecord(ctx, jobId, 'updateProgress', (r) => ({ ...r, progress: progress as JobRecord['progress'] }), {

@@ -161,20 +161,23 @@ export class Attempt {
   /**
    * Publishes progress, fenced like a lease renewal. A value over
    * MAX_PROGRESS_BYTES is refused (PayloadTooLargeError) and changes nothing;
-   * a job no longer owned is revoked here and now.
+   * a job no longer owned is revoked here and now. A write whose outcome
+   * could not be learnt (its connection lost again and again) revokes
+   * nothing: the attempt goes on, its progress kept for the finish, and the
+   * next renewal proves the lease.
    */
   private async updateProgress(progress: JobProgress): Promise<void> {
     const lease = leaseOf(this.claimed, progress);
-    const owned = await reportProgress(this.store, lease, {
+    const state = await reportProgress(this.store, lease, {
       workerId: this.worker.id,
       lockDuration: this.opts.lockDuration,
     });
     this.progress = progress;
-    if (!owned) {
+    if (state === 'lost') {
       this.revoke();
       return;
     }
-    this.worker.emit('progress', this.job, progress);
+    if (state === 'renewed') this.worker.emit('progress', this.job, progress);
   }
 
   /**

@@ -140,9 +140,13 @@ function reclaimVanished(store: ProtocolContext, o: ClaimOptions) {
 /**
  * Publishes an attempt's progress (fenced like a renewal, which it also is).
  * Throws PayloadTooLargeError for a value over MAX_PROGRESS_BYTES (nothing
- * written, the lease untouched); resolves false when the job is no longer owned.
+ * written, the lease untouched). Resolves with what became of the lease:
+ * `renewed` (the progress is written), `lost` (the job is no longer owned),
+ * or `unknown` (the outcome could not be learnt, its connection lost again
+ * and again: the progress may be written or not, and nothing says the lease
+ * moved on; the next renewal proves it again).
  */
-export async function reportProgress(store: ProtocolContext, lease: Lease, o: ClaimOptions): Promise<boolean> {
+export async function reportProgress(store: ProtocolContext, lease: Lease, o: ClaimOptions): Promise<LeaseState> {
   const bytes = Buffer.byteLength(JSON.stringify(lease.progress ?? null));
   if (bytes > MAX_PROGRESS_BYTES) throw new PayloadTooLargeError(bytes, MAX_PROGRESS_BYTES, 'progress');
   const events = [{ event: 'progress', jobId: lease.id, data: eventValue(lease.progress), ts: Date.now() }];
@@ -150,7 +154,8 @@ export async function reportProgress(store: ProtocolContext, lease: Lease, o: Cl
     receipt: false,
     onConflict: reclaimVanished(store, o),
   });
-  return result?.ok === true;
+  if (result?.ok) return 'renewed';
+  return result?.error instanceof OutcomeUnknownError ? 'unknown' : 'lost';
 }
 
 /**
