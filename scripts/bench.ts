@@ -8,7 +8,7 @@
  * latency only (where durability matters); `ensemble` starts a 3-server
  * ensemble for zkq's inline drain.
  *
- *   npm run bench                                  everything but options and backlog (~5-6 minutes)
+ *   npm run bench                                  everything but options and backlog (~3-4 minutes)
  *   npm run bench -- --help                        this text
  *   npm run bench -- --runs 3                      the median of three runs
  *   npm run bench -- --only add,drain              some sections: raw, add, drain, ensemble, threads,
