@@ -77,8 +77,8 @@ export async function benchBacklog(ctx: RunContext, jobs: number, server: Backlo
     const stat = (name: string) => Number(new RegExp(`${name}\\s+(\\d+)`).exec(mntr)?.[1] ?? Number.NaN);
     put('znodes', stat('zk_znode_count'));
     put('dataMb', round2(stat('zk_approximate_data_size') / 2 ** 20));
-    put('heapMb', Math.round(liveHeapMb(sys.serverPid)));
-    put('rssMb', Math.round(rssMbOf(sys.serverPid)));
+    put('heapMb', Math.round(liveHeapMb(sys.serverPids[0])));
+    put('rssMb', Math.round(rssMbOf(sys.serverPids[0])));
     if (server.zk) {
       ctx.log('zkq backlog: restarting ZooKeeper (it writes a snapshot of the whole tree)');
       const proc = server.zk.server.process;
@@ -88,7 +88,7 @@ export async function benchBacklog(ctx: RunContext, jobs: number, server: Backlo
       await proc.waitServing(600_000);
       put('restartMs', Math.round(clock() - r0));
       put('snapshotMb', round2(newestSnapshotMb(server.zk.dataDir)));
-      sys.serverPid = proc.pid;
+      sys.serverPids = proc.pid === undefined ? [] : [proc.pid];
     }
   } else if (server.redisPort) {
     const mem = await redisInfo(server.redisPort, 'memory');

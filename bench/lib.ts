@@ -44,16 +44,28 @@ export type ServerCounters = Record<string, number>;
 /**
  * ZooKeeper: `zxid` (one per write transaction), `packetsReceived`, `packetsSent`, and the
  * server's own request latencies, as running sums and counts of ms (`mntr`), so that the delta
- * of two samples gives the mean over what happened between them.
+ * of two samples gives the mean over what happened between them. Of an ensemble, the counters
+ * of every member added up (clients are spread over them), and the highest zxid.
  */
 export async function zkCounters(connectionString: string): Promise<ServerCounters> {
-  const port = Number(connectionString.split(',')[0]?.split(':')[1]); // the first server's
+  const ports = connectionString.split(',').map((server) => Number(server.split(':')[1]));
+  const each = await Promise.all(ports.map(serverCounters));
+  const sum = (k: string) => each.reduce((a, c) => a + (c[k] ?? Number.NaN), 0);
+  return {
+    zxid: Math.max(...each.map((c) => c.zxid ?? Number.NaN)),
+    ...Object.fromEntries(
+      ['packetsReceived', 'packetsSent', 'writeMsSum', 'writes', 'readMsSum', 'reads'].map((k) => [k, sum(k)]),
+    ),
+  };
+}
+
+async function serverCounters(port: number): Promise<ServerCounters> {
   const mntr = await fourLetterWord(port, 'mntr');
   const srvr = await fourLetterWord(port, 'srvr');
   const zxid = /Zxid:\s*0x([0-9a-f]+)/i.exec(srvr)?.[1];
   const counter = (name: string) => Number(new RegExp(`${name}\\s+(\\d+)`).exec(mntr)?.[1] ?? Number.NaN);
   return {
-    // The low 32 bits count transactions within an epoch; a standalone server keeps one epoch.
+    // The low 32 bits count transactions within an epoch; a server keeps its epoch while it runs.
     zxid: zxid ? Number(BigInt(`0x${zxid}`) & 0xffffffffn) : Number.NaN,
     packetsReceived: counter('zk_packets_received'),
     packetsSent: counter('zk_packets_sent'),

@@ -1,7 +1,8 @@
 /**
- * The two systems the benchmark runs side by side, behind one small shape:
- * zkq on ZooKeeper and BullMQ on Redis. Both Queue classes have BullMQ's
- * API, so the scenarios drive either without knowing which; worker processes
+ * The systems the benchmark runs side by side, behind one small shape: zkq on
+ * ZooKeeper, BullMQ on Redis (without persistence, and with every write
+ * fsynced), BullMQ on the ZooKeeper backend. Every Queue class has BullMQ's
+ * API, so the scenarios drive any without knowing which; worker processes
  * (`worker-child.ts`) are started and counted here.
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -42,7 +43,8 @@ export interface System {
   label: string;
   /** 'ZooKeeper' or 'Redis'. */
   server: string;
-  serverPid: number | undefined;
+  /** The server processes (every member of an ensemble), for their CPU time; empty when unknown. */
+  serverPids: number[];
   /** Key prefix of this run's queues (fresh per run, so runs never share a queue). */
   prefix: string;
   connection: Pick<ChildConfig, 'zk' | 'redis'>;
@@ -52,13 +54,20 @@ export interface System {
   retention(r: Retention): JobsOptions;
 }
 
-export function zkqSystem(connectionString: string, serverPid: number | undefined, prefix: string): System {
+const pids = (pid: number | readonly number[] | undefined): number[] =>
+  pid === undefined ? [] : typeof pid === 'number' ? [pid] : [...pid];
+
+export function zkqSystem(
+  connectionString: string,
+  serverPid: number | readonly number[] | undefined,
+  prefix: string,
+): System {
   const connection = { connectionString, requestTimeout: 60_000 };
   return {
     name: 'zkq',
     label: 'zkq',
     server: 'ZooKeeper',
-    serverPid,
+    serverPids: pids(serverPid),
     prefix,
     connection: { zk: connectionString },
     queue: (name) => new ZkqQueue(name, { connection, prefix }) as unknown as BenchQueue,
@@ -70,13 +79,23 @@ export function zkqSystem(connectionString: string, serverPid: number | undefine
   };
 }
 
-export function bullmqSystem(host: string, port: number, serverPid: number | undefined, prefix: string): System {
+/** How a Redis server keeps its data: not at all, or every write fsynced before its reply. */
+export type RedisDurability = 'none' | 'fsync-always';
+
+export function bullmqSystem(
+  host: string,
+  port: number,
+  serverPid: number | undefined,
+  prefix: string,
+  durability: RedisDurability = 'none',
+): System {
   const connection = { host, port };
+  const fsync = durability === 'fsync-always';
   return {
-    name: 'bullmq',
-    label: 'BullMQ',
+    name: fsync ? 'bullmq-fsync' : 'bullmq',
+    label: fsync ? 'BullMQ, Redis fsync always' : 'BullMQ',
     server: 'Redis',
-    serverPid,
+    serverPids: pids(serverPid),
     prefix,
     connection: { redis: connection },
     queue: (name) => new BullQueue(name, { connection, prefix }) as unknown as BenchQueue,
@@ -95,7 +114,7 @@ export function bullmqZkSystem(connectionString: string, serverPid: number | und
     name: 'bullmq-zk',
     label: 'BullMQ on ZooKeeper',
     server: 'ZooKeeper',
-    serverPid,
+    serverPids: pids(serverPid),
     prefix,
     connection: { zk: connectionString },
     queue: (name) => new Queue(name, { connection }) as unknown as BenchQueue,
@@ -106,7 +125,9 @@ export function bullmqZkSystem(connectionString: string, serverPid: number | und
   };
 }
 
-export const serverCpuMs = (sys: System) => cpuMsOf(sys.serverPid);
+/** CPU time of the system's server processes together, ms; NaN when unknown. */
+export const serverCpuMs = (sys: System) =>
+  sys.serverPids.length ? sys.serverPids.reduce((a, pid) => a + cpuMsOf(pid), 0) : Number.NaN;
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const childEntry = fileURLToPath(new URL('./worker-child.ts', import.meta.url));

@@ -12,8 +12,11 @@ import type { Worker as ZkqWorker } from '@zkq/worker';
 import type { Worker as BullWorker } from 'bullmq';
 import { clock } from './lib.js';
 
-/** zkq's own Worker, BullMQ on Redis, and BullMQ's Worker on the ZooKeeper backend (@zkq/bullmq). */
-export type SystemName = 'zkq' | 'bullmq' | 'bullmq-zk';
+/**
+ * zkq's own Worker, BullMQ on Redis without persistence, BullMQ on Redis with every write fsynced
+ * (`appendfsync always`), and BullMQ's Worker on the ZooKeeper backend (@zkq/bullmq).
+ */
+export type SystemName = 'zkq' | 'bullmq' | 'bullmq-fsync' | 'bullmq-zk';
 
 export interface ChildConfig {
   system: SystemName;
@@ -105,7 +108,7 @@ const inline = async (job: JobLike) => {
 };
 
 async function createWorker(): Promise<AnyWorker> {
-  if (cfg.system === 'bullmq') {
+  if (cfg.system === 'bullmq' || cfg.system === 'bullmq-fsync') {
     const { Worker } = await import('bullmq');
     return new Worker(cfg.queue, inline as never, {
       connection: cfg.redis as { host: string; port: number },

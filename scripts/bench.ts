@@ -1,18 +1,26 @@
 /**
  * zkq's benchmark, with BullMQ on Redis in the same run: starts its own
- * ZooKeeper (fsync on) and Redis (no persistence), measures the raw limits of
- * the ZooKeeper server, then runs the same workloads on zkq and on BullMQ and
- * prints every zkq figure beside BullMQ's and the raw limit, then the targets.
+ * ZooKeeper (fsync on), a Redis without persistence and a Redis with every
+ * write fsynced (`appendfsync always`, ZooKeeper's durability), measures the
+ * raw limits of the ZooKeeper server, then runs the same workloads on zkq and
+ * on BullMQ and prints every zkq figure beside BullMQ's and the raw limit,
+ * then the targets. BullMQ on the fsynced Redis runs add, drain, e2e and
+ * latency only (where durability matters); `ensemble` starts a 3-server
+ * ensemble for zkq's inline drain.
  *
- *   npm run bench                                  everything but options and backlog (~4-5 minutes)
+ *   npm run bench                                  everything but options and backlog (~3-4 minutes)
+ *   npm run bench -- --help                        this text
  *   npm run bench -- --runs 3                      the median of three runs
- *   npm run bench -- --only add,drain              some sections (see SECTIONS)
- *   npm run bench -- --systems zkq                 zkq only
+ *   npm run bench -- --only add,drain              some sections: raw, add, drain, ensemble, threads,
+ *                                                  e2e, retention, latency, procs, herd, options, backlog
+ *   npm run bench -- --only drain,ensemble --jobs 5000   a short check of the drains
+ *   npm run bench -- --systems zkq                 zkq only (zkq, bullmq, bullmq-fsync, bullmq-zk)
  *   npm run bench -- --backlog 1000000             also the 1,000,000-job backlog
  *   npm run bench -- --only drain --profile        V8 CPU profiles of the worker processes
  *   npm run bench -- --only drain --trace          count and time zkq's worker requests
  *   npm run bench -- --report bench/results/latest.json   print the report of an earlier run again
  *   npm run bench -- --zk 127.0.0.1:2181 [--zk-pid N] [--redis 127.0.0.1:6379 --redis-pid M]  existing servers
+ *                    [--redis-fsync 127.0.0.1:6380 --redis-fsync-pid P]   (the ensemble is always the bench's own)
  *
  * zkq runs as users install it: `npm run bench` builds the packages first and
  * every process loads their JavaScript (dist), not the TypeScript sources.
@@ -26,6 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type RedisServer, startRedis, startZooKeeper, type ZooKeeperServer } from '@zkq/testing';
 import { type BacklogServer, benchBacklog } from '../bench/backlog.js';
+import { type BenchEnsemble, benchEnsembleDrain, startBenchEnsemble } from '../bench/ensemble.js';
 import { benchHerd } from '../bench/herd.js';
 import { cpuMsOf } from '../bench/lib.js';
 import { measureRaw } from '../bench/raw.js';
@@ -46,6 +55,7 @@ const SECTIONS = [
   'raw',
   'add',
   'drain',
+  'ensemble',
   'threads',
   'e2e',
   'retention',
@@ -59,35 +69,48 @@ type Section = (typeof SECTIONS)[number];
 /** Not in a default run: `options` (retries, priorities, events) and `backlog` (minutes). */
 const OPT_IN: Section[] = ['options', 'backlog'];
 
-const { values: flags } = parseArgs({
-  options: {
-    only: { type: 'string' },
-    systems: { type: 'string', default: 'zkq,bullmq,bullmq-zk' },
-    runs: { type: 'string', default: '1' },
-    jobs: { type: 'string', default: '20000' },
-    concurrency: { type: 'string', default: '50' },
-    threads: { type: 'string' },
-    'add-in-flight': { type: 'string', default: '1000' },
-    'raw-nodes': { type: 'string', default: '20000' },
-    samples: { type: 'string', default: '500' },
-    spacing: { type: 'string', default: '5' },
-    'herd-processes': { type: 'string', default: '4' },
-    'herd-workers': { type: 'string', default: '25' },
-    'herd-jobs': { type: 'string', default: '50' },
-    'herd-idle': { type: 'string', default: '10' },
-    'option-jobs': { type: 'string', default: '10000' },
-    backlog: { type: 'string' },
-    'backlog-heap-mb': { type: 'string', default: '4096' },
-    profile: { type: 'boolean', default: false },
-    trace: { type: 'boolean', default: false },
-    zk: { type: 'string' },
-    'zk-pid': { type: 'string' },
-    redis: { type: 'string' },
-    'redis-pid': { type: 'string' },
-    out: { type: 'string' },
-    report: { type: 'string' },
-  },
-});
+const OPTIONS = {
+  only: { type: 'string' },
+  help: { type: 'boolean', default: false },
+  systems: { type: 'string', default: 'zkq,bullmq,bullmq-fsync,bullmq-zk' },
+  runs: { type: 'string', default: '1' },
+  jobs: { type: 'string', default: '20000' },
+  concurrency: { type: 'string', default: '50' },
+  threads: { type: 'string' },
+  'add-in-flight': { type: 'string', default: '1000' },
+  'raw-nodes': { type: 'string', default: '20000' },
+  samples: { type: 'string', default: '500' },
+  spacing: { type: 'string', default: '5' },
+  'herd-processes': { type: 'string', default: '4' },
+  'herd-workers': { type: 'string', default: '25' },
+  'herd-jobs': { type: 'string', default: '50' },
+  'herd-idle': { type: 'string', default: '10' },
+  'option-jobs': { type: 'string', default: '10000' },
+  backlog: { type: 'string' },
+  'backlog-heap-mb': { type: 'string', default: '4096' },
+  profile: { type: 'boolean', default: false },
+  trace: { type: 'boolean', default: false },
+  zk: { type: 'string' },
+  'zk-pid': { type: 'string' },
+  redis: { type: 'string' },
+  'redis-pid': { type: 'string' },
+  'redis-fsync': { type: 'string' },
+  'redis-fsync-pid': { type: 'string' },
+  out: { type: 'string' },
+  report: { type: 'string' },
+} as const;
+const { values: flags } = parseArgs({ options: OPTIONS });
+
+if (flags.help) {
+  // the usage is this file's header
+  const source = readFileSync(fileURLToPath(import.meta.url), 'utf8');
+  console.log(/\/\*\*\n([\s\S]*?)\n \*\//.exec(source)?.[1]?.replace(/^ \* ?/gm, '') ?? '');
+  const defaults = Object.entries(OPTIONS).map(
+    ([name, o]) => `--${name}${'default' in o && o.type === 'string' ? ` (${o.default})` : ''}`,
+  );
+  console.log(`\nOptions: ${defaults.join(', ')}.`);
+  process.exit(0);
+}
 
 const num = (name: keyof typeof flags): number => {
   const n = Number(flags[name]);
@@ -121,7 +144,7 @@ const only = new Set<Section>(
   flags.only ? listOf('only', flags.only, SECTIONS) : SECTIONS.filter((s) => !OPT_IN.includes(s)),
 );
 if (flags.backlog) only.add('backlog');
-const systems = listOf<SystemName>('systems', flags.systems as string, ['zkq', 'bullmq', 'bullmq-zk']);
+const systems = listOf<SystemName>('systems', flags.systems as string, ['zkq', 'bullmq', 'bullmq-fsync', 'bullmq-zk']);
 const runs = num('runs');
 const jobs = num('jobs');
 const concurrency = num('concurrency');
@@ -135,6 +158,8 @@ const load0 = loadavg()[0] as number;
 
 let zk: ZooKeeperServer | undefined;
 let redis: RedisServer | undefined;
+let redisFsync: RedisServer | undefined;
+let ensemble: BenchEnsemble | undefined;
 let backlogZk: { server: ZooKeeperServer; dataDir: string; dir: string } | undefined;
 const perRun: Metrics[] = [];
 const traces: Record<string, Record<string, TraceEntry>> = {};
@@ -158,6 +183,21 @@ try {
     log(`redis ${redisAddr} (fresh, no persistence)`);
   }
   const [redisHost = '127.0.0.1', redisPort = '6379'] = (redisAddr ?? '').split(':');
+  // BullMQ on a Redis that fsyncs every write runs the sections where durability matters
+  const durable = ['add', 'drain', 'threads', 'retention', 'procs', 'ensemble', 'e2e', 'latency'];
+  let fsyncAddr = flags['redis-fsync'];
+  let fsyncPid = flags['redis-fsync-pid'] ? Number(flags['redis-fsync-pid']) : undefined;
+  if (!fsyncAddr && systems.includes('bullmq-fsync') && durable.some((s) => only.has(s as Section))) {
+    redisFsync = await startRedis({ appendfsync: 'always' });
+    fsyncAddr = `127.0.0.1:${redisFsync.port}`;
+    fsyncPid = redisFsync.pid;
+    log(`redis ${fsyncAddr} (fresh, appendfsync always)`);
+  }
+  const [fsyncHost = '127.0.0.1', fsyncPort = '6379'] = (fsyncAddr ?? '').split(':');
+  if (only.has('ensemble') && systems.includes('zkq')) {
+    ensemble = await startBenchEnsemble();
+    log(`zookeeper ensemble ${ensemble.connectionString} (fresh, 3 servers, fsync on)`);
+  }
 
   for (let run = 1; run <= runs; run++) {
     if (runs > 1) log(`run ${run} of ${runs}`);
@@ -170,7 +210,9 @@ try {
           ? zkqSystem(zkConnection as string, zkPid, prefix)
           : name === 'bullmq-zk'
             ? bullmqZkSystem(zkConnection as string, zkPid, prefix)
-            : bullmqSystem(redisHost, Number(redisPort), redisPid, prefix);
+            : name === 'bullmq-fsync'
+              ? bullmqSystem(fsyncHost, Number(fsyncPort), fsyncPid, prefix, 'fsync-always')
+              : bullmqSystem(redisHost, Number(redisPort), redisPid, prefix);
       return {
         sys,
         jobs,
@@ -189,6 +231,7 @@ try {
     };
     const trace = flags.trace ? { trace: true } : {};
     const threads = flags.threads ? { threads: num('threads') } : {};
+    const withFsync: SystemName[] = ['zkq', 'bullmq', 'bullmq-fsync'];
 
     if (only.has('raw') && zkConnection) {
       log('raw ZooKeeper limits (one session, pipelined)');
@@ -212,21 +255,25 @@ try {
       });
     }
     const timedSections = [...only].filter((s) => s !== 'raw' && s !== 'backlog');
-    if (run === 1 && timedSections.length > 0) await each((ctx) => warmUpDrain(ctx));
+    if (run === 1 && timedSections.length > 0) await each((ctx) => warmUpDrain(ctx), withFsync);
     if (only.has('add')) {
       await each(async (ctx) => {
         log(`${ctx.sys.label} enqueue: addBulk and pipelined add, ${jobs} jobs each`);
         await benchEnqueue(ctx, num('add-in-flight'));
-      });
+      }, withFsync);
     }
-    // The drain is the reference of threads, retention and processes: they need it in the same run.
-    const needInline = ['drain', 'threads', 'retention', 'procs'].some((s) => only.has(s as Section));
-    // BullMQ's Worker on the ZooKeeper backend runs the inline drain only, beside the two others
+    // The drain is the reference of threads, retention, processes and the ensemble: they need it in the same run.
+    const needInline = ['drain', 'threads', 'retention', 'procs', 'ensemble'].some((s) => only.has(s as Section));
+    // BullMQ's Worker on the ZooKeeper backend runs the inline drain only, beside the others
     if (needInline) {
       await each(
         (ctx) => benchDrain(ctx, { key: 'drain', processes: 1, ...trace, ...threads }),
-        ['zkq', 'bullmq', 'bullmq-zk'],
+        [...withFsync, 'bullmq-zk'],
       );
+    }
+    if (ensemble) {
+      const ctx = contexts.find((c) => c.sys.name === 'zkq') as RunContext;
+      await benchEnsembleDrain({ ...ctx, sys: ensemble.system(prefix), prepared: [] }, run === 1, trace);
     }
     if (only.has('threads')) {
       await each(
@@ -234,14 +281,14 @@ try {
         ['zkq'],
       );
     }
-    if (only.has('e2e')) await each((ctx) => benchEndToEnd(ctx));
+    if (only.has('e2e')) await each((ctx) => benchEndToEnd(ctx), withFsync);
     if (only.has('retention'))
       await each((ctx) => benchDrain(ctx, { key: 'retention', processes: 1, retention: 'keep-1000', ...trace }));
     if (only.has('procs')) {
       await each((ctx) => benchDrain(ctx, { key: 'procs2', processes: 2, ...trace }));
       await each((ctx) => benchDrain(ctx, { key: 'procs4', processes: 4, ...trace }));
     }
-    if (only.has('latency')) await each((ctx) => benchLatency(ctx, num('samples'), num('spacing')));
+    if (only.has('latency')) await each((ctx) => benchLatency(ctx, num('samples'), num('spacing')), withFsync);
     if (only.has('herd')) {
       await each((ctx) =>
         benchHerd(ctx, {
@@ -290,8 +337,9 @@ try {
       log(`zookeeper for the backlog ${connection} (heap ${num('backlog-heap-mb')} MiB)`);
     }
     const prefix = `bench-${started.toString(36)}-backlog`;
-    // zkq and BullMQ on Redis: BullMQ on the ZooKeeper backend is not part of this scenario
-    for (const name of systems.filter((s) => s !== 'bullmq-zk')) {
+    // zkq and BullMQ on Redis without persistence: neither BullMQ on the ZooKeeper backend nor on
+    // the fsynced Redis is part of this scenario (minutes more, and no target compares with them)
+    for (const name of systems.filter((s) => s === 'zkq' || s === 'bullmq')) {
       const sys =
         name === 'zkq'
           ? zkqSystem(connection as string, pid, prefix)
@@ -306,6 +354,8 @@ try {
 } finally {
   await backlogZk?.server.stop();
   if (backlogZk) rmSync(backlogZk.dir, { recursive: true, force: true });
+  await ensemble?.stop();
+  await redisFsync?.stop();
   await redis?.stop();
   await zk?.stop();
 }

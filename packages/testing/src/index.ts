@@ -13,7 +13,9 @@ export { type PacketHook, type ProxiedConnection, TcpProxy, type TcpProxyOptions
 export {
   ensureRedis,
   findRedisServer,
+  type RedisAppendFsync,
   RedisNotInstalledError,
+  RedisOptionError,
   type RedisServer,
   type RedisServerOptions,
   RedisStartError,

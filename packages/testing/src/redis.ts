@@ -1,8 +1,10 @@
 /**
  * A real Redis server for the benchmark, which runs BullMQ beside zkq.
  *
- * `startRedis()` spawns `redis-server` on a free loopback port without
- * persistence (`--save '' --appendonly no`) in a temporary directory, waits
+ * `startRedis()` spawns `redis-server` on a free loopback port in a temporary
+ * directory of its own, without persistence (`--save '' --appendonly no`) or,
+ * with `appendfsync`, with its append-only file on (`--appendonly yes
+ * --appendfsync always` fsyncs every write, ZooKeeper's durability), waits
  * until it answers PING, and kills it when the Node process exits. When
  * redis-server is missing, `bin/install-redis.sh` installs Debian's package as
  * root, or says exactly what to run and fails.
@@ -25,6 +27,15 @@ export class RedisNotInstalledError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'RedisNotInstalledError';
+  }
+}
+
+/** Raised by `startRedis()` for an option it does not know, before anything is started. */
+export class RedisOptionError extends TypeError {
+  readonly code = 'ZKQ_REDIS_BAD_OPTION';
+  constructor(message: string) {
+    super(message);
+    this.name = 'RedisOptionError';
   }
 }
 
@@ -135,7 +146,16 @@ export interface RedisServerOptions {
   startTimeoutMs?: number;
   /** Port to listen on. Default: a free one. */
   port?: number;
+  /**
+   * Turn the append-only file on with this fsync policy (`always`: every write is on disk before
+   * its reply). Default: no persistence at all.
+   */
+  appendfsync?: RedisAppendFsync;
 }
+
+/** Redis's fsync policies of the append-only file. */
+export type RedisAppendFsync = 'always' | 'everysec' | 'no';
+const APPEND_FSYNC: readonly RedisAppendFsync[] = ['always', 'everysec', 'no'];
 
 /** A running Redis server on loopback. */
 export interface RedisServer {
@@ -152,15 +172,20 @@ process.once('exit', () => {
   for (const child of live) child.kill('SIGKILL');
 });
 
-/** Starts redis-server on a free loopback port, without persistence, and waits until it answers PING. */
+/** Starts redis-server on a free loopback port (persistence as asked) and waits until it answers PING. */
 export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const { appendfsync } = options;
+  if (appendfsync !== undefined && !APPEND_FSYNC.includes(appendfsync)) {
+    throw new RedisOptionError(`appendfsync must be one of ${APPEND_FSYNC.join(', ')} (got ${String(appendfsync)})`);
+  }
   const binary = ensureRedis({ install: options.install ?? true });
   const dir = mkdtempSync(join(tmpdir(), 'zkq-redis-'));
   const port = options.port ?? (await freePort());
   const logFile = join(dir, 'redis.log');
   const fd = openSync(logFile, 'a');
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir];
-  args.push('--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', '');
+  args.push('--save', '', '--daemonize', 'no', '--logfile', '');
+  args.push(...(appendfsync ? ['--appendonly', 'yes', '--appendfsync', appendfsync] : ['--appendonly', 'no']));
   const child = spawn(binary, args, { stdio: ['ignore', fd, fd] });
   closeSync(fd);
   live.add(child);
