@@ -1,5 +1,5 @@
 /**
- * @zkq/testing's startRedis against a real redis-server (skipped where none is installed): no
+ * @zkq/testing's startRedis against a real redis-server (installed from Debian when missing): no
  * persistence by default, the append-only file fsynced on every write when asked, each server in a
  * directory of its own, and an unknown fsync policy refused before anything starts.
  */
@@ -7,10 +7,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { findRedisServer, RedisOptionError, type RedisServer, redisCommand, redisInfo, startRedis } from '@zkq/testing';
+import { RedisOptionError, type RedisServer, redisCommand, redisInfo, startRedis } from '@zkq/testing';
 import { Redis } from 'ioredis';
-
-const skip = findRedisServer() ? false : 'redis-server is not installed';
 
 /** The server's running configuration (CONFIG GET), by name. */
 async function configOf(server: RedisServer, ...names: string[]): Promise<Record<string, string>> {
@@ -28,19 +26,17 @@ async function configOf(server: RedisServer, ...names: string[]): Promise<Record
   }
 }
 
-test('startRedis: without persistence unless asked', { skip }, async (t) => {
-  const server = await startRedis({ install: false });
+test('startRedis: without persistence unless asked', async (t) => {
+  const server = await startRedis();
   t.after(() => server.stop());
   assert.equal((await redisInfo(server.port, 'persistence')).aof_enabled, '0');
   assert.deepEqual(await configOf(server, 'appendonly', 'save'), { appendonly: 'no', save: '' });
 });
 
-test('startRedis: appendfsync always writes every command to an append-only file in its own directory', {
-  skip,
-}, async (t) => {
-  const plain = await startRedis({ install: false });
+test('startRedis: appendfsync always writes every command to an append-only file in its own directory', {}, async (t) => {
+  const plain = await startRedis();
   t.after(() => plain.stop());
-  const durable = await startRedis({ install: false, appendfsync: 'always' });
+  const durable = await startRedis({ appendfsync: 'always' });
   t.after(() => durable.stop());
   assert.equal((await redisInfo(durable.port, 'persistence')).aof_enabled, '1');
   const { dir, ...durability } = await configOf(durable, 'appendonly', 'appendfsync', 'dir');
