@@ -2,9 +2,10 @@
  * Takes a block of job ids off the queue's `ids` counter, whose data is the
  * next free id: a compare-and-set at the version read (the executor's
  * runPlanned), created on first use. Sent without a receipt: a write whose
- * reply was lost and is sent again meets its own version change and takes
- * the next block, so a lost reply costs one skipped block of ids, nothing
- * else (ids are never reused).
+ * reply was lost is planned again from a fresh read (never sent again as it
+ * was: an obliterate may have made the counter again, back at the version
+ * read) and takes the next block, so a lost reply costs one skipped block
+ * of ids, nothing else (ids are never reused).
  */
 import { NoNodeError } from '../../zk/errors.js';
 import { ID_BLOCK_SIZE } from '../layout.js';

@@ -100,8 +100,9 @@ export async function readSettings(store: ProtocolContext): Promise<Settings | u
 
 /**
  * Applies `change` to the settings until a compare-and-set of the result
- * succeeds (another writer in between makes it read again). `change` edits
- * the fields and returns what the call answers.
+ * succeeds (another writer in between, or a reply lost, makes it read
+ * again: the node may be deleted and made again at the version read).
+ * `change` edits the fields and returns what the call answers.
  */
 export async function updateSettings<T>(
   store: ProtocolContext,
