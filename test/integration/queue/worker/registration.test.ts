@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Session } from '@zkq/core';
-import { QueueStore } from '@zkq/core/internal';
+import { NoNodeError, type Session } from '@zkq/core';
+import { obliterate, QueueStore } from '@zkq/core/internal';
 import { queueEnv } from '../../../helpers/queue.js';
 import { prefixSession } from '../../../helpers/znodes.js';
 
@@ -27,4 +27,15 @@ test("registerWorker replaces the node of the worker's previous session, and kee
   assert.equal(again.stat.ctime, read.stat.ctime, 'the same node');
   await old.session.close();
   assert.ok(await current.session.exists(path), 'still registered once the old session is gone');
+});
+
+test('registerWorker into a queue obliterated by another client fails with NoNodeError and makes nothing', async (t) => {
+  const env = await queueEnv(t);
+  const worker = new QueueStore((await prefixSession(t, env)) as Session, 'gone');
+  await worker.registerWorker('w1', { id: 'w1' });
+  const other = new QueueStore((await prefixSession(t, env)) as Session, 'gone');
+  await obliterate(other, { force: true });
+  // the worker's store still thinks the queue made (as after a new session, registering again)
+  await assert.rejects(worker.registerWorker('w1', { id: 'w1' }), NoNodeError);
+  assert.equal(await other.session.exists(other.layout.root), null);
 });

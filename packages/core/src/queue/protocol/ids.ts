@@ -5,11 +5,13 @@
  * reply was lost is planned again from a fresh read (never sent again as it
  * was: an obliterate may have made the counter again, back at the version
  * read) and takes the next block, so a lost reply costs one skipped block
- * of ids, nothing else (ids are never reused).
+ * of ids, nothing else (ids are never reused). A queue obliterated
+ * meanwhile fails the create with NoNodeError: ids never bring it back.
  */
 import { NoNodeError } from '../../zk/errors.js';
 import { ID_BLOCK_SIZE } from '../layout.js';
 import type { ProtocolContext } from './context.js';
+import { failWhenQueueGone } from './replan.js';
 import type { ProtocolOp } from './units.js';
 
 /** The first id of a new queue. */
@@ -40,6 +42,6 @@ export async function takeIds(store: ProtocolContext, size: number): Promise<num
       };
       return { answer: next, unit: { build: () => ({ ops: [op] }) } };
     },
-    { receipt: false },
+    { receipt: false, onFailure: failWhenQueueGone },
   );
 }

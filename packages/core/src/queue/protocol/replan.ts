@@ -79,6 +79,16 @@ export function isWriteConflict(error: unknown): boolean {
   );
 }
 
+/**
+ * `onFailure` of a write that never brings a deleted queue back (the ids
+ * counter, settings, a rate-limit window, a worker's registration): a create
+ * whose directory is gone, the queue obliterated, is no conflict to plan
+ * again; it fails at once with NoNodeError.
+ */
+export function failWhenQueueGone(error: unknown, op: ProtocolOp | undefined): 'fail' | undefined {
+  return error instanceof NoNodeError && op?.op === 'create' ? 'fail' : undefined;
+}
+
 /** Plans a batch: one plan per item still to write, in order (`attempt`: the plans made so far, plus one). */
 export type BatchPlan<I, T> = (items: readonly I[], attempt: number) => Promise<Plan<T>[]>;
 
