@@ -33,7 +33,11 @@ function assertOnceInOrder(lines: string[], expected: string[], what: string): v
     byWriter.set(writer as string, [...(byWriter.get(writer as string) ?? []), Number(n)]);
   }
   for (const [writer, ns] of byWriter) {
-    assert.deepEqual(ns, [...ns].sort((a, b) => a - b), `${what}: ${writer}'s lines in order`);
+    assert.deepEqual(
+      ns,
+      [...ns].sort((a, b) => a - b),
+      `${what}: ${writer}'s lines in order`,
+    );
   }
 }
 

@@ -16,6 +16,13 @@ import type { ProtocolOp } from './units.js';
 
 /** The first id of a new queue. */
 export const FIRST_ID = 1;
+/**
+ * Plans of one block before TooManyConflictsError: every producer writes the
+ * counter, so a burst of them (many processes adding their first job at once)
+ * makes an unlucky one meet other blocks on many tries in a row; each is
+ * another client's progress, never a livelock.
+ */
+export const COUNTER_PLAN_ATTEMPTS = 1000;
 
 /** Moves the counter on by `size`; resolves with the first id of the block taken. */
 export async function takeIds(store: ProtocolContext, size: number): Promise<number> {
@@ -42,6 +49,6 @@ export async function takeIds(store: ProtocolContext, size: number): Promise<num
       };
       return { answer: next, unit: { build: () => ({ ops: [op] }) } };
     },
-    { receipt: false, onFailure: failWhenQueueGone },
+    { receipt: false, onFailure: failWhenQueueGone, attempts: COUNTER_PLAN_ATTEMPTS },
   );
 }

@@ -9,8 +9,8 @@
  * removed since the read: the error names the op), nothing was applied and
  * the plan runs again from fresh reads, after a random pause that grows with
  * the attempts, so that writers who collided stop colliding. After
- * PLAN_ATTEMPTS plans that all conflicted, TooManyConflictsError, with the
- * last conflict as its cause.
+ * PLAN_ATTEMPTS plans that all conflicted (`attempts` for a node every
+ * client writes), TooManyConflictsError, with the last conflict as its cause.
  *
  * A write whose outcome stays unknown (its reply lost, and no receipt says
  * it committed) is planned again too, from fresh reads, never sent again as
@@ -52,6 +52,12 @@ export type FailureVerdict<T> = 'again' | 'fail' | { answer: T };
 
 /** Options of `runPlanned`: how the unit is sent (as `run`'s), and how a failure is read. */
 export interface PlannedOptions<T> extends Pick<RunOptions<TxUnit>, 'fence' | 'receipt'> {
+  /**
+   * Plans before TooManyConflictsError (default PLAN_ATTEMPTS). More only for
+   * a node every client writes, where each conflict is another's progress and
+   * never a livelock (the ids counter).
+   */
+  attempts?: number;
   /**
    * Reads a failed write (`op`: the op that failed, when one did); undefined
    * leaves it to the default: a conflict plans again, anything else fails.
@@ -114,6 +120,7 @@ export async function runPlannedBatch<I, T>(
   const answers: T[] = new Array(items.length);
   let pending = items.map((item, index) => ({ item, index }));
   let unknownRounds = 0;
+  const limit = o.attempts ?? PLAN_ATTEMPTS;
   for (let attempt = 1; pending.length > 0; attempt++) {
     const plans = await plan(
       pending.map((p) => p.item),
@@ -155,7 +162,7 @@ export async function runPlannedBatch<I, T>(
       }
     }
     if (unknown !== undefined && ++unknownRounds > UNKNOWN_REPLANS) throw unknown;
-    if (again.length > 0 && attempt >= PLAN_ATTEMPTS) throw new TooManyConflictsError(attempt, conflict ?? unknown);
+    if (again.length > 0 && attempt >= limit) throw new TooManyConflictsError(attempt, conflict ?? unknown);
     pending = again;
     if (pending.length > 0) await sleep(Math.random() * Math.min(REPLAN_PAUSE_MAX_MS, 10 * attempt));
   }
