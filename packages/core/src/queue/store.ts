@@ -202,10 +202,16 @@ export class QueueStore implements ProtocolContext {
     return this.containers.ensureDir(path);
   }
 
-  /** Forgets cached directories and tails, and the set-up (after the queue was deleted): the next use makes it again. */
+  /**
+   * Forgets cached directories and tails, the set-up and the ids left of the
+   * last block (after the queue was deleted): the next use makes it again, and
+   * takes ids off its new counter (the old block's would be handed out again).
+   */
   forgetDirs(): void {
     this.containers.forgetAll();
     this.initialized = undefined;
+    this.idBlock = { next: 0, end: 0 };
+    this.idBlockSize = 0;
   }
 
   /** Enqueues entries, as few transactions as fit, in order (FIFO): see protocol/add.ts. */
