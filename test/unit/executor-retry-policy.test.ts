@@ -6,14 +6,16 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BadVersionError, NoAuthError, NodeExistsError, NoNodeError } from '@zkq/core';
+import { BadVersionError, ConnectionLossError, NoAuthError, NodeExistsError, NoNodeError } from '@zkq/core';
 import {
   FencedError,
+  OutcomeUnknownError,
   PLAN_ATTEMPTS,
   type ProtocolOp,
   QueueLayout,
   TooManyConflictsError,
   type TxUnit,
+  UNKNOWN_REPLANS,
 } from '@zkq/core/internal';
 import { atOp, fakeExecutor, receiptOf } from '../helpers/fake-session.ts';
 
@@ -263,5 +265,67 @@ describe('runPlannedBatch', () => {
       NoAuthError,
     );
     assert.equal(plans, 1);
+  });
+});
+
+describe('an outcome left unknown', () => {
+  test('is planned again from a fresh read, never sent again as it was (the node may be made again meanwhile)', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    session.respond = (ops, n) => {
+      if (n === 0) throw new ConnectionLossError(layout.job('a'));
+      return session.applied(ops);
+    };
+    const seen: number[] = [];
+    const answer = await executor.runPlanned(
+      async (attempt) => {
+        seen.push(attempt);
+        return { answer: `plan ${attempt}`, unit: writeAt('a', attempt) };
+      },
+      { receipt: false },
+    );
+    assert.equal(answer, 'plan 2');
+    assert.deepEqual(seen, [1, 2]);
+    assert.deepEqual(
+      session.sent.map((m) => (m[0] as { version?: number }).version),
+      [1, 2],
+      'the second write is the second plan',
+    );
+  });
+
+  test('a receipt found settles it without a new plan; one not found plans again', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    session.respond = (ops, n) => {
+      if (n === 0) {
+        const receipt = receiptOf(layout, ops);
+        if (receipt) session.present.add(receipt);
+        throw new ConnectionLossError(layout.job('a'));
+      }
+      if (n === 1) throw new ConnectionLossError(layout.job('b'));
+      return session.applied(ops);
+    };
+    let plans = 0;
+    const plan = async () => ({ answer: ++plans, unit: writeAt('a', 0) });
+    assert.equal(await executor.runPlanned(plan), 1, 'applied, its reply lost');
+    assert.equal(await executor.runPlanned(plan), 3, 'not applied: planned again');
+  });
+
+  test(`after ${UNKNOWN_REPLANS} rounds planned again, OutcomeUnknownError`, async () => {
+    const { session, executor } = fakeExecutor(layout);
+    session.respond = () => {
+      throw new ConnectionLossError(layout.job('a'));
+    };
+    let plans = 0;
+    await assert.rejects(
+      executor.runPlannedBatch(
+        ['a', 'b'],
+        async (items) => {
+          plans++;
+          return items.map((id) => ({ answer: id, unit: writeAt(id, 0) }));
+        },
+        { receipt: false },
+      ),
+      OutcomeUnknownError,
+    );
+    assert.equal(plans, UNKNOWN_REPLANS + 1);
   });
 });

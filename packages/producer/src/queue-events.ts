@@ -16,7 +16,9 @@
  * connection loss, an outage of any length or a session expiry, the listener
  * node is created again and following resumes where it stopped (events
  * trimmed from the log meanwhile are missed). Each failure emits `error`
- * (when someone listens) and is retried.
+ * (when someone listens) and is retried. A log deleted and made again (an
+ * obliterated queue in use again) numbers its nodes from 0: it is followed
+ * from its start.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -29,6 +31,7 @@ import {
   NoNodeError,
   type QueueBaseOptions,
   type Session,
+  type Watcher,
   WatchLoop,
 } from '@zkq/core';
 import {
@@ -82,7 +85,7 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
   /** Sequence number of the last log node delivered. */
   private cursor = -1;
   private registration: WatchLoop<void> | undefined;
-  private follower: WatchLoop<string[]> | undefined;
+  private follower: WatchLoop<LogListing> | undefined;
   private readonly caughtUp = new Set<{ seq: number; resolve: () => void }>();
   private readonly waiters: FinishedWaiters;
   private running: Promise<void> | undefined;
@@ -156,9 +159,9 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
   private async follow(): Promise<void> {
     if (this.closed) return;
     const { session, layout } = this.store as QueueStore;
-    const follower = new WatchLoop<string[]>(session, {
-      read: (watch) => session.getChildren(layout.eventLog, { watch }),
-      onRead: (names) => this.deliverNew(names),
+    const follower = new WatchLoop<LogListing>(session, {
+      read: (watch) => listLog(session, layout.eventLog, watch),
+      onRead: (listing) => this.deliverNew(listing),
       onError: (err) => this.fail(err),
     });
     this.follower = follower;
@@ -166,8 +169,15 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
     await this.closedSignal;
   }
 
-  private async deliverNew(names: string[]): Promise<void> {
+  private async deliverNew({ names, gone }: LogListing): Promise<void> {
     const { layout } = this.store as QueueStore;
+    // trimming never removes the newest node: numbers that went back, or a log seen missing, mean a
+    // new log (the queue obliterated and made again), followed from its start
+    const newest = names.reduce((max, n) => Math.max(max, sequenceOf(n)), -1);
+    if (gone || newest < this.cursor) {
+      this.cursor = -1;
+      for (const w of this.caughtUp) w.resolve(); // what they waited for went with the old log
+    }
     const fresh = names.filter((n) => sequenceOf(n) > this.cursor).sort((a, b) => sequenceOf(a) - sequenceOf(b));
     for (const name of fresh) {
       if (this.closed) return;
@@ -253,5 +263,22 @@ export class QueueEvents extends EventEmitter<QueueEventsListener> {
     // connected: closing the session ends reads still under way
     if (!this.session) await this.ready?.catch(() => undefined);
     await this.session?.close();
+  }
+}
+
+/** A listing of the event log, and whether the log was seen missing (obliterated) meanwhile. */
+interface LogListing {
+  names: string[];
+  gone: boolean;
+}
+
+/** The log's node names, watched; a missing log is watched for its creation. */
+async function listLog(session: Session, log: string, watch: Watcher): Promise<LogListing> {
+  try {
+    return { names: await session.getChildren(log, { watch }), gone: false };
+  } catch (err) {
+    if (!(err instanceof NoNodeError)) throw err;
+    if (!(await session.exists(log, { watch }))) return { names: [], gone: true };
+    return { names: await session.getChildren(log, { watch }), gone: true }; // made again meanwhile
   }
 }

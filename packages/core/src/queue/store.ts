@@ -52,6 +52,8 @@ export class QueueStore implements ProtocolContext {
   /** Ids wanted by the callers waiting for a refill. */
   private idDemand = 0;
   private idRefill: Promise<void> | undefined;
+  /** Times the queue was forgotten (forgetDirs): a block taken before the last time is the old counter's. */
+  private forgotten = 0;
   /** The stores of the other queues this one's flows reach, sharing its session and containers. */
   private readonly family: Map<string, QueueStore>;
 
@@ -171,7 +173,9 @@ export class QueueStore implements ProtocolContext {
     await new Promise((resolve) => setImmediate(resolve)); // callers of this turn share the refill
     const size = Math.max(this.idDemand, Math.min(ID_BLOCK_SIZE, this.idBlockSize * 2), 1);
     // Retried: a write whose reply was lost costs one skipped block of ids, nothing else.
+    const forgotten = this.forgotten;
     const first = await this.session.retry(() => takeIds(this, size));
+    if (this.forgotten !== forgotten) return; // the old queue's counter: nextIds refills from the new one
     this.idBlockSize = size;
     this.idBlock = { next: first, end: first + size };
   }
@@ -202,10 +206,18 @@ export class QueueStore implements ProtocolContext {
     return this.containers.ensureDir(path);
   }
 
-  /** Forgets cached directories and tails, and the set-up (after the queue was deleted): the next use makes it again. */
+  /**
+   * Forgets cached directories and tails, the set-up and the ids left of the
+   * last block (after the queue was deleted): the next use makes it again, and
+   * takes ids off its new counter (the old block's, or one being taken
+   * meanwhile, would be handed out again).
+   */
   forgetDirs(): void {
     this.containers.forgetAll();
     this.initialized = undefined;
+    this.idBlock = { next: 0, end: 0 };
+    this.idBlockSize = 0;
+    this.forgotten++;
   }
 
   /** Enqueues entries, as few transactions as fit, in order (FIFO): see protocol/add.ts. */

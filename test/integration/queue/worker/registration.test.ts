@@ -6,8 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Session } from '@zkq/core';
-import { QueueStore } from '@zkq/core/internal';
+import { NoNodeError, Session } from '@zkq/core';
+import { obliterate, QueueStore } from '@zkq/core/internal';
+import { cleanups } from '../../../helpers/cleanups.js';
+import { OP, request } from '../../../helpers/fault-proxy.js';
+import { proxied } from '../../../helpers/proxied-worker.js';
 import { queueEnv } from '../../../helpers/queue.js';
 import { prefixSession } from '../../../helpers/znodes.js';
 
@@ -27,4 +30,36 @@ test("registerWorker replaces the node of the worker's previous session, and kee
   assert.equal(again.stat.ctime, read.stat.ctime, 'the same node');
   await old.session.close();
   assert.ok(await current.session.exists(path), 'still registered once the old session is gone');
+});
+
+test('registerWorker into a queue obliterated by another client fails with NoNodeError and makes nothing', async (t) => {
+  const env = await queueEnv(t);
+  const worker = new QueueStore((await prefixSession(t, env)) as Session, 'gone');
+  await worker.registerWorker('w1', { id: 'w1' });
+  const other = new QueueStore((await prefixSession(t, env)) as Session, 'gone');
+  await obliterate(other, { force: true });
+  // the worker's store still thinks the queue made (as after a new session, registering again)
+  await assert.rejects(worker.registerWorker('w1', { id: 'w1' }), NoNodeError);
+  assert.equal(await other.session.exists(other.layout.root), null);
+});
+
+test("a registration whose reply was lost, replacing the previous session's node, leaves the worker's own node", async (t) => {
+  const env = await queueEnv(t);
+  const defer = cleanups(t);
+  const { proxy, via } = await proxied(defer, env);
+  const old = new QueueStore((await prefixSession(t, env)) as Session, 'lost');
+  await old.registerWorker('w1', { id: 'w1', session: 'old' });
+  const cut = await Session.connect({ ...via.connection, namespace: `/${env.prefix}` });
+  defer(() => cut.close());
+  const current = new QueueStore(cut, 'lost');
+  await current.init();
+  // the delete of the old node and the create of the new one apply; the reply is lost
+  const lost = proxy.loseReply(request(OP.multi, current.layout.worker('w1')));
+  await current.registerWorker('w1', { id: 'w1', session: 'new' });
+  assert.ok(lost.hasFired, "the registration's reply was lost");
+  const read = await old.session.getData(current.layout.worker('w1'));
+  assert.equal(read.stat.ephemeralOwner, cut.sessionId, "the worker's current session holds it");
+  assert.equal(JSON.parse(read.data.toString()).session, 'new');
+  await old.session.close();
+  assert.ok(await current.session.exists(current.layout.worker('w1')), 'still registered once the old session is gone');
 });

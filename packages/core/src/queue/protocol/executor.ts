@@ -29,9 +29,8 @@
  *   timeout, session expiry) may or may not have been applied. With
  *   `receipt` (the default), each `multi` also creates `receipts/r-<random>`:
  *   after a write barrier, the receipt's presence says whether the `multi`
- *   committed, and the units are settled or sent again accordingly. Runs
- *   without receipts are made of ops that are safe to send twice (every
- *   write at a version, or a delete), so they are simply sent again.
+ *   committed, and the units are settled or sent again accordingly; runs
+ *   without (ops safe to send twice) are sent again, unless `resend: false`.
  * - **Wake-ups.** A multi holding a unit that makes a job claimable also
  *   rewrites the wake-up node `head`, whose data the first idle worker
  *   watches: finishes and claims do not wake it, new work does.
@@ -329,7 +328,7 @@ export class TxExecutor {
     o: RunOptions<U>,
     results: UnitResult[],
   ): Promise<Entry<U>[]> {
-    if (isOutcomeUnknown(err) || err instanceof SessionExpiredError) return this.unknown(batch, err, results);
+    if (isOutcomeUnknown(err) || err instanceof SessionExpiredError) return this.unknown(batch, err, o, results);
     const index = err instanceof ZooKeeperError ? err.opIndex : undefined;
     if (index === undefined) throw err;
     if (index < batch.fenceOps) throw new FencedError(err);
@@ -399,7 +398,7 @@ export class TxExecutor {
   }
 
   /** The multi may or may not have been applied: read its receipt back, or send it again when that is safe. */
-  private async unknown<U extends TxUnit>(batch: Batch<U>, err: unknown, results: UnitResult[]): Promise<Entry<U>[]> {
+  private async unknown<U extends TxUnit>(batch: Batch<U>, err: unknown, o: RunOptions<U>, results: UnitResult[]) {
     if (batch.receipt) {
       const receipt = batch.receipt;
       const committed = await this.session.retry(async () => {
@@ -412,6 +411,7 @@ export class TxExecutor {
         return [];
       }
     }
+    if (o.resend === false) for (const e of batch.entries) e.retries = MAX_RETRIES; // failed now, not sent again
     return this.retryAll(batch, err, results);
   }
 

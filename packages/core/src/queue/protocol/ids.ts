@@ -2,17 +2,27 @@
  * Takes a block of job ids off the queue's `ids` counter, whose data is the
  * next free id: a compare-and-set at the version read (the executor's
  * runPlanned), created on first use. Sent without a receipt: a write whose
- * reply was lost and is sent again meets its own version change and takes
- * the next block, so a lost reply costs one skipped block of ids, nothing
- * else (ids are never reused).
+ * reply was lost is planned again from a fresh read (never sent again as it
+ * was: an obliterate may have made the counter again, back at the version
+ * read) and takes the next block, so a lost reply costs one skipped block
+ * of ids, nothing else (ids are never reused). A queue obliterated
+ * meanwhile fails the create with NoNodeError: ids never bring it back.
  */
 import { NoNodeError } from '../../zk/errors.js';
 import { ID_BLOCK_SIZE } from '../layout.js';
 import type { ProtocolContext } from './context.js';
+import { failWhenQueueGone } from './replan.js';
 import type { ProtocolOp } from './units.js';
 
 /** The first id of a new queue. */
 export const FIRST_ID = 1;
+/**
+ * Plans of one block before TooManyConflictsError: every producer writes the
+ * counter, so a burst of them (many processes adding their first job at once)
+ * makes an unlucky one meet other blocks on many tries in a row; each is
+ * another client's progress, never a livelock.
+ */
+export const COUNTER_PLAN_ATTEMPTS = 1000;
 
 /** Moves the counter on by `size`; resolves with the first id of the block taken. */
 export async function takeIds(store: ProtocolContext, size: number): Promise<number> {
@@ -39,6 +49,6 @@ export async function takeIds(store: ProtocolContext, size: number): Promise<num
       };
       return { answer: next, unit: { build: () => ({ ops: [op] }) } };
     },
-    { receipt: false },
+    { receipt: false, onFailure: failWhenQueueGone, attempts: COUNTER_PLAN_ATTEMPTS },
   );
 }

@@ -24,6 +24,7 @@ import { NoNodeError } from '../../zk/errors.js';
 import type { Stat } from '../../zk/types.js';
 import { windowOps } from './builders.js';
 import type { ProtocolContext } from './context.js';
+import { failWhenQueueGone } from './replan.js';
 import type { ProtocolOp } from './units.js';
 
 /** The count of a manual window: limited whatever the maximum. */
@@ -100,8 +101,9 @@ export async function readSettings(store: ProtocolContext): Promise<Settings | u
 
 /**
  * Applies `change` to the settings until a compare-and-set of the result
- * succeeds (another writer in between makes it read again). `change` edits
- * the fields and returns what the call answers.
+ * succeeds (another writer in between, or a reply lost, makes it read
+ * again: the node may be deleted and made again at the version read).
+ * `change` edits the fields and returns what the call answers.
  */
 export async function updateSettings<T>(
   store: ProtocolContext,
@@ -126,11 +128,8 @@ export async function updateSettings<T>(
             : undefined;
       return op ? { answer, unit: { build: () => ({ ops: [op] }) } } : { answer };
     },
-    {
-      receipt: false,
-      // a missing queue fails the create (NoNode): settings never bring a deleted queue back
-      onFailure: (error, op) => (error instanceof NoNodeError && op?.op === 'create' ? 'fail' : undefined),
-    },
+    // a missing queue fails the create (NoNode): settings never bring a deleted queue back
+    { receipt: false, onFailure: failWhenQueueGone },
   );
 }
 
@@ -254,13 +253,16 @@ export async function liveWindow(store: ProtocolContext): Promise<{ count: numbe
   return ttl > 0 ? { count: w.count, ttl } : undefined;
 }
 
-/** Writes the window whatever is there (creating its nodes when missing). */
+/** Writes the window whatever is there (creating its nodes when missing; NoNodeError in a queue obliterated). */
 async function writeWindow(store: ProtocolContext, window: Buffer, count: Buffer): Promise<void> {
-  await store.executor.runPlanned(async () => {
-    const exists = (await readWindow(store)) !== undefined;
-    const ops = windowOps(store.layout, { kind: exists ? 'set' : 'open', window, count });
-    return { answer: undefined, unit: { build: () => ({ ops }) } };
-  });
+  await store.executor.runPlanned(
+    async () => {
+      const exists = (await readWindow(store)) !== undefined;
+      const ops = windowOps(store.layout, { kind: exists ? 'set' : 'open', window, count });
+      return { answer: undefined, unit: { build: () => ({ ops }) } };
+    },
+    { onFailure: failWhenQueueGone },
+  );
 }
 
 /**

@@ -9,22 +9,30 @@
  * removed since the read: the error names the op), nothing was applied and
  * the plan runs again from fresh reads, after a random pause that grows with
  * the attempts, so that writers who collided stop colliding. After
- * PLAN_ATTEMPTS plans that all conflicted, TooManyConflictsError, with the
- * last conflict as its cause.
+ * PLAN_ATTEMPTS plans that all conflicted (`attempts` for a node every
+ * client writes), TooManyConflictsError, with the last conflict as its cause.
+ *
+ * A write whose outcome stays unknown (its reply lost, and no receipt says
+ * it committed) is planned again too, from fresh reads, never sent again as
+ * it was: a node written at a version read may have been deleted and made
+ * again meanwhile (an obliterate, the last settings field removed), back at
+ * that version. After UNKNOWN_REPLANS such rounds, OutcomeUnknownError.
  *
  * A caller that reads some failures otherwise (a node that exists means the
  * work was done before; a conflict on a node it does not plan from is a
  * failure) says so with `onFailure`. Any other failure of the write (a
- * fence, an op refused by the ACL, a payload too large, an outcome left
- * unknown) and any error of the plan are thrown as they are.
+ * fence, an op refused by the ACL, a payload too large) and any error of
+ * the plan are thrown as they are.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BadVersionError, NodeExistsError, NoNodeError, NotEmptyError } from '../../zk/errors.js';
 import type { ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
-import { TooManyConflictsError } from './write-errors.js';
+import { OutcomeUnknownError, TooManyConflictsError } from './write-errors.js';
 
 /** Plans an optimistic write makes before it gives up with TooManyConflictsError. */
 export const PLAN_ATTEMPTS = 32;
+/** Rounds planned again after an outcome left unknown before OutcomeUnknownError (the executor's resends). */
+export const UNKNOWN_REPLANS = 8;
 /** Longest pause before planning again, ms (10 ms times the attempts so far, up to this). */
 export const REPLAN_PAUSE_MAX_MS = 200;
 
@@ -44,6 +52,12 @@ export type FailureVerdict<T> = 'again' | 'fail' | { answer: T };
 
 /** Options of `runPlanned`: how the unit is sent (as `run`'s), and how a failure is read. */
 export interface PlannedOptions<T> extends Pick<RunOptions<TxUnit>, 'fence' | 'receipt'> {
+  /**
+   * Plans before TooManyConflictsError (default PLAN_ATTEMPTS). More only for
+   * a node every client writes, where each conflict is another's progress and
+   * never a livelock (the ids counter).
+   */
+  attempts?: number;
   /**
    * Reads a failed write (`op`: the op that failed, when one did); undefined
    * leaves it to the default: a conflict plans again, anything else fails.
@@ -71,13 +85,23 @@ export function isWriteConflict(error: unknown): boolean {
   );
 }
 
+/**
+ * `onFailure` of a write that never brings a deleted queue back (the ids
+ * counter, settings, a rate-limit window, a worker's registration): a create
+ * whose directory is gone, the queue obliterated, is no conflict to plan
+ * again; it fails at once with NoNodeError.
+ */
+export function failWhenQueueGone(error: unknown, op: ProtocolOp | undefined): 'fail' | undefined {
+  return error instanceof NoNodeError && op?.op === 'create' ? 'fail' : undefined;
+}
+
 /** Plans a batch: one plan per item still to write, in order (`attempt`: the plans made so far, plus one). */
 export type BatchPlan<I, T> = (items: readonly I[], attempt: number) => Promise<Plan<T>[]>;
 
 /** Sends units together, as the executor's `run` does: one result per unit, in order. */
 export type SendUnits = (
   units: readonly TxUnit[],
-  o: Pick<RunOptions<TxUnit>, 'fence' | 'receipt'>,
+  o: Pick<RunOptions<TxUnit>, 'fence' | 'receipt' | 'resend'>,
 ) => Promise<UnitResult[]>;
 
 /**
@@ -95,6 +119,8 @@ export async function runPlannedBatch<I, T>(
 ): Promise<T[]> {
   const answers: T[] = new Array(items.length);
   let pending = items.map((item, index) => ({ item, index }));
+  let unknownRounds = 0;
+  const limit = o.attempts ?? PLAN_ATTEMPTS;
   for (let attempt = 1; pending.length > 0; attempt++) {
     const plans = await plan(
       pending.map((p) => p.item),
@@ -109,14 +135,21 @@ export async function runPlannedBatch<I, T>(
     if (writes.length === 0) break;
     const results = await send(
       writes.map((w) => w.planned.unit as TxUnit),
-      { fence: o.fence, receipt: o.receipt },
+      { fence: o.fence, receipt: o.receipt, resend: false },
     );
     const again: typeof pending = [];
     let conflict: unknown;
+    let unknown: unknown;
     for (const [k, w] of writes.entries()) {
       const result = results[k] as UnitResult;
       if (result.ok) {
         answers[w.index] = w.planned.answerOf ? w.planned.answerOf(result) : w.planned.answer;
+        continue;
+      }
+      if (result.error instanceof OutcomeUnknownError) {
+        // planned again from fresh reads, never sent again blind (see the header)
+        again.push({ item: w.item, index: w.index });
+        unknown = result.error;
         continue;
       }
       const verdict =
@@ -128,7 +161,8 @@ export async function runPlannedBatch<I, T>(
         conflict = result.error;
       }
     }
-    if (again.length > 0 && attempt >= PLAN_ATTEMPTS) throw new TooManyConflictsError(attempt, conflict);
+    if (unknown !== undefined && ++unknownRounds > UNKNOWN_REPLANS) throw unknown;
+    if (again.length > 0 && attempt >= limit) throw new TooManyConflictsError(attempt, conflict ?? unknown);
     pending = again;
     if (pending.length > 0) await sleep(Math.random() * Math.min(REPLAN_PAUSE_MAX_MS, 10 * attempt));
   }

@@ -81,6 +81,12 @@ export interface RunOptions<U extends TxUnit> {
   onConflict?: (unit: U, error: ZooKeeperError, op: ProtocolOp) => U | undefined;
   /** Create a receipt in each multi so that an unknown outcome can be read back (default true). */
   receipt?: boolean;
+  /**
+   * Send a multi whose outcome stays unknown (no receipt, or none found) again
+   * as it was (default true); false fails its units at once with
+   * OutcomeUnknownError (runPlanned's writes plan again from fresh reads).
+   */
+  resend?: boolean;
   /** Multis in flight at once, sent in order (default 1). */
   inFlight?: number;
   /** Most ops per multi (default MAX_OPS). */

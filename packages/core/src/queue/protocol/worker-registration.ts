@@ -5,9 +5,11 @@
  * the version read, in the create's transaction): it would vanish when that
  * session expires. Planned again when another writer went first (the
  * executor's runPlanned); one this session already holds (a create whose
- * reply was lost) is kept.
+ * reply was lost) is kept. In a queue obliterated meanwhile it fails with
+ * NoNodeError, making nothing.
  */
 import type { ProtocolContext } from './context.js';
+import { failWhenQueueGone } from './replan.js';
 import type { ProtocolOp } from './units.js';
 
 /** Registers worker `id` with `info` (see the header). */
@@ -23,6 +25,6 @@ export async function registerWorker(store: ProtocolContext, id: string, info: R
       const ops: ProtocolOp[] = stat ? [{ op: 'delete', path, version: stat.version }, create] : [create];
       return { answer: undefined, unit: { build: () => ({ ops }) } };
     },
-    { receipt: false },
+    { receipt: false, onFailure: failWhenQueueGone },
   );
 }
