@@ -42,30 +42,27 @@ export interface ThreadJobs {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const [OPEN_LIST, END_TASK, CLOSE_LIST] = [0x5b, 0x7d, 0x5d]; // [ } ]
+const END_TASK = encoder.encode('}');
 
 /** The bytes of `tasks` for a ThreadJobs message, `[{"key":..,"token":..,"job":<job>},...]`, in a buffer of their own. */
 export function encodeTasks(tasks: readonly ThreadTask[]): ArrayBuffer {
   const parts: Uint8Array[] = [];
-  let size = 2;
+  let size = 2; // [ and ]
   for (const t of tasks) {
     const comma = parts.length > 0 ? ',' : '';
     const head = encoder.encode(`${comma}{"key":${JSON.stringify(t.key)},"token":${JSON.stringify(t.token)},"job":`);
     const job = t.job instanceof Uint8Array ? t.job : encoder.encode(JSON.stringify(t.job));
-    parts.push(head, job);
-    size += head.byteLength + job.byteLength + 1;
+    parts.push(head, job, END_TASK);
+    size += head.byteLength + job.byteLength + END_TASK.byteLength;
   }
   const out = new Uint8Array(size);
-  out[0] = OPEN_LIST;
+  out[0] = 0x5b; // [
   let at = 1;
-  for (let i = 0; i < parts.length; i += 2) {
-    for (const p of [parts[i] as Uint8Array, parts[i + 1] as Uint8Array]) {
-      out.set(p, at);
-      at += p.byteLength;
-    }
-    out[at++] = END_TASK;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
   }
-  out[at] = CLOSE_LIST;
+  out[at] = 0x5d; // ]
   return out.buffer;
 }
 

@@ -14,7 +14,9 @@
  * parent port). Jobs that share a thread arrive through a lane: one task
  * that lives as long as the pool, with a port on which the main thread sends
  * jobs and aborts in batches, and this thread sends back progress at once
- * and the results gathered per turn of its event loop.
+ * and the results gathered per turn of its event loop. Either way jobs
+ * arrive as bytes (protocol.ts, ThreadJobs), a job's record as claimed,
+ * decoded here into the job the processor gets: Job.toJSON()'s fields.
  */
 import { parentPort } from 'node:worker_threads';
 import {
