@@ -156,7 +156,7 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
   private process(claimed: ClaimedJob): void {
     let span: Span | undefined;
     const attempt = new Attempt(this, claimed, this.store as QueueStore, this.opts, {
-      run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal),
+      run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal, claimed.bytes),
       finish: (f) => this.writeOutcome(f, span),
       forced: () => this.forced,
       released: () => this.wakeClaimLoop(),
@@ -193,12 +193,17 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
     return result;
   }
 
-  private async execute(job: Job<DataType, ResultType, NameType>, signal: AbortSignal): Promise<ResultType> {
+  /** Runs the job's processor: inline, or on a thread, which gets the record as claimed (`bytes`) when there is one. */
+  private async execute(
+    job: Job<DataType, ResultType, NameType>,
+    signal: AbortSignal,
+    bytes: Buffer | undefined,
+  ): Promise<ResultType> {
     if (this.processorFn) return this.processorFn(job, job.token, signal);
     const attempt = this.attempts.get(job.id);
     try {
       return (await (this.pool as ThreadPool).run(
-        job.toJSON(),
+        bytes ?? job.toJSON(),
         job.token ?? '',
         signal,
         (progress, logs) => attempt?.absorb(progress, logs),

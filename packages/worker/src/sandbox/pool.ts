@@ -14,21 +14,27 @@
  * for the job at once (its result is dropped); the job keeps its place on
  * the thread until it ends. Either way a thread that crashes fails every job
  * it runs.
+ *
+ * Jobs travel as bytes: a message's jobs are one ArrayBuffer of JSON, moved
+ * to the thread (protocol.ts, ThreadJobs), a claimed job's record as the
+ * claim wrote it. Results and progress come back in a structured clone.
  */
 
 import { availableParallelism } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
-import type { JobJson } from '@zkq/core';
 import { Piscina } from 'piscina';
-import type {
-  LaneIn,
-  LaneOut,
-  ThreadAbort,
-  ThreadEnded,
-  ThreadProgress,
-  ThreadResult,
-  ThreadTask,
+import {
+  encodeTasks,
+  type LaneIn,
+  type LaneOut,
+  type ThreadAbort,
+  type ThreadEnded,
+  type ThreadJob,
+  type ThreadJobs,
+  type ThreadProgress,
+  type ThreadResult,
+  type ThreadTask,
 } from './protocol.js';
 
 // Source checkouts run TypeScript directly; published builds run the compiled file.
@@ -117,20 +123,21 @@ export class ThreadPool {
   }
 
   /**
-   * Runs one job; resolves with the processor's result, rejects with its
-   * error, or with the signal's reason once it fires. `report` receives the
+   * Runs one job, given as its record's bytes (JSON) or as the job itself;
+   * resolves with the processor's result, rejects with its error, or with
+   * the signal's reason once it fires. `report` receives the
    * attempt's final progress and log lines first; `onProgress` each live
    * progress of this run (none once the pool stopped waiting for it: a run
    * aborted on a shared thread may go on, and its progress is dropped).
    */
   async run(
-    job: JobJson,
+    job: ThreadJob,
     token: string,
     signal: AbortSignal,
     report: (progress: unknown, logs: string[]) => void,
     onProgress: (value: unknown) => void = () => {},
   ): Promise<unknown> {
-    const task: ThreadTask = { processor: this.processorUrl, job, token, key: String(++this.runs) };
+    const task: ThreadTask = { job, token, key: String(++this.runs) };
     const result =
       this.jobsPerThread === 1
         ? await this.runAlone(task, signal, onProgress)
@@ -149,7 +156,8 @@ export class ThreadPool {
     this.progressTo.set(task.key, onProgress);
     let result: ThreadResult;
     try {
-      result = (await this.pool.run(task, { signal })) as ThreadResult;
+      const m: ThreadJobs = { processor: this.processorUrl, jobs: encodeTasks([task]) };
+      result = (await this.pool.run(m, { signal, transferList: [m.jobs] })) as ThreadResult;
     } catch (err) {
       this.progressTo.delete(task.key);
       throw err;
@@ -209,9 +217,9 @@ export class ThreadPool {
       this.flushing = false;
       for (const lane of this.lanes) {
         if (lane.outgoing.length === 0) continue;
-        const m: LaneIn = { kind: 'run', tasks: lane.outgoing };
+        const m: LaneIn = { kind: 'run', processor: this.processorUrl, jobs: encodeTasks(lane.outgoing) };
         lane.outgoing = [];
-        lane.port.postMessage(m);
+        lane.port.postMessage(m, [m.jobs]);
       }
     });
   }

@@ -2,11 +2,15 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { JobJson } from '@zkq/core';
 
-/** One job handed to a thread. */
+/**
+ * A job for a thread: the bytes of its stored record (JSON, as the claim
+ * wrote it), or the job itself when there are none.
+ */
+export type ThreadJob = JobJson | Uint8Array;
+
+/** One job handed to a thread, until its batch is encoded. */
 export interface ThreadTask {
-  /** URL of the processor module. */
-  processor: string;
-  job: JobJson;
+  job: ThreadJob;
   token: string;
   /**
    * This run's key, unique in its pool: a job added again under the id of a
@@ -14,6 +18,87 @@ export interface ThreadTask {
    * run may still go on in the same thread.
    */
   key: string;
+}
+
+/** A task as its thread decodes it: the job is its record, or any object with JobJson's fields. */
+export interface DecodedTask {
+  job: JobJson;
+  token: string;
+  key: string;
+}
+
+/**
+ * Jobs on their way to a thread: the UTF-8 JSON of their tasks in one
+ * ArrayBuffer that the message moves (transfers: the sender's copy is
+ * detached), so neither thread walks a job's data and options in a
+ * structured clone. A job's record bytes go in as they are (copied once):
+ * the main thread encodes nothing per job but its key and token.
+ */
+export interface ThreadJobs {
+  /** URL of the processor module. */
+  processor: string;
+  jobs: ArrayBuffer;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const END_TASK = encoder.encode('}');
+
+/** The bytes of `tasks` for a ThreadJobs message, `[{"key":..,"token":..,"job":<job>},...]`, in a buffer of their own. */
+export function encodeTasks(tasks: readonly ThreadTask[]): ArrayBuffer {
+  const parts: Uint8Array[] = [];
+  let size = 2; // [ and ]
+  for (const t of tasks) {
+    const comma = parts.length > 0 ? ',' : '';
+    const head = encoder.encode(`${comma}{"key":${JSON.stringify(t.key)},"token":${JSON.stringify(t.token)},"job":`);
+    const job = t.job instanceof Uint8Array ? t.job : encoder.encode(JSON.stringify(t.job));
+    parts.push(head, job, END_TASK);
+    size += head.byteLength + job.byteLength + END_TASK.byteLength;
+  }
+  const out = new Uint8Array(size);
+  out[0] = 0x5b; // [
+  let at = 1;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  out[at] = 0x5d; // ]
+  return out.buffer;
+}
+
+/** JobJson's fields (all of them: the type says so), in the order of Job.toJSON(). */
+const JOB_FIELDS: Record<keyof JobJson, true> = {
+  id: true,
+  name: true,
+  data: true,
+  opts: true,
+  progress: true,
+  attemptsMade: true,
+  attemptsStarted: true,
+  stalledCounter: true,
+  timestamp: true,
+  delay: true,
+  priority: true,
+  processedOn: true,
+  finishedOn: true,
+  returnvalue: true,
+  failedReason: true,
+  stacktrace: true,
+  processedBy: true,
+};
+const FIELDS = Object.keys(JOB_FIELDS) as (keyof JobJson)[];
+
+/** The job of a decoded task, as Job.toJSON() gives it: its record's other fields (state, lane...) left out. */
+export function jobJson(from: JobJson): JobJson {
+  const job: Partial<Record<keyof JobJson, unknown>> = {};
+  for (const f of FIELDS) job[f] = from[f];
+  job.stacktrace ??= []; // as the Job built from a record has it
+  return job as JobJson;
+}
+
+/** The tasks of a ThreadJobs message. */
+export function decodeTasks(jobs: ArrayBuffer): DecodedTask[] {
+  return JSON.parse(decoder.decode(jobs)) as DecodedTask[];
 }
 
 /**
@@ -26,7 +111,7 @@ export interface ThreadLane {
 }
 
 /** Main thread to a lane's thread: jobs to start, an abort. */
-export type LaneIn = { kind: 'run'; tasks: ThreadTask[] } | ThreadAbort;
+export type LaneIn = ({ kind: 'run' } & ThreadJobs) | ThreadAbort;
 
 /**
  * A lane's thread to the main thread: live progress and each job's result,

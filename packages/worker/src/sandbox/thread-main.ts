@@ -14,10 +14,23 @@
  * parent port). Jobs that share a thread arrive through a lane: one task
  * that lives as long as the pool, with a port on which the main thread sends
  * jobs and aborts in batches, and this thread sends back progress at once
- * and the results gathered per turn of its event loop.
+ * and the results gathered per turn of its event loop. Either way jobs
+ * arrive as bytes (protocol.ts, ThreadJobs), a job's record as claimed,
+ * decoded here into the job the processor gets: Job.toJSON()'s fields.
  */
 import { parentPort } from 'node:worker_threads';
-import type { LaneIn, LaneOut, ThreadEnded, ThreadLane, ThreadProgress, ThreadResult, ThreadTask } from './protocol.js';
+import {
+  type DecodedTask,
+  decodeTasks,
+  jobJson,
+  type LaneIn,
+  type LaneOut,
+  type ThreadEnded,
+  type ThreadJobs,
+  type ThreadLane,
+  type ThreadProgress,
+  type ThreadResult,
+} from './protocol.js';
 
 type ProcessorFn = (job: unknown, token?: string, signal?: AbortSignal) => unknown;
 const processors = new Map<string, Promise<ProcessorFn>>();
@@ -42,14 +55,15 @@ function processorOf(url: string): Promise<ProcessorFn> {
 
 /** Runs one job; `progress` receives its live progress. */
 async function runJob(
-  task: ThreadTask,
+  processor: string,
+  task: DecodedTask,
   signal: AbortSignal,
   progress: (value: unknown) => void,
 ): Promise<ThreadResult> {
-  const loading = processorOf(task.processor);
+  const loading = processorOf(processor);
   const logs: string[] = [];
   const job = {
-    ...task.job,
+    ...jobJson(task.job),
     token: task.token,
     async updateProgress(value: unknown) {
       progress(value); // throws on a value that does not clone: the final progress stays the last that did
@@ -97,10 +111,10 @@ function uncloneable(err: unknown, result: ThreadResult): ThreadResult {
  * one that does not clone fails with the reason (piscina would hand back a
  * bare object).
  */
-async function runAlone(task: ThreadTask): Promise<ThreadResult> {
+async function runAlone(processor: string, task: DecodedTask): Promise<ThreadResult> {
   const { key } = task;
   let progressed = false;
-  let result = await runJob(task, new AbortController().signal, (value) => {
+  let result = await runJob(processor, task, new AbortController().signal, (value) => {
     parentPort?.postMessage({ kind: 'progress', key, value } satisfies ThreadProgress);
     progressed = true;
   });
@@ -157,12 +171,12 @@ function serve(port: ThreadLane['port']): Promise<never> {
       running.get(m.key)?.abort(m.reason);
       return;
     }
-    for (const task of m.tasks) {
+    for (const task of decodeTasks(m.jobs)) {
       const { key } = task;
       const controller = new AbortController();
       running.set(key, controller);
       const progress = (value: unknown) => port.postMessage([{ kind: 'progress', key, value }] satisfies LaneOut[]);
-      void runJob(task, controller.signal, progress).then((result) => {
+      void runJob(m.processor, task, controller.signal, progress).then((result) => {
         running.delete(key);
         send({ kind: 'result', key, result });
       });
@@ -171,6 +185,6 @@ function serve(port: ThreadLane['port']): Promise<never> {
   return new Promise<never>(() => undefined);
 }
 
-export default function runTask(task: ThreadTask | ThreadLane): Promise<ThreadResult> {
-  return 'port' in task ? serve(task.port) : runAlone(task);
+export default function runTask(task: ThreadJobs | ThreadLane): Promise<ThreadResult> {
+  return 'port' in task ? serve(task.port) : runAlone(task.processor, decodeTasks(task.jobs)[0] as DecodedTask);
 }

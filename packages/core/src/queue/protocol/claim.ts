@@ -30,6 +30,8 @@ export interface Candidate {
 /** A job this worker owns, with its fencing token. */
 export interface ClaimedJob {
   record: JobRecord;
+  /** The record as the claim wrote it (JSON): a thread pool hands these bytes to the job's thread. */
+  bytes?: Buffer;
   token: number;
   pointer: string;
   /**
@@ -173,6 +175,7 @@ export function claimedJob(
 ): ClaimedJob {
   const job: ClaimedJob = {
     record: c.updated,
+    bytes: c.record,
     token: c.token,
     pointer: c.candidate.pointer,
     claimedAt,
