@@ -226,7 +226,10 @@ try {
 const med: Metrics = Object.fromEntries(
   Object.keys(perRun[0] ?? {}).map((k) => [k, median(perRun.map((m) => m[k] ?? Number.NaN))]),
 );
-const ratio = (key: string, ref: string) => fmt((med[key] ?? Number.NaN) / (med[ref] ?? Number.NaN), 2);
+// each run's ratio to today's figure of the same run, then their median: the machine's load moves
+// from run to run far more than within the seconds between two rows of one run
+const ratio = (key: string, ref: string) =>
+  fmt(median(perRun.map((m) => (m[key] ?? Number.NaN) / (m[ref] ?? Number.NaN))), 2);
 const claimRows = CLAIMS.map((c) => [
   c.label,
   fmt(med[`${c.key}.rounds`]),
@@ -255,6 +258,8 @@ const title = runs > 1 ? `median of ${runs} runs` : 'one run';
 const text = [
   `Claim rounds: ${fmt(jobs)} jobs, ${batch} per round, one session unless said (${title}; ${sizes})`,
   table([['', 'rounds/s', 'jobs/s', 'ms/round', 'vs today', 'server µs/job', 'client µs/job'], ...claimRows]),
+  "ms/round: the measure's time × rounds in flight ÷ rounds; vs today: the median of each run's ratio to today's row",
+  'of the same kind (the claim alone, or with finishes beside) in the same run',
   '',
   `Adds: ${fmt(jobs)} jobs in addBulk calls of ${fmt(bulk)}`,
   table([['', 'jobs/s', 'vs today', 'server µs/job', 'client µs/job'], ...addRows]),
