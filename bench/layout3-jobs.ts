@@ -42,6 +42,8 @@ export class ProbeQueue {
   readonly statesDir: string;
   /** Receipts of settled multis not deleted yet (deleted by the next finish, or the clean-up). */
   readonly receipts: string[] = [];
+  /** Ops of the claim multis sent (receipts and pause checks included). */
+  claimOpsSent = 0;
 
   constructor(
     readonly session: Session,

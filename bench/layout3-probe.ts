@@ -56,6 +56,14 @@ interface ClaimCase {
 }
 const CLAIMS: ClaimCase[] = [
   { key: 'today', label: 'today: read, then claim', style: 'today', lanes: 1, sessions: 1, finish: false },
+  {
+    key: 'blind',
+    label: "today's claim multi alone (no read)",
+    style: 'today-blind',
+    lanes: 1,
+    sessions: 1,
+    finish: false,
+  },
   { key: 'set', label: 'layout 3: claim + setData, read beside', style: 'set', lanes: 1, sessions: 1, finish: false },
   {
     key: 'create',
@@ -147,7 +155,7 @@ async function addAll(q: ProbeQueue, count: number, inFlight: number, states = f
 }
 
 async function claimCase(c: ClaimCase, run: number, count: number, m?: Metrics): Promise<void> {
-  const layout: Layout = c.style === 'today' ? 'today' : 'l3';
+  const layout: Layout = c.style.startsWith('today') ? 'today' : 'l3';
   const name = `r${run}-${c.key.replaceAll('.', '-')}${m ? '' : '-warm'}`;
   const queues = sessions.slice(0, c.sessions).map((s) => new ProbeQueue(s, name, layout));
   const q = queues[0] as ProbeQueue;
@@ -157,12 +165,14 @@ async function claimCase(c: ClaimCase, run: number, count: number, m?: Metrics):
   const t = await measured(async () => {
     rounds = await drain(all, { style: c.style, queues, lanes: c.lanes, batch, finish: c.finish });
   });
+  const claimOps = queues.reduce((n, x) => n + x.claimOpsSent, 0);
   for (const other of queues.slice(1)) q.receipts.push(...other.receipts.splice(0));
   await q.remove(c.finish ? [] : leavesOf(q, all, true));
   if (!m) return;
   m[`${c.key}.rounds`] = rate(rounds, t.ms);
   m[`${c.key}.jobs`] = rate(count, t.ms);
   m[`${c.key}.msPerRound`] = (t.ms * c.lanes * c.sessions) / rounds;
+  m[`${c.key}.claimOps`] = claimOps / rounds;
   m[`${c.key}.serverUs`] = (t.serverMs * 1000) / count;
   m[`${c.key}.clientUs`] = (t.clientMs * 1000) / count;
 }
@@ -199,7 +209,7 @@ async function oneRun(run: number): Promise<Metrics> {
   });
   if (run === 1) {
     log('warm-up: 2,000 jobs of each claim round');
-    for (const c of CLAIMS.slice(0, 3)) await claimCase(c, run, Math.min(jobs, 2000));
+    for (const c of CLAIMS.slice(0, 4)) await claimCase(c, run, Math.min(jobs, 2000));
   }
   for (const c of CLAIMS) {
     log(`run ${run}: ${c.label}`);
@@ -235,6 +245,7 @@ const claimRows = CLAIMS.map((c) => [
   fmt(med[`${c.key}.rounds`]),
   fmt(med[`${c.key}.jobs`]),
   fmt(med[`${c.key}.msPerRound`], 2),
+  fmt(med[`${c.key}.claimOps`]),
   `${ratio(`${c.key}.jobs`, c.finish ? 'today.drain.jobs' : 'today.jobs')}×`,
   fmt(med[`${c.key}.serverUs`], 1),
   fmt(med[`${c.key}.clientUs`], 1),
@@ -257,8 +268,11 @@ const sizes = `record ${todayRecord(0, started).length} B, layout 3 body ${bodyO
 const title = runs > 1 ? `median of ${runs} runs` : 'one run';
 const text = [
   `Claim rounds: ${fmt(jobs)} jobs, ${batch} per round, one session unless said (${title}; ${sizes})`,
-  table([['', 'rounds/s', 'jobs/s', 'ms/round', 'vs today', 'server µs/job', 'client µs/job'], ...claimRows]),
-  "ms/round: the measure's time × rounds in flight ÷ rounds; vs today: the median of each run's ratio to today's row",
+  table([
+    ['', 'rounds/s', 'jobs/s', 'ms/round', 'claim ops', 'vs today', 'server µs/job', 'client µs/job'],
+    ...claimRows,
+  ]),
+  "ms/round: the measure's time × rounds in flight ÷ rounds; claim ops: ops per claim multi; vs today: the median of each run's ratio to today's row",
   'of the same kind (the claim alone, or with finishes beside) in the same run',
   '',
   `Adds: ${fmt(jobs)} jobs in addBulk calls of ${fmt(bulk)}`,

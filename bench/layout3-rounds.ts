@@ -5,6 +5,7 @@
  * - today: a read-only multi of the records, then the claim multi (the
  *   protocol's claimOps: pointer checked, claim created, record rewritten at
  *   its version, whose new version is the token): two round trips in series;
+ *   `today-blind` the same claim multi without the read (versions known);
  * - layout 3 `set`: ONE multi (claim created, state node written at version
  *   -1: the reply's version is the token) sent in the same flight as the
  *   read-only multi of the bodies;
@@ -26,9 +27,9 @@ import {
   MAX_OPS,
   pauseCheckOp,
 } from '@zkq/core/internal';
-import { type ProbeJob, type ProbeQueue, WORKER_ID } from './layout3-jobs.js';
+import { type ProbeJob, type ProbeQueue, todayRecord, WORKER_ID } from './layout3-jobs.js';
 
-export type RoundStyle = 'today' | 'set' | 'create';
+export type RoundStyle = 'today' | 'today-blind' | 'set' | 'create';
 
 /** Lease written in claims, ms. */
 const LOCK_DURATION = 30_000;
@@ -45,13 +46,20 @@ interface Claimed {
 
 /** Claims `jobs` (one round) on `q`'s session; resolves with their tokens. */
 export function claimRound(q: ProbeQueue, style: RoundStyle, jobs: readonly ProbeJob[]): Promise<Claimed[]> {
-  return style === 'today' ? todayRound(q, jobs) : layout3Round(q, style, jobs);
+  if (style === 'today' || style === 'today-blind') return todayRound(q, jobs, style === 'today-blind');
+  return layout3Round(q, style, jobs);
 }
 
-async function todayRound(q: ProbeQueue, jobs: readonly ProbeJob[]): Promise<Claimed[]> {
+/**
+ * Today's round. `blind`: the claim multi alone, its records and versions
+ * known without reading (as added, version 0): the same ops in one round trip.
+ */
+async function todayRound(q: ProbeQueue, jobs: readonly ProbeJob[], blind = false): Promise<Claimed[]> {
   const { session, layout } = q;
-  const replies = await session.readMulti(jobs.map((j) => ({ op: 'getData' as const, path: layout.job(j.id) })));
   const now = Date.now();
+  const replies = blind
+    ? jobs.map((j) => ({ ok: true as const, data: todayRecord(Number(j.id) - 1, now), stat: { version: 0 } }))
+    : await session.readMulti(jobs.map((j) => ({ op: 'getData' as const, path: layout.job(j.id) })));
   const ops: Op[] = [pauseCheckOp(layout, 0)];
   const claimed: Claimed[] = jobs.map((job, k) => {
     const reply = replies[k];
@@ -70,6 +78,7 @@ async function todayRound(q: ProbeQueue, jobs: readonly ProbeJob[]): Promise<Cla
     ops.push(...claimOps(layout, c));
     return { job, token };
   });
+  q.claimOpsSent += ops.length + 1;
   await sendWithReceipt(q, ops);
   return claimed;
 }
@@ -81,6 +90,7 @@ async function layout3Round(q: ProbeQueue, style: 'set' | 'create', jobs: readon
     ops.push({ op: 'create', path: layout.claim(j.id), data: L3_CLAIM, mode: 'ephemeral' });
     if (style === 'set') ops.push({ op: 'setData', path: j.state as string, data: ACTIVE_STATE, version: -1 });
   }
+  q.claimOpsSent += ops.length + 1;
   // the read first: it is answered at once, the claim once committed; neither waits for the other to be sent
   const read = session.readMulti(jobs.map((j) => ({ op: 'getData' as const, path: j.node })));
   const [bodies, results] = await Promise.all([read, sendWithReceipt(q, ops)]);
@@ -104,7 +114,7 @@ async function sendWithReceipt(q: ProbeQueue, ops: Op[]): Promise<OpResult[]> {
 /** The finish of a job removed on completion: record (today) or state (layout 3) deleted at the token, pointer or body, claim. */
 export function removalOps(q: ProbeQueue, style: RoundStyle, c: Claimed): Op[] {
   const { layout } = q;
-  if (style === 'today') {
+  if (style === 'today' || style === 'today-blind') {
     return finishOps(
       layout,
       { id: c.job.id, token: c.token, pointer: c.job.node, record: undefined, withClaim: true },
