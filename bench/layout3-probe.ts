@@ -7,20 +7,22 @@
  *   npm run bench:layout3                      one run (about 30 s on 2 cores)
  *   npm run bench:layout3 -- --runs 3          the median of three runs
  *   npm run bench:layout3 -- --zk 127.0.0.1:2181 [--zk-pid N]   an existing server
+ *   npm run bench:layout3 -- --report a.json,b.json   the report of earlier runs, together
  *   options: --jobs 20000 --batch 50 --bulk 1000 --raw-nodes 20000
  *
  * A measure to read, not a test: nothing is asserted. Results also go to
  * bench/results/layout3-probe.json.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Session } from '@zkq/core';
 import { startZooKeeper } from '@zkq/testing';
-import { addBulk, bodyOf, type Layout, leavesOf, type ProbeJob, ProbeQueue, todayRecord } from './layout3-jobs.js';
-import { drain, type RoundStyle } from './layout3-rounds.js';
-import { cpuMsOf, fmt, median, pipelined, rate, table, timed } from './lib.js';
+import { addBulk, type Layout, leavesOf, type ProbeJob, ProbeQueue } from './layout3-jobs.js';
+import { ADDS, CLAIMS, type ClaimCase, type Metrics, render } from './layout3-report.js';
+import { drain } from './layout3-rounds.js';
+import { cpuMsOf, pipelined, rate, timed } from './lib.js';
 import { measureRaw } from './raw.js';
 
 const { values: flags } = parseArgs({
@@ -33,6 +35,7 @@ const { values: flags } = parseArgs({
     zk: { type: 'string' },
     'zk-pid': { type: 'string' },
     out: { type: 'string' },
+    report: { type: 'string' },
   },
 });
 const num = (name: 'jobs' | 'batch' | 'bulk' | 'runs' | 'raw-nodes'): number => {
@@ -45,86 +48,27 @@ const batch = num('batch');
 const bulk = num('bulk');
 const runs = num('runs');
 
-/** A claim measurement: a row of the table. */
-interface ClaimCase {
-  key: string;
-  label: string;
-  style: RoundStyle;
-  lanes: number;
-  sessions: number;
-  finish: boolean;
+if (flags.report) {
+  // the runs of earlier results, together (their options are the first file's)
+  const saved = flags.report.split(',').map((f) => JSON.parse(readFileSync(f, 'utf8')) as Saved);
+  const first = saved[0] as Saved;
+  console.log(
+    render(
+      saved.flatMap((s) => s.runs),
+      first,
+    ),
+  );
+  process.exit(0);
 }
-const CLAIMS: ClaimCase[] = [
-  { key: 'today', label: 'today: read, then claim', style: 'today', lanes: 1, sessions: 1, finish: false },
-  {
-    key: 'blind',
-    label: "today's claim multi alone (no read)",
-    style: 'today-blind',
-    lanes: 1,
-    sessions: 1,
-    finish: false,
-  },
-  { key: 'set', label: 'layout 3: claim + setData, read beside', style: 'set', lanes: 1, sessions: 1, finish: false },
-  {
-    key: 'create',
-    label: 'layout 3: claim create only, read beside',
-    style: 'create',
-    lanes: 1,
-    sessions: 1,
-    finish: false,
-  },
-  { key: 'today.drain', label: 'today, finishes beside', style: 'today', lanes: 1, sessions: 1, finish: true },
-  { key: 'set.drain', label: 'layout 3 setData, finishes beside', style: 'set', lanes: 1, sessions: 1, finish: true },
-  {
-    key: 'create.drain',
-    label: 'layout 3 create only, finishes beside',
-    style: 'create',
-    lanes: 1,
-    sessions: 1,
-    finish: true,
-  },
-  { key: 'today.drain.2', label: 'today, 2 rounds in flight', style: 'today', lanes: 2, sessions: 1, finish: true },
-  {
-    key: 'set.drain.2',
-    label: 'layout 3 setData, 2 rounds in flight',
-    style: 'set',
-    lanes: 2,
-    sessions: 1,
-    finish: true,
-  },
-  {
-    key: 'set.drain.4',
-    label: 'layout 3 setData, 4 rounds in flight',
-    style: 'set',
-    lanes: 4,
-    sessions: 1,
-    finish: true,
-  },
-  {
-    key: 'set.drain.s2',
-    label: 'layout 3 setData, 2 sessions × 1 round',
-    style: 'set',
-    lanes: 1,
-    sessions: 2,
-    finish: true,
-  },
-  {
-    key: 'set.drain.s2x2',
-    label: 'layout 3 setData, 2 sessions × 2 rounds',
-    style: 'set',
-    lanes: 2,
-    sessions: 2,
-    finish: true,
-  },
-];
-const ADDS: { key: string; label: string; layout: Layout; inFlight: number }[] = [
-  { key: 'add.today.1', label: 'today: record + pointer, 1 call in flight', layout: 'today', inFlight: 1 },
-  { key: 'add.l3.1', label: 'layout 3: one node per job, 1 call in flight', layout: 'l3', inFlight: 1 },
-  { key: 'add.today.8', label: 'today: record + pointer, 8 calls in flight', layout: 'today', inFlight: 8 },
-  { key: 'add.l3.8', label: 'layout 3: one node per job, 8 calls in flight', layout: 'l3', inFlight: 8 },
-];
 
-type Metrics = Record<string, number>;
+/** What a run writes to its results file. */
+interface Saved {
+  jobs: number;
+  batch: number;
+  bulk: number;
+  runs: Metrics[];
+}
+
 const started = Date.now();
 const log = (msg: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}\n`);
 
@@ -231,64 +175,13 @@ try {
   await server?.stop();
 }
 
-// ---- report ----------------------------------------------------------------------
-
-const med: Metrics = Object.fromEntries(
-  Object.keys(perRun[0] ?? {}).map((k) => [k, median(perRun.map((m) => m[k] ?? Number.NaN))]),
-);
-// each run's ratio to today's figure of the same run, then their median: the machine's load moves
-// from run to run far more than within the seconds between two rows of one run
-const ratio = (key: string, ref: string) =>
-  fmt(median(perRun.map((m) => (m[key] ?? Number.NaN) / (m[ref] ?? Number.NaN))), 2);
-const claimRows = CLAIMS.map((c) => [
-  c.label,
-  fmt(med[`${c.key}.rounds`]),
-  fmt(med[`${c.key}.jobs`]),
-  fmt(med[`${c.key}.msPerRound`], 2),
-  fmt(med[`${c.key}.claimOps`]),
-  `${ratio(`${c.key}.jobs`, c.finish ? 'today.drain.jobs' : 'today.jobs')}×`,
-  fmt(med[`${c.key}.serverUs`], 1),
-  fmt(med[`${c.key}.clientUs`], 1),
-]);
-const addRows = ADDS.map((a) => [
-  a.label,
-  fmt(med[`${a.key}.jobs`]),
-  `${ratio(`${a.key}.jobs`, `add.today.${a.inFlight}.jobs`)}×`,
-  fmt(med[`${a.key}.serverUs`], 1),
-  fmt(med[`${a.key}.clientUs`], 1),
-]);
-const rawRows = [
-  ['pipelined single creates (1,000 in flight)', `${fmt(med['raw.creates'])} nodes/s`],
-  ['multi of 100 creates, 1 in flight', `${fmt(med['raw.multiCreate1'])} nodes/s`],
-  ['multi of 100 creates, 8 in flight', `${fmt(med['raw.multiCreate8'])} nodes/s`],
-  ['multi of 100 deletes, 8 in flight', `${fmt(med['raw.multiDelete8'])} nodes/s`],
-  ['one create at a time: p50 / p99', `${fmt(med['raw.latencyP50'], 2)} / ${fmt(med['raw.latencyP99'], 2)} ms`],
-];
-const sizes = `record ${todayRecord(0, started).length} B, layout 3 body ${bodyOf(0, started).length} B`;
-const title = runs > 1 ? `median of ${runs} runs` : 'one run';
-const text = [
-  `Claim rounds: ${fmt(jobs)} jobs, ${batch} per round, one session unless said (${title}; ${sizes})`,
-  table([
-    ['', 'rounds/s', 'jobs/s', 'ms/round', 'claim ops', 'vs today', 'server µs/job', 'client µs/job'],
-    ...claimRows,
-  ]),
-  "ms/round: the measure's time × rounds in flight ÷ rounds; claim ops: ops per claim multi; vs today: the median of each run's ratio to today's row",
-  'of the same kind (the claim alone, or with finishes beside) in the same run',
-  '',
-  `Adds: ${fmt(jobs)} jobs in addBulk calls of ${fmt(bulk)}`,
-  table([['', 'jobs/s', 'vs today', 'server µs/job', 'client µs/job'], ...addRows]),
-  '',
-  'Raw ZooKeeper, same run (bench/raw.ts)',
-  table([['', ''], ...rawRows]),
-  '',
-  `cpus: ${availableParallelism()}; load per run: ${perRun.map((m) => m.load).join(', ')}; total ${((Date.now() - started) / 1000).toFixed(0)} s`,
-].join('\n');
-console.log(text);
+console.log(render(perRun, { jobs, batch, bulk }));
+console.log(`cpus: ${availableParallelism()}; total ${((Date.now() - started) / 1000).toFixed(0)} s`);
 const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
 mkdirSync(resultsDir, { recursive: true });
 const outFile = flags.out ?? `${resultsDir}layout3-probe.json`;
 writeFileSync(
   outFile,
-  `${JSON.stringify({ at: new Date(started).toISOString(), jobs, batch, bulk, median: med, runs: perRun }, null, 2)}\n`,
+  `${JSON.stringify({ at: new Date(started).toISOString(), jobs, batch, bulk, runs: perRun }, null, 2)}\n`,
 );
 log(`results written to ${outFile}`);
