@@ -48,25 +48,20 @@ const batch = num('batch');
 const bulk = num('bulk');
 const runs = num('runs');
 
-if (flags.report) {
-  // the runs of earlier results, together (their options are the first file's)
-  const saved = flags.report.split(',').map((f) => JSON.parse(readFileSync(f, 'utf8')) as Saved);
-  const first = saved[0] as Saved;
-  console.log(
-    render(
-      saved.flatMap((s) => s.runs),
-      first,
-    ),
-  );
-  process.exit(0);
-}
-
 /** What a run writes to its results file. */
 interface Saved {
   jobs: number;
   batch: number;
   bulk: number;
   runs: Metrics[];
+}
+
+if (flags.report) {
+  // the runs of earlier results, together (their options are the first file's)
+  const saved = flags.report.split(',').map((f) => JSON.parse(readFileSync(f, 'utf8')) as Saved);
+  const runsSaved = saved.flatMap((s) => s.runs);
+  console.log(render(runsSaved, saved[0] as Saved));
+  process.exit(0);
 }
 
 const started = Date.now();

@@ -111,7 +111,10 @@ async function sendWithReceipt(q: ProbeQueue, ops: Op[]): Promise<OpResult[]> {
   return results;
 }
 
-/** The finish of a job removed on completion: record (today) or state (layout 3) deleted at the token, pointer or body, claim. */
+/**
+ * The finish of a job removed on completion: its record (today) or state
+ * node (layout 3) deleted at the token, its pointer or body, its claim.
+ */
 export function removalOps(q: ProbeQueue, style: RoundStyle, c: Claimed): Op[] {
   const { layout } = q;
   if (style === 'today' || style === 'today-blind') {
