@@ -37,6 +37,7 @@ export const CLAIMS: ClaimCase[] = [
   claim('set', 'layout 3: claim + setData, read beside', 'set', false),
   claim('create', 'layout 3: claim create only, read beside', 'create', false),
   claim('today.drain', 'today, finishes beside', 'today', true),
+  claim('blind.drain', "today's claim multi alone, finishes beside", 'today-blind', true),
   claim('set.drain', 'layout 3 setData, finishes beside', 'set', true),
   claim('create.drain', 'layout 3 create only, finishes beside', 'create', true),
   claim('today.drain.2', 'today, 2 rounds in flight', 'today', true, 2),
