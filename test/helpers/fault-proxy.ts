@@ -90,6 +90,8 @@ interface Pipe {
   watched: Map<number, Rule>;
   /** Replies held back (delayReply) until released, in order. */
   held: Buffer[] | undefined;
+  /** Its handshake was swallowed (swallowHandshakes): nothing it sends goes on. */
+  swallowed?: boolean;
 }
 
 export class FaultProxy {
@@ -98,6 +100,8 @@ export class FaultProxy {
   private readonly rules: Rule[] = [];
   /** Cuts whose refusal of new connections lasts still. */
   private refusals = 0;
+  /** Handshakes still to swallow (swallowHandshakes). */
+  private handshakesToSwallow = 0;
 
   private constructor() {}
 
@@ -142,6 +146,22 @@ export class FaultProxy {
    */
   rewriteError(match: (r: WireRequest) => boolean, code: number): Fault {
     return this.addRule(match, { kind: 'rewriteError', code });
+  }
+
+  /**
+   * Holds back the handshake of the next `count` connections for good and
+   * keeps them open: a connection accepted with nothing behind it (a proxy
+   * whose server is down or still starting), which the client hears nothing
+   * on. Later connections go through.
+   */
+  swallowHandshakes(count: number): void {
+    this.handshakesToSwallow += count;
+  }
+
+  /** Ends every open connection (the clients reconnect at once). */
+  dropConnections(): void {
+    this.proxy.cut();
+    if (this.refusals === 0) this.proxy.restore();
   }
 
   stop(): Promise<void> {
@@ -210,8 +230,15 @@ export class FaultProxy {
     for (;;) {
       const packet = takePacket(pipe, 'inbound');
       if (!packet) return;
+      if (pipe.swallowed) return;
       if (!pipe.handshakeSent) {
         pipe.handshakeSent = true;
+        if (this.handshakesToSwallow > 0) {
+          this.handshakesToSwallow--;
+          pipe.swallowed = true;
+          pipe.inbound = Buffer.alloc(0);
+          return;
+        }
         pipe.conn.toServer(packet);
         continue;
       }

@@ -55,6 +55,9 @@ import { dropConnection, type WireClient, wire, wireAcl, wireMode } from './wire
 const CLOSE_HOOKS_MS = 1000;
 
 /** The connection's life of a `Session` (which is `events`; its operations: session.ts). */
+/** Shortest wait for a reconnection's handshake before another attempt starts, ms. */
+const MIN_HANDSHAKE_WAIT_MS = 1000;
+
 export class SessionLink {
   readonly namespace: string;
   readonly stats: SessionStats = { requests: 0, maxChildren: 0, sessionsCreated: 0 };
@@ -238,12 +241,29 @@ export class SessionLink {
    * A suspension longer than the session timeout means the server has expired
    * the session (or will the moment it hears from us): declare it lost now,
    * as Curator does, instead of waiting for a server that may be unreachable.
+   * Meanwhile, every third of it, a connection attempt still unanswered is
+   * dropped so that another starts: the wire client bounds an attempt's TCP
+   * connect but not its handshake, and one accepted with nothing behind it
+   * (a proxy or balancer whose server is down or still starting) would
+   * otherwise hold the session until it is lost.
    */
   private armSuspendTimer(client: WireClient): void {
     clearTimeout(this.suspendTimer);
-    this.suspendTimer = setTimeout(() => {
-      if (this.client === client && this.current === 'suspended') this.replaceExpiredClient(client);
-    }, client.getSessionTimeout() || DEFAULT_SESSION_TIMEOUT_MS);
+    const timeout = client.getSessionTimeout() || DEFAULT_SESSION_TIMEOUT_MS;
+    const deadline = performance.now() + timeout;
+    const attemptMs = Math.max(MIN_HANDSHAKE_WAIT_MS, Math.floor(timeout / 3));
+    const check = () => {
+      if (this.client !== client || this.current !== 'suspended') return;
+      const left = deadline - performance.now();
+      if (left <= 0) {
+        this.replaceExpiredClient(client);
+        return;
+      }
+      dropConnection(client);
+      this.suspendTimer = setTimeout(check, Math.min(attemptMs, left));
+      this.suspendTimer.unref();
+    };
+    this.suspendTimer = setTimeout(check, Math.min(attemptMs, timeout));
     this.suspendTimer.unref();
   }
 
