@@ -7,6 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job, JobProgress } from '@zkq/core';
 import {
+  assertJsonFaithful,
   type ClaimedJob,
   type Finish,
   type Finisher,
@@ -206,7 +207,7 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
         bytes ?? job.toJSON(),
         job.token ?? '',
         signal,
-        (progress, logs) => attempt?.absorb(progress, logs),
+        (progress, logs) => attempt?.absorb(storable(progress), logs),
         (value) => this.onThreadProgress(job.id, attempt, value),
       )) as ResultType;
     } catch (err) {
@@ -221,5 +222,20 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
   private onThreadProgress(jobId: string, attempt: Attempt | undefined, value: unknown): void {
     if (!attempt || this.attempts.get(jobId) !== attempt) return;
     void attempt.job.updateProgress(value as JobProgress).catch((e) => this.emitError(e));
+  }
+}
+
+/**
+ * A thread's final progress if a record can hold it, else undefined (the
+ * last one stored stands): a BigInt or NaN crosses to the main thread but
+ * would fail the finish, leaving the job active until its lease ran out.
+ * Its live report was refused already (InvalidJobDataError, as `error`).
+ */
+function storable(progress: unknown): unknown {
+  try {
+    assertJsonFaithful(progress, 'progress');
+    return progress;
+  } catch {
+    return undefined;
   }
 }
