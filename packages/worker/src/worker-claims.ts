@@ -157,7 +157,7 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
   private process(claimed: ClaimedJob): void {
     let span: Span | undefined;
     const attempt = new Attempt(this, claimed, this.store as QueueStore, this.opts, {
-      run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal, claimed.bytes),
+      run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal, handOver(claimed)),
       finish: (f) => this.writeOutcome(f, span),
       forced: () => this.forced,
       released: () => this.wakeClaimLoop(),
@@ -223,6 +223,17 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
     if (!attempt || this.attempts.get(jobId) !== attempt) return;
     void attempt.job.updateProgress(value as JobProgress).catch((e) => this.emitError(e));
   }
+}
+
+/**
+ * The record's bytes as the claim wrote them, for the job's thread, and
+ * forgotten: the attempt (and a Job object kept after it, whose methods
+ * report to it) must not hold a second copy of the record.
+ */
+function handOver(claimed: ClaimedJob): Buffer | undefined {
+  const { bytes } = claimed;
+  claimed.bytes = undefined;
+  return bytes;
 }
 
 /**
