@@ -173,6 +173,7 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
       })
       .catch((err) => this.emitError(err))
       .finally(() => {
+        claimed.bytes = undefined; // a job that did not run (stalled too often...) never handed them over
         this.attempts.delete(claimed.record.id);
         // a job it held that waits again was left out of its idle look (by id): look again now
         if (attempt.mayWaitAgain) this.nudge();
