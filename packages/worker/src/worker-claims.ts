@@ -5,7 +5,7 @@
  * the Finisher and counted in the metrics.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Job, JobProgress } from '@zkq/core';
+import { type Job, type JobProgress, MAX_PROGRESS_BYTES } from '@zkq/core';
 import {
   assertJsonFaithful,
   type ClaimedJob,
@@ -238,16 +238,17 @@ function handOver(claimed: ClaimedJob): Buffer | undefined {
 }
 
 /**
- * A thread's final progress if a record can hold it, else undefined (the
- * last one stored stands): a BigInt or NaN crosses to the main thread but
- * would fail the finish, leaving the job active until its lease ran out.
- * Its live report was refused already (InvalidJobDataError, as `error`).
+ * A thread's final progress if it may be stored, else undefined (the last
+ * one stored stands), as an inline job's progress is refused: a BigInt or
+ * NaN crosses to the main thread but would fail the finish, leaving the
+ * job active until its lease ran out; one over MAX_PROGRESS_BYTES would be
+ * stored with it. Its live report was refused already (the worker's `error`).
  */
 function storable(progress: unknown): unknown {
   try {
     assertJsonFaithful(progress, 'progress');
-    return progress;
   } catch {
     return undefined;
   }
+  return Buffer.byteLength(JSON.stringify(progress ?? null)) > MAX_PROGRESS_BYTES ? undefined : progress;
 }
