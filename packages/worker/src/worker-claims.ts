@@ -5,8 +5,9 @@
  * the Finisher and counted in the metrics.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Job, JobProgress } from '@zkq/core';
+import { type Job, type JobProgress, MAX_PROGRESS_BYTES } from '@zkq/core';
 import {
+  assertJsonFaithful,
   type ClaimedJob,
   type Finish,
   type Finisher,
@@ -156,7 +157,7 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
   private process(claimed: ClaimedJob): void {
     let span: Span | undefined;
     const attempt = new Attempt(this, claimed, this.store as QueueStore, this.opts, {
-      run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal, claimed.bytes),
+      run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal, handOver(claimed)),
       finish: (f) => this.writeOutcome(f, span),
       forced: () => this.forced,
       released: () => this.wakeClaimLoop(),
@@ -172,6 +173,7 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
       })
       .catch((err) => this.emitError(err))
       .finally(() => {
+        claimed.bytes = undefined; // a job that did not run (stalled too often...) never handed them over
         this.attempts.delete(claimed.record.id);
         // a job it held that waits again was left out of its idle look (by id): look again now
         if (attempt.mayWaitAgain) this.nudge();
@@ -206,7 +208,7 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
         bytes ?? job.toJSON(),
         job.token ?? '',
         signal,
-        (progress, logs) => attempt?.absorb(progress, logs),
+        (progress, logs) => attempt?.absorb(storable(progress), logs),
         (value) => this.onThreadProgress(job.id, attempt, value),
       )) as ResultType;
     } catch (err) {
@@ -222,4 +224,31 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
     if (!attempt || this.attempts.get(jobId) !== attempt) return;
     void attempt.job.updateProgress(value as JobProgress).catch((e) => this.emitError(e));
   }
+}
+
+/**
+ * The record's bytes as the claim wrote them, for the job's thread, and
+ * forgotten: the attempt (and a Job object kept after it, whose methods
+ * report to it) must not hold a second copy of the record.
+ */
+function handOver(claimed: ClaimedJob): Buffer | undefined {
+  const { bytes } = claimed;
+  claimed.bytes = undefined;
+  return bytes;
+}
+
+/**
+ * A thread's final progress if it may be stored, else undefined (the last
+ * one stored stands), as an inline job's progress is refused: a BigInt or
+ * NaN crosses to the main thread but would fail the finish, leaving the
+ * job active until its lease ran out; one over MAX_PROGRESS_BYTES would be
+ * stored with it. Its live report was refused already (the worker's `error`).
+ */
+function storable(progress: unknown): unknown {
+  try {
+    assertJsonFaithful(progress, 'progress');
+  } catch {
+    return undefined;
+  }
+  return Buffer.byteLength(JSON.stringify(progress ?? null)) > MAX_PROGRESS_BYTES ? undefined : progress;
 }

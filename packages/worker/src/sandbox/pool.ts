@@ -37,6 +37,9 @@ import {
   type ThreadTask,
 } from './protocol.js';
 
+/** What a shared run's job is once sent: its thread has the bytes. */
+const SENT: ThreadJob = new Uint8Array(0);
+
 // Source checkouts run TypeScript directly; published builds run the compiled file.
 const THREAD_ENTRY = new URL(`./thread-main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
@@ -218,6 +221,8 @@ export class ThreadPool {
       for (const lane of this.lanes) {
         if (lane.outgoing.length === 0) continue;
         const m: LaneIn = { kind: 'run', processor: this.processorUrl, jobs: encodeTasks(lane.outgoing) };
+        // the thread has them now: a run that lingers after its abort holds no copy here
+        for (const task of lane.outgoing) task.job = SENT;
         lane.outgoing = [];
         lane.port.postMessage(m, [m.jobs]);
       }
