@@ -165,6 +165,7 @@ export class Claimer {
               w.resolve(ttl > 0 ? [null, '', ttl, 0] : NOTHING);
               return;
             }
+            job.bytes = undefined; // for a thread pool; BullMQ's Worker runs the job from its JSON
             this.ctx.held.set(job.record.id, { job, lock: w.token });
             const json = toJobJson(job.record, this.ctx.prefix);
             // A job whose workers kept dying fails instead of running again (BullMQ's maxStalledCount),

@@ -30,7 +30,11 @@ export interface Candidate {
 /** A job this worker owns, with its fencing token. */
 export interface ClaimedJob {
   record: JobRecord;
-  /** The record as the claim wrote it (JSON): a thread pool hands these bytes to the job's thread. */
+  /**
+   * The record as the claim wrote it (JSON): a thread pool hands these bytes
+   * to the job's thread; whoever holds the job drops them once handed over
+   * (or at once, when it runs no threads).
+   */
   bytes?: Buffer;
   token: number;
   pointer: string;
