@@ -157,6 +157,7 @@ export class Claimer {
       while (this.waiting.length > 0) {
         const batch = this.waiting.splice(0);
         try {
+          await this.ctx.startHousekeeping(); // the Worker runs (see the backend's start)
           const { jobs, ttl } = await this.claim(batch.length);
           batch.forEach((w, i) => {
             const job = jobs[i];

@@ -50,10 +50,11 @@ export class BackendBase extends EventEmitter {
       return;
     }
     const store = await this.ctx.store();
-    if (this.role.worker) {
-      await store.clock.now(); // retries are due on ZooKeeper's clock: know its offset before the first
-      await this.ctx.startHousekeeping();
-    }
+    // retries are due on ZooKeeper's clock: know its offset before the first. Housekeeping starts
+    // with the Worker's run (its first claim or stalled check), as BullMQ's maintenance does: a
+    // Worker whose constructor threw after making its backend never runs, and must leave nothing
+    // running (an election it stood for would write the queue again while it is obliterated)
+    if (this.role.worker) await store.clock.now();
     if (this.role.listener) await events.listen(this.ctx);
     this.emit('ready');
   }

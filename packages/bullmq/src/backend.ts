@@ -178,6 +178,7 @@ export class ZooKeeperQueueBackend extends BackendControl implements IQueueBacke
   }
 
   async moveStalledJobsToWait(): Promise<string[]> {
+    await this.ctx.startHousekeeping(); // the Worker runs (see start())
     return this.ctx.takeStalled();
   }
 

@@ -119,6 +119,7 @@ export class BackendContext {
   private finisherInstance: Finisher | undefined;
   private metrics: MetricsCollector | undefined;
   private housekeeper: Housekeeper | undefined;
+  private housekeeping: Promise<void> | undefined;
   private pausedFlag: Promise<boolean> | undefined;
   /** The pause flag as last read; true from a change until it is read again. */
   private pausedNow = false;
@@ -261,16 +262,27 @@ export class BackendContext {
    * receipts); a Worker's backend runs what zkq's own workers run, so a
    * BullMQ-only deployment needs nothing else.
    */
-  async startHousekeeping(): Promise<void> {
-    if (this.housekeeper) return;
+  startHousekeeping(): Promise<void> {
+    if (!this.housekeeping) {
+      this.housekeeping = this.housekeep();
+      this.housekeeping.catch(() => {
+        this.housekeeping = undefined; // tried again by the next claim
+      });
+    }
+    return this.housekeeping;
+  }
+
+  private async housekeep(): Promise<void> {
     const store = await this.store();
-    const hk = new Housekeeper(store, this.workerId, this.opts.stalledInterval ?? DEFAULT_STALLED_INTERVAL_MS);
-    this.housekeeper = hk;
-    hk.on('stalled', (id) => this.noteStalled(id));
-    hk.on('error', this.onError);
-    await hk.start();
+    if (!this.housekeeper) {
+      const hk = new Housekeeper(store, this.workerId, this.opts.stalledInterval ?? DEFAULT_STALLED_INTERVAL_MS);
+      this.housekeeper = hk;
+      hk.on('stalled', (id) => this.noteStalled(id));
+      hk.on('error', this.onError);
+      await hk.start();
+      store.session.onNewSession(() => this.register(store));
+    }
     await this.register(store);
-    store.session.onNewSession(() => this.register(store));
   }
 
   /** A due time (ZooKeeper's clock) this backend wrote: its housekeeper promotes it then, should the leader not. */
