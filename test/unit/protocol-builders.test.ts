@@ -179,109 +179,114 @@ describe('builders', () => {
     ]);
   });
 
-  test('claimOps: pointer check, ephemeral claim create, record at the version read', () => {
+  const EMPTY = Buffer.alloc(0);
+
+  test('claimOps: ephemeral claim create, then the ready pointer written blind (its version is the token); no record', () => {
     const pointer = `${READY_BUCKET}/qn-j-0000000004`;
-    assert.deepEqual(claimOps(layout, { id: 'j', pointer, version: 6, record: rec, claim }), [
-      { op: 'check', path: pointer, version: 0 },
+    assert.deepEqual(claimOps(layout, { id: 'j', pointer, claim }), [
       { op: 'create', path: '/q/claims/j', data: claim, mode: 'ephemeral' },
-      { op: 'setData', path: layout.job('j'), data: rec, version: 6 },
+      { op: 'setData', path: pointer, data: EMPTY, version: -1 },
     ]);
   });
 
-  test('finishOps: record at the token, pointer, claim (role claim), new pointer (role into)', () => {
+  test('finishOps: pointer at the token, record at the version read, claim (role claim), new pointer (role into)', () => {
     const pointer = `${READY_BUCKET}/qn-j-0000000004`;
-    const f = { id: 'j', token: 7, pointer, record: rec, withClaim: true };
+    const f = { id: 'j', token: 7, version: 2, pointer, record: rec, withClaim: true };
     for (const to of [ready, delayed, completed, failed]) {
       assert.deepEqual(finishOps(layout, f, to), [
-        { op: 'setData', path: layout.job('j'), data: rec, version: 7 },
-        { op: 'delete', path: pointer },
+        { op: 'delete', path: pointer, version: 7 },
+        { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
         { op: 'delete', path: '/q/claims/j', role: 'claim' },
         pointerOp(layout, 'j', to),
       ]);
     }
-  });
-
-  test('finishOps: without the claim, and removing the job (record deleted at the token, no new pointer)', () => {
-    const pointer = `${READY_BUCKET}/qn-j-0000000004`;
-    assert.deepEqual(finishOps(layout, { id: 'j', token: 7, pointer, record: rec, withClaim: false }, completed), [
-      { op: 'setData', path: layout.job('j'), data: rec, version: 7 },
-      { op: 'delete', path: pointer },
-      pointerOp(layout, 'j', completed),
-    ]);
-    assert.deepEqual(finishOps(layout, { id: 'j', token: 7, pointer, record: undefined, withClaim: true }, undefined), [
-      { op: 'delete', path: layout.job('j'), version: 7 },
-      { op: 'delete', path: pointer },
+    // given back in place: the pointer stays, checked at the token
+    assert.deepEqual(finishOps(layout, { ...f, keepPointer: true }, undefined), [
+      { op: 'check', path: pointer, version: 7 },
+      { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
       { op: 'delete', path: '/q/claims/j', role: 'claim' },
     ]);
-    assert.deepEqual(
-      finishOps(layout, { id: 'j', token: 7, pointer, record: undefined, withClaim: false }, undefined),
-      [
-        { op: 'delete', path: layout.job('j'), version: 7 },
-        { op: 'delete', path: pointer },
-      ],
-    );
   });
 
-  test("renewOps and reclaimOps: record check at the token, the attempt's ready pointer, then the claim (role claim)", () => {
+  test('finishOps: without the claim, and removing the job (record deleted, no new pointer)', () => {
+    const pointer = `${READY_BUCKET}/qn-j-0000000004`;
+    const f = { id: 'j', token: 7, version: 2, pointer };
+    assert.deepEqual(finishOps(layout, { ...f, record: rec, withClaim: false }, completed), [
+      { op: 'delete', path: pointer, version: 7 },
+      { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
+      pointerOp(layout, 'j', completed),
+    ]);
+    assert.deepEqual(finishOps(layout, { ...f, record: undefined, withClaim: true }, undefined), [
+      { op: 'delete', path: pointer, version: 7 },
+      { op: 'delete', path: layout.job('j'), version: 2 },
+      { op: 'delete', path: '/q/claims/j', role: 'claim' },
+    ]);
+    assert.deepEqual(finishOps(layout, { ...f, record: undefined, withClaim: false }, undefined), [
+      { op: 'delete', path: pointer, version: 7 },
+      { op: 'delete', path: layout.job('j'), version: 2 },
+    ]);
+  });
+
+  test("renewOps and reclaimOps: the attempt's ready pointer at the token, then the claim (role claim)", () => {
     const pointer = '/q/ready/p-0000000000/b-0000000000/qn-j-0000000007';
     const r = { id: 'j', token: 3, pointer, claim };
     assert.deepEqual(renewOps(layout, r), [
-      { op: 'check', path: layout.job('j'), version: 3 },
-      { op: 'check', path: pointer, version: 0 },
+      { op: 'check', path: pointer, version: 3 },
       { op: 'setData', path: '/q/claims/j', data: claim, role: 'claim' },
     ]);
     assert.deepEqual(reclaimOps(layout, r), [
-      { op: 'check', path: layout.job('j'), version: 3 },
-      { op: 'check', path: pointer, version: 0 },
+      { op: 'check', path: pointer, version: 3 },
       { op: 'create', path: '/q/claims/j', data: claim, mode: 'ephemeral', role: 'claim' },
     ]);
   });
 
-  test('revokeOps: claim deleted at the version judged stale, then the record at the token', () => {
-    assert.deepEqual(revokeOps(layout, { id: 'j', claimVersion: 11, token: 4, record: rec }), [
+  test('revokeOps: claim deleted at the version judged stale, the pointer written at the token, the record at its version', () => {
+    const r = { id: 'j', claimVersion: 11, pointer: '/q/p', token: 4, record: rec, recordVersion: 1 };
+    assert.deepEqual(revokeOps(layout, r), [
       { op: 'delete', path: '/q/claims/j', version: 11 },
-      { op: 'setData', path: layout.job('j'), data: rec, version: 4 },
+      { op: 'setData', path: '/q/p', data: EMPTY, version: 4 },
+      { op: 'setData', path: layout.job('j'), data: rec, version: 1 },
     ]);
   });
 
   test('claimOps with a slot: the slot created last (ephemeral), so claim and slot commit together', () => {
     const pointer = `${READY_BUCKET}/qn-j-0000000004`;
-    assert.deepEqual(claimOps(layout, { id: 'j', pointer, version: 6, record: rec, claim, slot: 's-2' }), [
-      { op: 'check', path: pointer, version: 0 },
+    assert.deepEqual(claimOps(layout, { id: 'j', pointer, claim, slot: 's-2' }), [
       { op: 'create', path: '/q/claims/j', data: claim, mode: 'ephemeral' },
-      { op: 'setData', path: layout.job('j'), data: rec, version: 6 },
+      { op: 'setData', path: pointer, data: EMPTY, version: -1 },
       { op: 'create', path: '/q/slots/s-2', mode: 'ephemeral' },
     ]);
   });
 
   test('finishOps with a slot: deleted right after the claim, and only with it', () => {
     const pointer = `${READY_BUCKET}/qn-j-0000000004`;
-    const f = { id: 'j', token: 7, pointer, record: rec, withClaim: true, slot: 's-0' };
+    const f = { id: 'j', token: 7, version: 2, pointer, record: rec, withClaim: true, slot: 's-0' };
     assert.deepEqual(finishOps(layout, f, completed), [
-      { op: 'setData', path: layout.job('j'), data: rec, version: 7 },
-      { op: 'delete', path: pointer },
+      { op: 'delete', path: pointer, version: 7 },
+      { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
       { op: 'delete', path: '/q/claims/j', role: 'claim' },
       { op: 'delete', path: '/q/slots/s-0' },
       pointerOp(layout, 'j', completed),
     ]);
     // the claim vanished with its session, the slot with it: another attempt may hold that name now
     assert.deepEqual(finishOps(layout, { ...f, withClaim: false }, completed), [
-      { op: 'setData', path: layout.job('j'), data: rec, version: 7 },
-      { op: 'delete', path: pointer },
+      { op: 'delete', path: pointer, version: 7 },
+      { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
       pointerOp(layout, 'j', completed),
     ]);
   });
 
   test('reclaimOps, revokeOps and releaseOps carry the slot after the claim', () => {
     assert.deepEqual(reclaimOps(layout, { id: 'j', token: 3, pointer: '/q/p', claim, slot: 's-1' }), [
-      { op: 'check', path: layout.job('j'), version: 3 },
-      { op: 'check', path: '/q/p', version: 0 },
+      { op: 'check', path: '/q/p', version: 3 },
       { op: 'create', path: '/q/claims/j', data: claim, mode: 'ephemeral', role: 'claim' },
       { op: 'create', path: '/q/slots/s-1', mode: 'ephemeral' },
     ]);
-    assert.deepEqual(revokeOps(layout, { id: 'j', claimVersion: 11, token: 4, record: rec, slot: 's-1' }), [
+    const r = { id: 'j', claimVersion: 11, pointer: '/q/p', token: 4, record: rec, recordVersion: 1, slot: 's-1' };
+    assert.deepEqual(revokeOps(layout, r), [
       { op: 'delete', path: '/q/claims/j', version: 11 },
-      { op: 'setData', path: layout.job('j'), data: rec, version: 4 },
+      { op: 'setData', path: '/q/p', data: EMPTY, version: 4 },
+      { op: 'setData', path: layout.job('j'), data: rec, version: 1 },
       { op: 'delete', path: '/q/slots/s-1' },
     ]);
     assert.deepEqual(releaseOps(layout, { id: 'j', claimVersion: 2, slot: 's-1' }), [
@@ -323,12 +328,12 @@ describe('builders', () => {
     assert.deepEqual(orphanPointerOps(layout, { id: 'j', pointer }), [
       { op: 'create', path: layout.job('j') },
       { op: 'delete', path: layout.job('j') },
-      { op: 'delete', path: pointer, version: 0 },
+      { op: 'delete', path: pointer },
     ]);
     // left beside a record no ready pointer goes with: only while the record is at the version read
     assert.deepEqual(orphanPointerOps(layout, { id: 'j', pointer }, 4), [
       { op: 'check', path: layout.job('j'), version: 4 },
-      { op: 'delete', path: pointer, version: 0 },
+      { op: 'delete', path: pointer },
     ]);
   });
 
@@ -444,6 +449,7 @@ function finish(outcome: Finish['outcome'], over: Partial<JobRecord> = {}, extra
     job: {
       record: record(over),
       token: 3,
+      version: 1,
       pointer: `${READY_BUCKET}/qn-j-0000000000`,
       claimedAt: 0,
       stalled: false,

@@ -16,11 +16,12 @@ import {
 
 const layout = new QueueLayout('q');
 
-test('a request checks the record at the token and the claim, then creates its node in the worker directory', () => {
+test("a request checks the attempt's pointer at the token and the claim, then creates its node in the worker directory", () => {
   const data = Buffer.from('{}');
-  const ops = cancelRequestOps(layout, { id: 'a-1', worker: 'host/1 x', token: 7, data });
+  const pointer = '/q/ready/p-0000000000/b-0000000000/qn-a-1-0000000003';
+  const ops = cancelRequestOps(layout, { id: 'a-1', worker: 'host/1 x', pointer, token: 7, data });
   assert.deepEqual(ops, [
-    { op: 'check', path: layout.job('a-1'), version: 7 },
+    { op: 'check', path: pointer, version: 7 },
     { op: 'check', path: layout.claim('a-1'), version: -1 },
     { op: 'create', path: '/q/cancels/w-host%2F1%20x/a-1-7', data, role: 'into' },
   ]);

@@ -82,7 +82,7 @@ async function twoWithXRevoked(queue: Queue, store: QueueStore) {
   const claim = await store.session.getData(store.layout.claim(jx.record.id));
   const revoked = await revokeClaims(
     store,
-    [{ id: jx.record.id, version: claim.stat.version, token: jx.token }],
+    [{ id: jx.record.id, version: claim.stat.version, pointer: jx.pointer }],
     () => [],
   );
   assert.deepEqual(revoked, [jx.record.id]);

@@ -58,6 +58,14 @@ export interface JobRecord extends JobJson {
   hasDeps?: boolean;
   /** A reason to fail the job at its next claim instead of running it (a child failed with fpof). */
   deferredFailure?: string;
+  /**
+   * The claims of its ready pointer (at path `pointer`) this record has counted in `attemptsStarted` and `stalledCounter`,
+   * up to the pointer's data version `token`. A claim writes no record: it
+   * takes its token from the pointer's version, so a claim at a later version
+   * than `token + 1` follows attempts that ended without a finish or a
+   * revocation (their workers died), each one stall (protocol/claim.ts).
+   */
+  counted?: { pointer: string; token: number };
 }
 
 /** Throws InvalidJobDataError when `value` does not survive a JSON round trip. */

@@ -44,10 +44,9 @@ test('a job of its own revoked and requeued while it ran is taken again by the i
   const session = await prefixSession(t, env);
   const store = new QueueStore(session, 'requeued');
   await store.init();
-  const claim = await session.exists(store.layout.claim(id));
-  const stored = await store.getJob(id);
-  assert.ok(claim && stored);
-  const revoked = await revokeClaims(store, [{ id, version: claim.version, token: stored.version }], () => []);
+  const claim = await session.getData(store.layout.claim(id));
+  const { pointer } = JSON.parse(claim.data.toString()) as { pointer: string };
+  const revoked = await revokeClaims(store, [{ id, version: claim.stat.version, pointer }], () => []);
   assert.deepEqual(revoked, [id]);
 
   await waitFor(() => lost.includes(id), { what: 'the worker found its lease lost', timeoutMs: 20_000 });

@@ -37,8 +37,8 @@ test('a claim revoked while the processor runs: the late result is rejected, one
   // The leader's revocation of a hung worker, done by hand.
   const store = new QueueStore(await queue.client, 'fence');
   const claim = await store.session.getData(store.layout.claim(job.id as string));
-  const { token } = JSON.parse(claim.data.toString()) as { token: number };
-  const stale = [{ id: job.id as string, version: claim.stat.version, token }];
+  const { pointer } = JSON.parse(claim.data.toString()) as { pointer: string };
+  const stale = [{ id: job.id as string, version: claim.stat.version, pointer }];
   assert.deepEqual(await revokeClaims(store, stale, () => []), [job.id]);
   const completed: unknown[] = [];
   const other = new Worker('fence', async () => 'second', env);

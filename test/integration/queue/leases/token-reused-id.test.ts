@@ -1,11 +1,11 @@
 /**
- * Fencing tokens are record versions, and a record made again starts at
- * version 0: a job removed (removeOnComplete) and added again under the same
- * id is claimed at token 1 again. A hung worker whose attempt of the first
- * job (token 1) was revoked then renews the new attempt's claim as its own
- * if the renewal checked the record at the token alone: the claim would say
- * the hung worker holds it, and its renewals would keep it alive. A renewal
- * also checks the attempt's ready pointer, which the new job does not have.
+ * Fencing tokens are ready-pointer versions, and a job removed
+ * (removeOnComplete) and added again under the same id is claimed at token 1
+ * again, on a pointer of its own. A hung worker whose attempt of the first
+ * job (token 1) was revoked must not renew the new attempt's claim as its
+ * own: the claim would say the hung worker holds it, and its renewals would
+ * keep it alive. A renewal checks the attempt's own ready pointer, which the
+ * new job does not have.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -50,14 +50,13 @@ test('a revoked attempt does not renew the attempt of a job added again under it
   // the leader's revocation of the hung attempt (token 1), done by hand
   const store = new QueueStore(await queue.client, 'aba');
   const claim = await store.session.getData(store.layout.claim('x'));
-  const { token } = JSON.parse(claim.data.toString()) as { token: number };
-  assert.equal(token, 1);
-  // the hung attempt's ready pointer (its lease names it)
+  // the hung attempt's ready pointer (its lease names it): its version is the token
   const bucket = store.layout.bucket('p-0000000000', 0);
   const name = (await store.session.getChildren(bucket)).find((n) => n.startsWith('qn-x-'));
   assert.ok(name, 'the ready pointer of x');
   const pointer = `${bucket}/${name}`;
-  assert.deepEqual(await revokeClaims(store, [{ id: 'x', version: claim.stat.version, token }], () => []), ['x']);
+  assert.equal((await store.session.exists(pointer))?.version, 1);
+  assert.deepEqual(await revokeClaims(store, [{ id: 'x', version: claim.stat.version, pointer }], () => []), ['x']);
 
   // another worker runs it to its end (removed on completion), then the job added again under its id
   const results: string[] = [];
@@ -81,7 +80,7 @@ test('a revoked attempt does not renew the attempt of a job added again under it
   const before = (await store.session.getData(store.layout.claim('x'))).data.toString();
 
   // the hung attempt's renewal at its token: the claim there is the new attempt's
-  const lost = await renewLeases(store, [{ id: 'x', token, pointer }], { workerId: 'hung', lockDuration: 60_000 });
+  const lost = await renewLeases(store, [{ id: 'x', token: 1, pointer }], { workerId: 'hung', lockDuration: 60_000 });
   const after = (await store.session.getData(store.layout.claim('x'))).data.toString();
   second.open();
   await waitFor(() => results.length >= 2, { what: 'the new attempt completed' });

@@ -112,8 +112,8 @@ test('a lost claim aborts only its own job on a shared thread; its result is dro
   const lost = nextEvent<[{ id: string }, Error]>(worker, 'lost');
   const store = new QueueStore(await queue.client, 'lost-shared');
   const claim = await store.session.getData(store.layout.claim(a.id));
-  const { token } = JSON.parse(claim.data.toString()) as { token: number };
-  assert.deepEqual(await revokeClaims(store, [{ id: a.id, version: claim.stat.version, token }], () => []), [a.id]);
+  const { pointer } = JSON.parse(claim.data.toString()) as { pointer: string };
+  assert.deepEqual(await revokeClaims(store, [{ id: a.id, version: claim.stat.version, pointer }], () => []), [a.id]);
   const [job, err] = await lost;
   assert.equal(job.id, a.id);
   assert.ok(err instanceof LostJobError);

@@ -302,12 +302,12 @@ export function orphanPointerOps(
   if (recordVersion !== undefined) {
     return [
       { op: 'check', path: record, version: recordVersion },
-      { op: 'delete', path: o.pointer, version: 0 },
+      { op: 'delete', path: o.pointer },
     ];
   }
   return [
     { op: 'create', path: record },
     { op: 'delete', path: record },
-    { op: 'delete', path: o.pointer, version: 0 },
+    { op: 'delete', path: o.pointer },
   ];
 }

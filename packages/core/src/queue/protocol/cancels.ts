@@ -2,38 +2,40 @@
  * Cancel requests: cancelling a job reaches the process that runs it,
  * whichever machine that is.
  *
- * A request is a node `cancels/w-<worker>/<jobId>-<token>` {"reason"?,"at"}
- * filed under the worker named in the job's claim, one per attempt (the
- * attempt's fencing token is in its name). Only that worker watches that
- * directory (one children watch, armed while it holds jobs: see
- * runtime/cancel-watch.ts), so a cancel wakes the one process that can act
- * on it, however many workers the queue has. A directory holds the requests
- * of the worker's running attempts, and those of ended ones until the next
- * sweep.
+ * A request is a node `cancels/w-<worker>/<jobId>-<token>`
+ * {"reason"?,"at","pointer"} filed under the worker named in the job's
+ * claim, one per attempt (the attempt's fencing token is in its name, its
+ * ready pointer in its data). Only that worker watches that directory (one
+ * children watch, armed while it holds jobs: see runtime/cancel-watch.ts),
+ * so a cancel wakes the one process that can act on it, however many
+ * workers the queue has. A directory holds the requests of the worker's
+ * running attempts, and those of ended ones until the next sweep.
  *
- * - `requestCancel` creates the request in a transaction that also checks
- *   that the claim exists and the record is at the attempt's token: a
- *   request only ever names a running attempt. A job that is not running
- *   (waiting, delayed, finished, missing) is refused with `false`, and
- *   nothing is written.
+ * - `requestCancel` reads the claim (its worker and pointer) and the
+ *   pointer's version (the token: nothing else writes it while the claim is
+ *   there), and creates the request in a transaction that also checks that
+ *   the claim exists and the pointer is at that token: a request only ever
+ *   names a running attempt. A job that is not running (waiting, delayed,
+ *   finished, missing) is refused with `false`, and nothing is written.
  * - The worker aborts the attempt whose token the request names (the
  *   processor's AbortSignal fires with the reason) and deletes the request.
  *   What becomes of the job is the processor's answer: it fails, or
  *   retries, with the error it throws; a processor that ignores its signal
  *   is not killed and finishes as it would have.
  * - A request outlives its attempt when the job finished (or its worker
- *   died) before the worker acted. It then names a token the record has
- *   moved past (versions never go back) or a record that is gone, and the
+ *   died) before the worker acted. It then names a pointer that is gone, or
+ *   at a later version than its token (versions never go back), and the
  *   leader deletes it (`sweepCancels`), then the worker directories left
  *   empty. A later attempt of the same job never acts on it (another token,
  *   another name), and a request for that attempt is a node of its own.
- * - A job of the same id added again (a custom id, after a removal) is a new
- *   record whose versions count from 0 again, so its tokens repeat those of
- *   the job before it. A request is therefore current only when last written
- *   after its record was created (its mzxid past the record's czxid): an
- *   older one with the same name is left from the earlier job. It never
- *   cancels the new one; the worker and the leader delete it, and a request
- *   for the new attempt rewrites it.
+ * - A job of the same id added again (a custom id, after a removal) has a
+ *   new pointer whose versions count from 0 again, so its tokens repeat
+ *   those of the job before it. A request is therefore current only when
+ *   its pointer is there at its token and it was last written after that
+ *   pointer was created (its mzxid past the pointer's czxid): an older one
+ *   with the same name is left from the earlier job. It never cancels the
+ *   new one; the worker and the leader delete it, and a request for the new
+ *   attempt rewrites it.
  *
  * Suspension loses nothing: requests are persistent, and the worker's watch
  * loop lists its directory again on reconnecting. After a session loss the
@@ -58,6 +60,8 @@ export interface CancelRequestData {
   reason?: string;
   /** When it was asked, on the asker's clock (for people; never compared). */
   at: number;
+  /** The attempt's ready pointer (its version is the token the request's name carries). */
+  pointer?: string;
 }
 
 /** A request as its worker reads it. */
@@ -77,7 +81,7 @@ export function validateCancelReason(reason: unknown): asserts reason is string 
 }
 
 /**
- * The ops of a request: the record still at the attempt's token, the claim
+ * The ops of a request: the attempt's pointer still at its token, the claim
  * still there, then the request created (role `into`: its worker directory
  * is made on first use and removed by the leader when empty), or, over a
  * request an earlier job of the same id left (`stale`: its version read),
@@ -86,11 +90,11 @@ export function validateCancelReason(reason: unknown): asserts reason is string 
  */
 export function cancelRequestOps(
   layout: QueueLayout,
-  r: { id: string; worker: string; token: number; data: Buffer; stale?: number | undefined },
+  r: { id: string; worker: string; pointer: string; token: number; data: Buffer; stale?: number | undefined },
 ): ProtocolOp[] {
   const path = layout.cancel(r.worker, r.id, r.token);
   return [
-    { op: 'check', path: layout.job(r.id), version: r.token },
+    { op: 'check', path: r.pointer, version: r.token },
     { op: 'check', path: layout.claim(r.id), version: -1 },
     r.stale === undefined
       ? { op: 'create', path, data: r.data, role: 'into' }
@@ -98,9 +102,18 @@ export function cancelRequestOps(
   ];
 }
 
-/** A request is current when last written after its job's record was made (see the header). */
-function isCurrent(request: { mzxid: number }, record: { czxid: number } | null | undefined): boolean {
-  return record !== null && record !== undefined && request.mzxid > record.czxid;
+/** A request is current when its pointer is at its token and it was last written after the pointer was made (see the header). */
+function isCurrent(
+  request: { mzxid: number },
+  token: number | undefined,
+  pointer: { czxid: number; version: number } | null | undefined,
+): boolean {
+  return pointer !== null && pointer !== undefined && pointer.version === token && request.mzxid > pointer.czxid;
+}
+
+/** The pointer a request's data names, if any (requests of older versions name none: never current). */
+function pointerOf(data: Buffer): string | undefined {
+  return parseRequest(data).pointer;
 }
 
 /**
@@ -111,20 +124,26 @@ function isCurrent(request: { mzxid: number }, record: { czxid: number } | null 
 export async function requestCancel(store: ProtocolContext, id: string, reason?: string): Promise<boolean> {
   validateCancelReason(reason);
   const { layout } = store;
-  const body: CancelRequestData = { at: Date.now(), ...(reason === undefined ? {} : { reason }) };
-  const data = Buffer.from(JSON.stringify(body));
   let stale: { path: string; version: number } | undefined;
   let path = '';
+  let token: number | undefined;
+  let pointer = '';
   return store.executor.runPlanned(
     async () => {
       const claim = await store.getClaim(id);
-      if (!claim) return { answer: false };
-      path = layout.cancel(claim.worker, id, claim.token);
+      if (!claim?.pointer) return { answer: false };
+      const stat = await store.session.exists(claim.pointer);
+      if (!stat) return { answer: false };
+      ({ pointer } = claim);
+      token = stat.version;
+      path = layout.cancel(claim.worker, id, token);
+      const body: CancelRequestData = { at: Date.now(), pointer, ...(reason === undefined ? {} : { reason }) };
       const request = {
         id,
         worker: claim.worker,
-        token: claim.token,
-        data,
+        pointer,
+        token,
+        data: Buffer.from(JSON.stringify(body)),
         stale: stale?.path === path ? stale.version : undefined,
       };
       stale = undefined;
@@ -139,10 +158,10 @@ export async function requestCancel(store: ProtocolContext, id: string, reason?:
     {
       onFailure: async (error, op) => {
         if (error instanceof NodeExistsError && op?.path === path) {
-          const [left, record] = await Promise.all([store.session.exists(path), store.session.exists(layout.job(id))]);
-          if (left && isCurrent(left, record)) return { answer: true }; // asked before, for this attempt
+          const [left, at] = await Promise.all([store.session.exists(path), store.session.exists(pointer)]);
+          if (left && isCurrent(left, token, at)) return { answer: true }; // asked before, for this attempt
           // left by an earlier job of this id: rewritten next (gone meanwhile: made again)
-          if (left && record) stale = { path, version: left.version };
+          if (left && at) stale = { path, version: left.version };
           return 'again';
         }
         // the attempt ended (or another began) between the read and the write: look again
@@ -155,7 +174,11 @@ export async function requestCancel(store: ProtocolContext, id: string, reason?:
 function parseRequest(data: Buffer): CancelRequestData {
   try {
     const v = JSON.parse(data.toString()) as Partial<CancelRequestData>;
-    return { at: typeof v.at === 'number' ? v.at : 0, ...(typeof v.reason === 'string' ? { reason: v.reason } : {}) };
+    return {
+      at: typeof v.at === 'number' ? v.at : 0,
+      ...(typeof v.reason === 'string' ? { reason: v.reason } : {}),
+      ...(typeof v.pointer === 'string' ? { pointer: v.pointer } : {}),
+    };
   } catch {
     return { at: 0 };
   }
@@ -211,14 +234,20 @@ export async function readCancelRequests(
     const replies = await store.session.readMulti(
       batch.map((a) => ({ op: 'getData' as const, path: store.layout.cancel(worker, a.id, a.token) })),
     );
-    const records = await Promise.all(
-      batch.map((a, j) => (replies[j]?.ok ? store.session.exists(store.layout.job(a.id)) : null)),
+    const pointers = await Promise.all(
+      batch.map((_, j) => {
+        const reply = replies[j];
+        const pointer = reply?.ok ? pointerOf(reply.data) : undefined;
+        return pointer ? store.session.exists(pointer) : null;
+      }),
     );
     batch.forEach((a, j) => {
       const reply = replies[j];
       if (!reply?.ok) return;
-      if (isCurrent(reply.stat, records[j])) requests.push({ id: a.id, token: a.token, ...parseRequest(reply.data) });
-      else stale.push({ ...a, version: reply.stat.version });
+      if (isCurrent(reply.stat, a.token, pointers[j])) {
+        const { pointer: _, ...request } = parseRequest(reply.data);
+        requests.push({ id: a.id, token: a.token, ...request });
+      } else stale.push({ ...a, version: reply.stat.version });
     });
   }
   return { requests, stale };
@@ -245,8 +274,8 @@ export async function dropCancelRequests(
 // ---- the leader's side ----------------------------------------------------------
 
 /**
- * Deletes the requests whose attempt is over (the record gone, or at
- * another version than the token: versions never go back) or that an
+ * Deletes the requests whose attempt is over (the pointer they name gone,
+ * or at another version than the token: versions never go back) or that an
  * earlier job of the same id left, each at the version read, and the worker
  * directories found empty. Every delete carries the leader's fence.
  * Resolves with the number of requests deleted.
@@ -264,18 +293,18 @@ export async function sweepCancels(store: ProtocolContext, fence: () => Protocol
     }
     for (let i = 0; i < names.length; i += READ_BATCH) {
       const batch = names.slice(i, i + READ_BATCH);
-      const records = await Promise.all(
-        batch.map((n) => {
-          const named = parseCancelName(n);
-          return named ? session.exists(layout.job(named.id)) : null;
+      const requests = await session.readMulti(batch.map((n) => ({ op: 'getData' as const, path: `${dir}/${n}` })));
+      const pointers = await Promise.all(
+        requests.map((r) => {
+          const pointer = r.ok ? pointerOf(r.data) : undefined;
+          return pointer ? session.exists(pointer) : null;
         }),
       );
-      const requests = await Promise.all(batch.map((n) => session.exists(`${dir}/${n}`)));
       const stale = batch.flatMap((n, j) => {
         const request = requests[j];
-        if (!request) return [];
-        const over = records[j]?.version !== parseCancelName(n)?.token;
-        return over || !isCurrent(request, records[j]) ? [{ path: `${dir}/${n}`, version: request.version }] : [];
+        if (!request?.ok) return [];
+        const current = isCurrent(request.stat, parseCancelName(n)?.token, pointers[j]);
+        return current ? [] : [{ path: `${dir}/${n}`, version: request.stat.version }];
       });
       const units = stale.map((r) => ({
         build: () => ({ ops: [{ op: 'delete' as const, path: r.path, version: r.version }] }),

@@ -1,20 +1,24 @@
 /**
- * The claim: a worker takes ready jobs. Reads the candidates' records, then
- * one transaction per batch checks each ready pointer (and the pause flag
- * at the version it was read unset), creates the EPHEMERAL claim and writes
- * the record; the record's new version is the attempt's fencing token.
- * A job still active without a claim (its worker died) counts a stall.
- * Called by the JobSource; claims under global limits are limited-claims.ts.
+ * The claim: a worker takes ready jobs without reading them first. One
+ * transaction per batch (behind the pause flag, at the version it was read
+ * unset) creates each job's EPHEMERAL claim node and writes its ready
+ * pointer blind: the pointer's new version, in the reply, is the attempt's
+ * fencing token. The records are read after the claims committed; a claim
+ * at a later pointer version than its record counted follows attempts whose
+ * workers died (stalls). Called by the JobSource; claims under global limits
+ * are limited-claims.ts.
  */
 import { performance } from 'node:perf_hooks';
 import { BadVersionError, NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { PayloadTooLargeError } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
 import type { QueueLayout } from '../layout.js';
+import type { OpResult } from '../../zk/types.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { pauseCheckOp } from './builders.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
+import { publishEvents } from './publish.js';
 
 /** Lane of jobs without priority. */
 export const PLAIN_LANE = 'p-0000000000';
@@ -36,7 +40,10 @@ export interface ClaimedJob {
    * (or at once, when it runs no threads).
    */
   bytes?: Buffer;
+  /** The attempt's fencing token: the ready pointer's data version its claim gave it. */
   token: number;
+  /** The record's data version, read after the claim (a claimed job's record is not edited by others). */
+  version: number;
   pointer: string;
   /**
    * When the claim was sent, on this process's monotonic clock
@@ -45,7 +52,7 @@ export interface ClaimedJob {
    * claim that is still ours.
    */
   claimedAt: number;
-  /** The job was active when claimed: its previous attempt's worker died (a stall, counted in the record). */
+  /** Attempts before this one ended without a finish (their workers died): stalls, counted in `record`. */
   stalled: boolean;
   /** The record's czxid: which job of this id it is (its log node's owner, logs.ts). */
   czxid: number;
@@ -91,111 +98,190 @@ export function claimPayload(info: ClaimInfo): Buffer {
   return Buffer.from(JSON.stringify(info));
 }
 
-/** A candidate read and ready to claim: its updated record, the token it will get. */
+/** A candidate ready to claim: the claim node's data and the events its claim logs. */
 export interface PreparedClaim {
   candidate: Candidate;
-  updated: JobRecord;
-  /** The record version read (the claim writes at it). */
-  version: number;
-  /** The record's czxid. */
-  czxid: number;
-  token: number;
-  stalled: boolean;
-  record: Buffer;
-  /** `active`, after `stalled` when a dead worker's job is taken over (BullMQ logs both). */
+  /** Data of the claim node (the token is not known before the claim commits). */
+  claim: ClaimInfo;
+  /** When the claim was decided, on this worker's clock (`processedOn`). */
+  at: number;
+  /** `active` (BullMQ logs it as the job is taken). */
   events: QueueEventRecord[];
 }
 
-/**
- * Reads the candidates' records and prepares their claims; candidates gone,
- * not claimable or unreadable go to `result.skipped`.
- */
-export async function prepareClaims(
-  store: ProtocolContext,
-  candidates: Candidate[],
-  o: ClaimOptions,
-  result: ClaimResult,
-): Promise<PreparedClaim[]> {
-  const reads = await readRecords(store, candidates, result);
-  const now = Date.now();
-  const prepared: PreparedClaim[] = [];
-  for (const r of reads) {
-    // Only a waiting job (or a dead worker's active one) can be claimed; a stale view may list others.
-    if (r.record.state !== 'waiting' && r.record.state !== 'active') {
-      // every move of a job swaps its pointer in the transaction that writes its record, so a
-      // ready pointer beside this record at this version is one left behind (an id added again)
-      result.skipped.push({ candidate: r.candidate, stale: r.version });
-      continue;
-    }
-    const updated: JobRecord = {
-      ...r.record,
-      state: 'active',
-      // an active record without a claim: its last worker died mid-attempt
-      stalledCounter: r.record.stalledCounter + (r.record.state === 'active' ? 1 : 0),
-      attemptsStarted: r.record.attemptsStarted + 1,
-      processedOn: now,
-      processedBy: o.workerId,
-    };
-    prepared.push({
-      candidate: r.candidate,
-      updated,
-      version: r.version,
-      czxid: r.czxid,
-      token: r.version + 1,
-      stalled: r.record.state === 'active',
-      record: encodeRecord(updated),
-      events: [
-        ...(r.record.state === 'active' ? [{ event: 'stalled', jobId: r.candidate.id, prev: 'active', ts: now }] : []),
-        { event: 'active', jobId: r.candidate.id, prev: 'waiting', ts: now },
-      ],
-    });
-  }
-  return prepared;
+/** The claims of `candidates`, read from nothing: a claim needs only the ready pointer's path. */
+export function prepareClaims(candidates: Candidate[], o: ClaimOptions): PreparedClaim[] {
+  const at = Date.now();
+  return candidates.map((candidate) => ({
+    candidate,
+    claim: { worker: o.workerId, pointer: candidate.pointer, lockDuration: o.lockDuration, at },
+    at,
+    events: [{ event: 'active', jobId: candidate.id, prev: 'waiting', ts: at }],
+  }));
 }
 
 /** The ops of one prepared claim, holding `limits` (the slot and window it was admitted by) when limited. */
 export function preparedClaimOps(
   store: ProtocolContext,
   c: PreparedClaim,
-  o: ClaimOptions,
   limits: { slot?: string | undefined; window?: string | undefined } = {},
 ): ProtocolOp[] {
-  const claim = claimPayload({ worker: o.workerId, token: c.token, lockDuration: o.lockDuration, ...limits });
-  return claimOps(store.layout, {
-    id: c.candidate.id,
-    pointer: c.candidate.pointer,
-    version: c.version,
-    record: c.record,
-    claim,
-    slot: limits.slot,
-  });
+  const claim = claimPayload({ ...c.claim, ...limits });
+  return claimOps(store.layout, { id: c.candidate.id, pointer: c.candidate.pointer, claim, slot: limits.slot });
 }
 
-/** What an attempt holds once its claim committed. */
-export function claimedJob(
-  c: PreparedClaim,
-  claimedAt: number,
-  limits: { slot?: string | undefined; window?: string | undefined } = {},
-): ClaimedJob {
-  const job: ClaimedJob = {
-    record: c.updated,
-    bytes: c.record,
-    token: c.token,
-    pointer: c.candidate.pointer,
-    claimedAt,
-    stalled: c.stalled,
-    czxid: c.czxid,
+/** A claim that committed: its token, from the pointer's version in the reply (undefined: settled by a receipt). */
+export interface CommittedClaim {
+  claim: PreparedClaim;
+  token: number | undefined;
+  slot?: string | undefined;
+  window?: string | undefined;
+}
+
+/** The token a claim's reply gives: the ready pointer's new version (claimOps' second op). */
+export function tokenOfReply(results: readonly OpResult[] | undefined): number | undefined {
+  const r = results?.[1];
+  return r?.op === 'setData' ? r.stat.version : undefined;
+}
+
+/**
+ * How many attempts of a job ended without a finish or a revocation before
+ * the claim that got `token` on `pointer` (their workers died): the claims
+ * of that pointer the record has not counted. A record still `active` (as
+ * an older layout's claims left it) counts one more.
+ */
+export function diedBefore(record: JobRecord, pointer: string, token: number): number {
+  const counted = record.counted?.pointer === pointer ? record.counted.token : 0;
+  return Math.max(0, token - 1 - counted) + (record.state === 'active' ? 1 : 0);
+}
+
+/** The record as the attempt holding `token` on `pointer` sees it: active, its counts brought up to date. */
+export function attemptRecord(
+  record: JobRecord,
+  a: { pointer: string; token: number; at: number; worker: string },
+): JobRecord {
+  const died = diedBefore(record, a.pointer, a.token);
+  return {
+    ...record,
+    state: 'active',
+    stalledCounter: record.stalledCounter + died,
+    attemptsStarted: record.attemptsStarted + died + 1,
+    processedOn: a.at,
+    processedBy: a.worker,
+    counted: { pointer: a.pointer, token: a.token },
   };
-  if (limits.slot) job.slot = limits.slot;
-  if (limits.window) job.window = limits.window;
-  return job;
+}
+
+/**
+ * After the claims committed: the records read (after the claims, so what
+ * they say is what the attempts own: an edit of a claimed job is refused),
+ * each attempt's record brought up to date. A claim of a job whose record
+ * is gone, unreadable or in a state no ready pointer goes with is released
+ * again (its claim node and slot deleted) and the candidate skipped.
+ */
+export async function settleClaims(
+  store: ProtocolContext,
+  committed: CommittedClaim[],
+  claimedAt: number,
+  result: ClaimResult,
+): Promise<void> {
+  const { session, layout } = store;
+  const releases: ProtocolOp[][] = [];
+  for (let i = 0; i < committed.length; i += CLAIM_READ_BATCH) {
+    const batch = committed.slice(i, i + CLAIM_READ_BATCH);
+    const unknown = batch.filter((c) => c.token === undefined);
+    if (unknown.length > 0) {
+      // settled by a receipt, without the reply: the pointer holds the token while the claim is there
+      const stats = await session.readMulti(
+        unknown.map((c) => ({ op: 'getData' as const, path: c.claim.candidate.pointer })),
+      );
+      unknown.forEach((c, j) => {
+        const r = stats[j];
+        if (r?.ok) c.token = r.stat.version;
+      });
+    }
+    const replies = await session.readMulti(
+      batch.map((c) => ({ op: 'getData' as const, path: layout.job(c.claim.candidate.id) })),
+    );
+    batch.forEach((c, j) => {
+      const { candidate } = c.claim;
+      const reply = replies[j];
+      const release = () => releases.push(releaseOps(layout, { id: candidate.id, claimVersion: -1, slot: c.slot }));
+      if (c.token === undefined) {
+        release();
+        result.skipped.push({ candidate, gone: true });
+        return;
+      }
+      if (!reply?.ok) {
+        release();
+        // no record: a job removed since the head was listed, or a pointer left without one (not a collision)
+        if (reply?.error instanceof NoNodeError) result.skipped.push({ candidate, gone: true });
+        else result.skipped.push({ candidate, ...(reply ? { error: reply.error } : {}) });
+        return;
+      }
+      let record: JobRecord;
+      try {
+        record = decodeRecord(reply.data, layout.job(candidate.id));
+      } catch (error) {
+        release();
+        result.skipped.push({ candidate, error });
+        return;
+      }
+      if (record.state !== 'waiting' && record.state !== 'active') {
+        // every move of a job swaps its pointer in the transaction that writes its record, so a
+        // ready pointer beside this record at this version is one left behind (an id added again)
+        release();
+        result.skipped.push({ candidate, stale: reply.stat.version });
+        return;
+      }
+      const updated = attemptRecord(record, {
+        pointer: candidate.pointer,
+        token: c.token,
+        at: c.claim.at,
+        worker: c.claim.claim.worker,
+      });
+      const died = diedBefore(record, candidate.pointer, c.token);
+      const job: ClaimedJob = {
+        record: updated,
+        bytes: encodeRecord(updated),
+        token: c.token,
+        version: reply.stat.version,
+        pointer: candidate.pointer,
+        claimedAt,
+        stalled: died > 0,
+        czxid: reply.stat.czxid,
+      };
+      if (c.slot) job.slot = c.slot;
+      if (c.window) job.window = c.window;
+      result.claimed.push(job);
+    });
+  }
+  if (releases.length > 0) {
+    // safe to send twice: a claim already deleted fails the delete, and nothing is applied again
+    await store.executor
+      .run(
+        releases.map((ops) => ({ build: () => ({ ops }) })),
+        { receipt: false },
+      )
+      .catch(() => undefined); // left: the claim vanishes with the session, or the leader revokes it
+  }
+  const stalled = result.claimed.filter((j) => j.stalled);
+  if (stalled.length > 0) {
+    const ts = Date.now();
+    // the attempts that died logged nothing: their stalls are logged now (only while someone listens)
+    await publishEvents(
+      store,
+      stalled.map((j) => ({ event: 'stalled', jobId: j.record.id, prev: 'active', ts })),
+    ).catch(() => undefined);
+  }
 }
 
 /**
  * Claims as many of `candidates` as it can, in as few transactions as fit
- * (no limit applies). Each transaction checks the pause flag's version
- * first (`pauseVersion`): when it moved on, that transaction and the ones
- * after it claim nothing, and their candidates are `left`.
+ * (no limit applies), then reads the records of those it took. Each
+ * transaction checks the pause flag's version first (`pauseVersion`): when
+ * it moved on, that transaction and the ones after it claim nothing, and
+ * their candidates are `left`.
  */
 export async function claimJobs(
   store: ProtocolContext,
@@ -203,13 +289,13 @@ export async function claimJobs(
   o: ClaimOptions,
 ): Promise<ClaimResult> {
   const result: ClaimResult = { claimed: [], skipped: [], left: [] };
-  const claims = await prepareClaims(store, candidates, o, result);
   if (o.held?.()) {
-    result.left.push(...claims.map((c) => c.candidate));
+    result.left.push(...candidates);
     return result;
   }
+  const claims = prepareClaims(candidates, o);
   const units = claims.map((c) => {
-    const ops = preparedClaimOps(store, c, o);
+    const ops = preparedClaimOps(store, c);
     return { claim: c, build: () => ({ ops, events: c.events }) };
   });
   const claimedAt = performance.now();
@@ -224,9 +310,10 @@ export async function claimJobs(
     ...(guarded ? { fence: () => fence, settleAll: true } : {}),
   });
   let stopped: unknown;
+  const committed: CommittedClaim[] = [];
   written.forEach((w, i) => {
     const c = claims[i] as PreparedClaim;
-    if (w.ok) result.claimed.push(claimedJob(c, claimedAt));
+    if (w.ok) committed.push({ claim: c, token: tokenOfReply(w.results) });
     else if (w.error instanceof FencedError) result.left.push(c.candidate);
     else if (guarded && stoppedRun(w.error)) {
       stopped ??= w.error;
@@ -234,7 +321,8 @@ export async function claimJobs(
     } else result.skipped.push({ candidate: c.candidate, ...(isConflict(w.error) ? {} : { error: w.error }) });
   });
   // a failure that stopped the run rejects the claim, as an unguarded run does, unless claims committed first
-  if (stopped !== undefined && result.claimed.length === 0) throw stopped;
+  if (stopped !== undefined && committed.length === 0) throw stopped;
+  await settleClaims(store, committed, claimedAt, result);
   return result;
 }
 
@@ -245,54 +333,28 @@ function stoppedRun(err: unknown): boolean {
 
 /**
  * After one claim of a batch met another worker's, which of the others were
- * taken too since their records were read (their versions moved on): one
- * read of them all, so that the batch is sent again without them.
+ * taken too (their claim node is there, or their pointer gone): one read of
+ * them all, so that the batch is sent again without them.
  */
 async function takenSince(store: ProtocolContext, left: { claim: PreparedClaim }[]): Promise<(Error | undefined)[]> {
   const { session, layout } = store;
   const replies = await session.readMulti(
-    left.map(({ claim }) => ({ op: 'getData' as const, path: layout.job(claim.candidate.id) })),
+    left.flatMap(({ claim }) => [
+      { op: 'getData' as const, path: layout.claim(claim.candidate.id) },
+      { op: 'getData' as const, path: claim.candidate.pointer },
+    ]),
   );
   return left.map(({ claim }, i) => {
-    const r = replies[i];
-    const path = layout.job(claim.candidate.id);
-    if (!r?.ok) return r?.error instanceof NoNodeError ? new BadVersionError(path) : undefined;
-    return r.stat.version !== claim.version ? new BadVersionError(path) : undefined;
+    const held = replies[2 * i];
+    const pointer = replies[2 * i + 1];
+    if (held?.ok) return new NodeExistsError(layout.claim(claim.candidate.id));
+    if (!pointer?.ok && pointer?.error instanceof NoNodeError) return new NoNodeError(claim.candidate.pointer);
+    return undefined;
   });
 }
 
 /** Records read per request: a claim batch is read in one or a few read-only multis. */
 export const CLAIM_READ_BATCH = 50;
-
-/** The candidates' records, read in batches; unreadable ones go to `result.skipped`. */
-async function readRecords(store: ProtocolContext, candidates: Candidate[], result: ClaimResult) {
-  const { session, layout } = store;
-  const reads: { candidate: Candidate; record: JobRecord; version: number; czxid: number }[] = [];
-  for (let i = 0; i < candidates.length; i += CLAIM_READ_BATCH) {
-    const batch = candidates.slice(i, i + CLAIM_READ_BATCH);
-    const replies = await session.readMulti(batch.map((c) => ({ op: 'getData' as const, path: layout.job(c.id) })));
-    batch.forEach((candidate, j) => {
-      const reply = replies[j];
-      if (!reply?.ok) {
-        // no record: a job removed since the head was listed, or a pointer left without one (not a collision)
-        if (reply?.error instanceof NoNodeError) result.skipped.push({ candidate, gone: true });
-        else result.skipped.push({ candidate, ...(reply ? { error: reply.error } : {}) });
-        return;
-      }
-      try {
-        reads.push({
-          candidate,
-          record: decodeRecord(reply.data, layout.job(candidate.id)),
-          version: reply.stat.version,
-          czxid: reply.stat.czxid,
-        });
-      } catch (error) {
-        result.skipped.push({ candidate, error });
-      }
-    });
-  }
-  return reads;
-}
 
 /** A failure that means another writer was first (not an error to report). */
 export function isConflict(err: unknown): boolean {
@@ -304,22 +366,40 @@ export function isConflict(err: unknown): boolean {
 }
 
 /**
- * Claim: the ready pointer seen is still there (a job finished and retried
- * meanwhile has a new one), the claim node is created (EPHEMERAL: the create
- * is the mutex), and the record is written at the version read. The new
- * version is the attempt's fencing token. Under a global concurrency the
- * attempt's slot is created last (EPHEMERAL too: a slot taken meanwhile
- * fails the claim), so claim node and slot live and die together.
+ * Claim: the claim node is created (EPHEMERAL: the create is the mutex),
+ * and the ready pointer written blind (its data is empty): the pointer's
+ * new version, in the reply, is the attempt's fencing token. A pointer gone
+ * (the job moved, finished or was removed) fails the claim; a pointer's
+ * name is unique per place a job took and its version never goes back, so
+ * (pointer, token) names one attempt. Nothing is read first, and the record
+ * is not written. Under a global concurrency the attempt's slot is created
+ * last (EPHEMERAL too: a slot taken meanwhile fails the claim), so claim
+ * node and slot live and die together.
  */
 export function claimOps(
   layout: QueueLayout,
-  c: { id: string; pointer: string; version: number; record: Buffer; claim: Buffer; slot?: string | undefined },
+  c: { id: string; pointer: string; claim: Buffer; slot?: string | undefined },
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [
-    { op: 'check', path: c.pointer, version: 0 },
     { op: 'create', path: layout.claim(c.id), data: c.claim, mode: 'ephemeral' },
-    { op: 'setData', path: layout.job(c.id), data: c.record, version: c.version },
+    { op: 'setData', path: c.pointer, data: EMPTY, version: -1 },
   ];
   if (c.slot) ops.push({ op: 'create', path: layout.slot(c.slot), mode: 'ephemeral' });
+  return ops;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Delete a claim node at the version read (-1: any), and the slot it names:
+ * a claim of a job found not claimable after all, or a worker removing its
+ * own re-claim after the finish was written without it.
+ */
+export function releaseOps(
+  layout: QueueLayout,
+  r: { id: string; claimVersion: number; slot?: string | undefined },
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = [{ op: 'delete', path: layout.claim(r.id), version: r.claimVersion }];
+  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
   return ops;
 }

@@ -17,7 +17,7 @@ import type { TxExecutor } from './executor.js';
 /** A job as read: its record and the version that fences a write of it. */
 export interface StoredJob {
   record: JobRecord;
-  /** Data version of the record: the fencing token. */
+  /** Data version of the record (an attempt's token is its ready pointer's version, not this). */
   version: number;
 }
 
@@ -25,8 +25,16 @@ export interface StoredJob {
 export interface ClaimInfo {
   /** Worker id holding the job. */
   worker: string;
-  /** The record version of this attempt (fencing token). */
-  token: number;
+  /** The path of the attempt's ready pointer: its data version is the attempt's fencing token. */
+  pointer?: string;
+  /**
+   * The attempt's fencing token, once known: a claim is created before its
+   * token is (the token is the version its own transaction gives the ready
+   * pointer), so only renewals and re-claims write it.
+   */
+  token?: number;
+  /** When the attempt started, on the claiming worker's clock (BullMQ's `processedOn`). */
+  at?: number;
   /** The lease: the leader revokes a claim not renewed for this long, ms. */
   lockDuration: number;
   /** Latest progress reported by the processor. */

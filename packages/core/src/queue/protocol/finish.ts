@@ -13,6 +13,7 @@ import type { QueueLayout } from '../layout.js';
 import { encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
 import { tooLargeReason } from '../sizes.js';
 import { type Destination, parkedPath, pointerOp } from './builders.js';
+import { releaseOps } from './claim.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { Built, ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { type Finish, type Outcome, planFinish } from './finish-plan.js';
@@ -241,7 +242,16 @@ function finishUnit(
         encodeRecord(parkedAt(planned.record, to), f.sizeFallback === 'failed' ? FALLBACK_RECORD_BYTES : undefined);
       const ops = finishOps(
         store.layout,
-        { id, token: job.token, pointer: job.pointer, record, withClaim, slot: job.slot, keepPointer: inPlace },
+        {
+          id,
+          token: job.token,
+          version: job.version,
+          pointer: job.pointer,
+          record,
+          withClaim,
+          slot: job.slot,
+          keepPointer: inPlace,
+        },
         to,
       );
       trim.state.createAt = to ? ops.length - 1 : undefined; // the new pointer's create is finishOps' last op
@@ -304,18 +314,22 @@ async function removeOwnReclaims(store: ProtocolContext, finished: Finish[]): Pr
 }
 
 /**
- * Finish (complete, fail, retry): the record written (or deleted) at the
- * token, the ready pointer and the claim deleted (with the attempt's slot,
- * which lives as long as the claim node naming it), the new pointer created.
- * `withClaim: false` when the claim vanished with an expired session: the
- * token alone proves that nobody claimed the job since, and the slot
- * vanished with the claim (another attempt may hold that name by now).
+ * Finish (complete, fail, retry): the ready pointer deleted at the token
+ * (kept, and checked at it, by a job given back in place), the record
+ * written (or deleted) at the version the attempt read, the claim deleted
+ * (with the attempt's slot, which lives as long as the claim node naming
+ * it), the new pointer created. `withClaim: false` when the claim vanished
+ * with an expired session: the token alone proves that nobody claimed the
+ * job since, and the slot vanished with the claim (another attempt may hold
+ * that name by now).
  */
 export function finishOps(
   layout: QueueLayout,
   f: {
     id: string;
     token: number;
+    /** The record's version, as the attempt read it after its claim. */
+    version: number;
     pointer: string;
     record: Buffer | undefined;
     withClaim: boolean;
@@ -326,28 +340,17 @@ export function finishOps(
   to: Destination | undefined,
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [
+    f.keepPointer
+      ? { op: 'check', path: f.pointer, version: f.token }
+      : { op: 'delete', path: f.pointer, version: f.token },
     f.record
-      ? { op: 'setData', path: layout.job(f.id), data: f.record, version: f.token }
-      : { op: 'delete', path: layout.job(f.id), version: f.token },
+      ? { op: 'setData', path: layout.job(f.id), data: f.record, version: f.version }
+      : { op: 'delete', path: layout.job(f.id), version: f.version },
   ];
-  if (!f.keepPointer) ops.push({ op: 'delete', path: f.pointer });
   if (f.withClaim) {
     ops.push({ op: 'delete', path: layout.claim(f.id), role: 'claim' });
     if (f.slot) ops.push({ op: 'delete', path: layout.slot(f.slot) });
   }
   if (to) ops.push(pointerOp(layout, f.id, to));
-  return ops;
-}
-
-/**
- * Delete a claim node at the version read, and the slot it names: a worker
- * removing its own re-claim after the finish was written without it.
- */
-export function releaseOps(
-  layout: QueueLayout,
-  r: { id: string; claimVersion: number; slot?: string | undefined },
-): ProtocolOp[] {
-  const ops: ProtocolOp[] = [{ op: 'delete', path: layout.claim(r.id), version: r.claimVersion }];
-  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
   return ops;
 }

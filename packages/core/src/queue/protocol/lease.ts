@@ -1,7 +1,7 @@
 /**
  * The lease: a worker renews its claims, and publishes progress, by
- * rewriting the claim node (fenced: only while the record is still at its
- * token), which moves the node's data version on; the leader judges a claim
+ * rewriting the claim node (fenced: only while the ready pointer is still at
+ * the attempt's token), which moves the node's data version on; the leader judges a claim
  * by that version alone (stale.ts). A claim that vanished with an expired
  * session is re-created while the token holds. Called by the Worker's
  * renewer and its jobs' `updateProgress`.
@@ -24,6 +24,8 @@ export interface Lease {
   /** The attempt's ready pointer (with the token, it names this attempt of this job). */
   pointer: string;
   progress?: unknown;
+  /** When the attempt started (`processedOn`, kept in the claim node through renewals). */
+  at?: number;
   /** The attempt's slot and window (kept in the claim node through renewals). */
   slot?: string;
   window?: string;
@@ -32,6 +34,7 @@ export interface Lease {
 /** The lease of a claimed job, with its latest progress. */
 export function leaseOf(job: ClaimedJob, progress?: unknown): Lease {
   const lease: Lease = { id: job.record.id, token: job.token, pointer: job.pointer, progress };
+  if (job.record.processedOn !== undefined) lease.at = job.record.processedOn;
   if (job.slot) lease.slot = job.slot;
   if (job.window) lease.window = job.window;
   return lease;
@@ -106,8 +109,10 @@ function leaseUnit(
 ): LeaseUnit {
   const claim = claimPayload({
     worker: o.workerId,
+    pointer: lease.pointer,
     token: lease.token,
     lockDuration: o.lockDuration,
+    ...(lease.at === undefined ? {} : { at: lease.at }),
     progress: lease.progress,
     ...(lease.slot ? { slot: lease.slot } : {}),
     ...(lease.window ? { window: lease.window } : {}),
@@ -159,26 +164,24 @@ export async function reportProgress(store: ProtocolContext, lease: Lease, o: Cl
 }
 
 /**
- * Renew a lease (and publish progress): only while the record is still at
- * the attempt's token (a revoked or re-claimed job has moved on), rewrite
- * the claim node; its version change is what the leader watches for.
+ * Renew a lease (and publish progress): only while the attempt's ready
+ * pointer is still at its token (a revoked or re-claimed job has moved it
+ * on; a job removed, moved or added again has another pointer), rewrite the
+ * claim node; its version change is what the leader watches for.
  */
 export function renewOps(
   layout: QueueLayout,
   r: { id: string; token: number; pointer: string; claim: Buffer },
 ): ProtocolOp[] {
   return [
-    { op: 'check', path: layout.job(r.id), version: r.token },
-    // a token is a record version: a job removed and added again under its id counts from 0 again,
-    // so the attempt's ready pointer (a new job has a new one) tells the attempts apart
-    { op: 'check', path: r.pointer, version: 0 },
+    { op: 'check', path: r.pointer, version: r.token },
     { op: 'setData', path: layout.claim(r.id), data: r.claim, role: 'claim' },
   ];
 }
 
 /**
- * Re-create a claim that vanished with an expired session, while the record
- * is still at the token, and its slot with it: a slot another attempt took
+ * Re-create a claim that vanished with an expired session, while the
+ * attempt's pointer is still at the token, and its slot with it: a slot another attempt took
  * meanwhile fails the re-claim (the job is lost here, not run over the limit).
  */
 export function reclaimOps(
@@ -186,8 +189,7 @@ export function reclaimOps(
   r: { id: string; token: number; pointer: string; claim: Buffer; slot?: string | undefined },
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [
-    { op: 'check', path: layout.job(r.id), version: r.token },
-    { op: 'check', path: r.pointer, version: 0 }, // this attempt's job, not one added again under its id
+    { op: 'check', path: r.pointer, version: r.token },
     { op: 'create', path: layout.claim(r.id), data: r.claim, mode: 'ephemeral', role: 'claim' },
   ];
   if (r.slot) ops.push({ op: 'create', path: layout.slot(r.slot), mode: 'ephemeral' });

@@ -36,16 +36,18 @@
 import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { opBytes } from '../../zk/session.js';
 import { pauseCheckOp, settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
+import type { OpResult } from '../../zk/types.js';
 import {
   type Candidate,
-  type ClaimedJob,
   type ClaimOptions,
   type ClaimResult,
-  claimedJob,
+  type CommittedClaim,
   isConflict,
   type PreparedClaim,
   prepareClaims,
   preparedClaimOps,
+  settleClaims,
+  tokenOfReply,
 } from './claim.js';
 import type { ProtocolContext } from './context.js';
 import { type ProtocolOp, TX_BYTE_BUDGET, type TxUnit } from './executor.js';
@@ -221,11 +223,11 @@ export async function claimLimited(
   const result: LimitedClaimResult = { claimed: [], skipped: [], raced: false, left: [] };
   const wanted = candidates.slice(0, admission.capacity);
   result.left.push(...candidates.slice(admission.capacity));
-  const prepared = await prepareClaims(store, wanted, o, result);
   if (o.held?.()) {
-    result.left.push(...prepared.map((c) => c.candidate));
+    result.left.push(...wanted);
     return result;
   }
+  const prepared = prepareClaims(wanted, o);
   const group = new Group(store, o, admission);
   let bytes = LIMIT_OPS_RESERVE;
   for (const c of prepared) {
@@ -245,7 +247,7 @@ export async function claimLimited(
     // paused meanwhile: nobody took these, they wait for the resume
     result.left.push(...group.members.map((m) => m.claim.candidate));
   } else if (written?.ok) {
-    for (const m of group.members) result.claimed.push(group.job(m, claimedAt));
+    await settleClaims(store, group.committed(written.results), claimedAt, result);
   } else if (!group.raced && group.members.length > 0 && written) {
     throw written.error; // not a conflict of one job: a real failure
   }
@@ -262,6 +264,8 @@ class Group {
   readonly members: Member[] = [];
   readonly dropped: { candidate: Candidate; error?: unknown }[] = [];
   raced = false;
+  /** Where each member's ops start in the transaction last built. */
+  private readonly starts = new Map<Member, number>();
   /** The pause flag moved on since it was read unset: the group claimed nothing. */
   paused = false;
   private readonly slots: string[];
@@ -290,7 +294,7 @@ class Group {
   }
 
   sizeOf(claim: PreparedClaim): number {
-    const ops = preparedClaimOps(this.store, claim, this.o, this.limitsOf({ claim, slot: 's-0' }));
+    const ops = preparedClaimOps(this.store, claim, this.limitsOf({ claim, slot: 's-0' }));
     const ns = this.store.session.namespace;
     return ops.reduce((n, op) => n + opBytes(op, ns), 0) + Buffer.byteLength(JSON.stringify(claim.events)) + 8;
   }
@@ -317,7 +321,11 @@ class Group {
             : { kind: 'reopen', version: w.version, countVersion: w.countVersion, window, count };
       ops.push(...windowOps(layout, write));
     }
-    for (const m of this.members) ops.push(...preparedClaimOps(this.store, m.claim, this.o, this.limitsOf(m)));
+    this.starts.clear();
+    for (const m of this.members) {
+      this.starts.set(m, ops.length);
+      ops.push(...preparedClaimOps(this.store, m.claim, this.limitsOf(m)));
+    }
     return ops;
   }
 
@@ -327,8 +335,16 @@ class Group {
     return { build: () => ({ ops, events }) };
   }
 
-  job(m: Member, claimedAt: number): ClaimedJob {
-    return claimedJob(m.claim, claimedAt, this.limitsOf(m));
+  /** The members' claims as committed, each with the token its reply gave (`results`: the unit's). */
+  committed(results: readonly OpResult[] | undefined): CommittedClaim[] {
+    return this.members.map((m) => {
+      const start = this.starts.get(m);
+      return {
+        claim: m.claim,
+        token: start === undefined ? undefined : tokenOfReply(results?.slice(start)),
+        ...this.limitsOf(m),
+      };
+    });
   }
 
   /** A failed op: the group without what it names, or undefined to give up (read again). */
@@ -359,7 +375,7 @@ class Group {
   }
 
   private opsOf(m: Member): ProtocolOp[] {
-    return preparedClaimOps(this.store, m.claim, this.o, this.limitsOf(m));
+    return preparedClaimOps(this.store, m.claim, this.limitsOf(m));
   }
 
   private drop(m: Member, error?: unknown): void {

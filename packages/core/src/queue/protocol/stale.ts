@@ -10,14 +10,16 @@ import { performance } from 'node:perf_hooks';
 import { LostJobError } from '../errors.js';
 import type { QueueLayout } from '../layout.js';
 import { encodeRecord, type JobRecord } from '../record.js';
+import { attemptRecord } from './claim.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
 
-/** A claim judged stale: its node's version, the attempt's token, and the slot it names. */
+/** A claim judged stale: its node's version, the attempt's ready pointer, and the slot it names. */
 export interface StaleClaim {
   id: string;
   version: number;
-  token: number;
+  /** The attempt's ready pointer: its version is the attempt's token while the claim is there. */
+  pointer: string;
   slot?: string;
 }
 
@@ -60,8 +62,8 @@ export class LeaseObserver {
           return;
         }
         const lease = typeof info.lockDuration === 'number' ? info.lockDuration : Number.POSITIVE_INFINITY;
-        if (now - seen.since >= lease && typeof info.token === 'number') {
-          out.push({ id, version, token: info.token, ...(typeof info.slot === 'string' ? { slot: info.slot } : {}) });
+        if (now - seen.since >= lease && typeof info.pointer === 'string') {
+          out.push({ id, version, pointer: info.pointer, ...(typeof info.slot === 'string' ? { slot: info.slot } : {}) });
         }
       }),
     );
@@ -75,9 +77,11 @@ export class LeaseObserver {
 }
 
 /**
- * Revokes claims judged stale, each at the claim version and record token
- * judged: one stall more, state waiting, the claim deleted. `fence` ops make
- * a deposed leader's revocation fail (FencedError). Resolves with the ids revoked.
+ * Revokes claims judged stale, each at the claim version judged and the
+ * attempt's token (its pointer's version, read now: nothing else writes the
+ * pointer while the claim is there): one stall more, the claim deleted.
+ * `fence` ops make a deposed leader's revocation fail (FencedError).
+ * Resolves with the ids revoked.
  */
 export async function revokeClaims(
   store: ProtocolContext,
@@ -87,18 +91,29 @@ export async function revokeClaims(
   const units = stale.map((s) => ({
     id: s.id,
     build: async () => {
-      const stored = await store.getJob(s.id);
-      if (!stored || stored.version !== s.token) throw new LostJobError(s.id); // claimed anew, or gone: not this attempt
+      const [stored, pointer] = await Promise.all([store.getJob(s.id), store.session.exists(s.pointer)]);
+      if (!stored || !pointer) throw new LostJobError(s.id); // finished, moved or gone: not this attempt
+      const token = pointer.version;
+      const attempt = attemptRecord(stored.record, {
+        pointer: s.pointer,
+        token,
+        at: stored.record.processedOn ?? Date.now(),
+        worker: stored.record.processedBy ?? '',
+      });
       const record: JobRecord = {
-        ...stored.record,
+        ...attempt,
         state: 'waiting',
-        stalledCounter: stored.record.stalledCounter + 1,
+        stalledCounter: attempt.stalledCounter + 1,
+        // the revocation's own write of the pointer is counted too: the next claim is no stall
+        counted: { pointer: s.pointer, token: token + 1 },
       };
       const ops = revokeOps(store.layout, {
         id: s.id,
         claimVersion: s.version,
-        token: s.token,
+        pointer: s.pointer,
+        token,
         record: encodeRecord(record),
+        recordVersion: stored.version,
         slot: s.slot,
       });
       return { ops, events: [{ event: 'stalled', jobId: s.id, ts: Date.now() }], wakes: true };
@@ -110,19 +125,28 @@ export async function revokeClaims(
 
 /**
  * Revoke a stale claim (the leader): delete the claim at the version judged
- * stale (a renewal since then wins) and write the record at the token, one
- * stall more, which moves the version on so that the late result is fenced
- * off. The ready pointer stays: the job is claimed again. The slot named in
- * the claim goes with it (the hung worker runs on outside the count; its
- * result will be refused).
+ * stale (a renewal since then wins), write the ready pointer at the token,
+ * which moves its version on so that the late result is fenced off, and the
+ * record at the version read, one stall more. The ready pointer stays: the
+ * job is claimed again. The slot named in the claim goes with it (the hung
+ * worker runs on outside the count; its result will be refused).
  */
 export function revokeOps(
   layout: QueueLayout,
-  r: { id: string; claimVersion: number; token: number; record: Buffer; slot?: string | undefined },
+  r: {
+    id: string;
+    claimVersion: number;
+    pointer: string;
+    token: number;
+    record: Buffer;
+    recordVersion: number;
+    slot?: string | undefined;
+  },
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [
     { op: 'delete', path: layout.claim(r.id), version: r.claimVersion },
-    { op: 'setData', path: layout.job(r.id), data: r.record, version: r.token },
+    { op: 'setData', path: r.pointer, data: Buffer.alloc(0), version: r.token },
+    { op: 'setData', path: layout.job(r.id), data: r.record, version: r.recordVersion },
   ];
   if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
   return ops;
