@@ -27,20 +27,19 @@ test('a claim batch that collides on every other job: each job claimed once, in 
   const { candidates } = await lookAtHead(a, { limit: 100, exclude: [] });
   assert.equal(candidates.length, JOBS);
 
-  // b takes every other job right after a has read the records of its batch
-  const readMulti = sa.readMulti.bind(sa);
+  // b takes every other job right before a's claim is sent
+  const multi = sa.multi.bind(sa);
   let staged = false;
   let taken: string[] = [];
-  sa.readMulti = (async (ops: Parameters<typeof readMulti>[0]) => {
-    const replies = await readMulti(ops);
+  sa.multi = (async (ops: Parameters<typeof multi>[0]) => {
     if (!staged) {
       staged = true;
       const half = candidates.filter((_, i) => i % 2 === 1);
       const got = await claimJobs(b, half, { workerId: 'b', lockDuration: 600_000 });
       taken = got.claimed.map((c) => c.record.id);
     }
-    return replies;
-  }) as typeof sa.readMulti;
+    return multi(ops);
+  }) as typeof sa.multi;
 
   const before = sa.stats.requests;
   const got = await claimJobs(a, candidates, { workerId: 'a', lockDuration: 600_000 });
@@ -54,6 +53,6 @@ test('a claim batch that collides on every other job: each job claimed once, in 
     got.skipped.every((s) => s.error === undefined),
     'the jobs taken are collisions, not errors',
   );
-  // the records' read, the multi that fails, the check of the rest, the multi that commits
+  // the multi that fails, the check of the rest, the multi that commits, the records' read
   assert.ok(requests <= 4, `${requests} requests for one collision (one multi per job taken without the check)`);
 });

@@ -72,12 +72,11 @@ test('a claim batch whose check after a collision is cut: each job claimed once,
   const { candidates } = await lookAtHead(a, { limit: 100, exclude: [] });
   assert.equal(candidates.length, 20);
 
-  // b takes every other job right after a has read the records of its batch
-  const readMulti = sa.readMulti.bind(sa);
+  // b takes every other job right before a's claim is sent
+  const multi = sa.multi.bind(sa);
   let staged = false;
   let taken: string[] = [];
-  sa.readMulti = (async (ops: Parameters<typeof readMulti>[0]) => {
-    const replies = await readMulti(ops);
+  sa.multi = (async (ops: Parameters<typeof multi>[0]) => {
     if (!staged) {
       staged = true;
       const got = await claimJobs(
@@ -87,8 +86,8 @@ test('a claim batch whose check after a collision is cut: each job claimed once,
       );
       taken = got.claimed.map((c) => c.record.id);
     }
-    return replies;
-  }) as typeof sa.readMulti;
+    return multi(ops);
+  }) as typeof sa.multi;
   // the read after a's first multi (the check of the rest of the batch) never reaches the server
   let multis = 0;
   const cut = proxy.cutBefore((r) => {
@@ -107,7 +106,7 @@ test('a claim batch whose check after a collision is cut: each job claimed once,
   );
 });
 
-test('a claim batch meeting claims, removals and rewrites since its read: no error, nothing claimed twice', async (t) => {
+test('a claim batch meeting claims, removals and rewrites since the head was read: no error, nothing claimed twice', async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('mixed', env);
   t.after(() => queue.close());
@@ -117,13 +116,12 @@ test('a claim batch meeting claims, removals and rewrites since its read: no err
   const b = new QueueStore(sb as Session, 'mixed');
   await Promise.all([a.init(), b.init()]);
   const { candidates } = await lookAtHead(a, { limit: 100, exclude: [] });
-  const readMulti = sa.readMulti.bind(sa);
+  const multi = sa.multi.bind(sa);
   let staged = false;
   let taken: string[] = [];
   const removed: string[] = [];
   const rewritten: string[] = [];
-  sa.readMulti = (async (ops: Parameters<typeof readMulti>[0]) => {
-    const replies = await readMulti(ops);
+  sa.multi = (async (ops: Parameters<typeof multi>[0]) => {
     if (!staged) {
       staged = true;
       const got = await claimJobs(
@@ -146,8 +144,8 @@ test('a claim batch meeting claims, removals and rewrites since its read: no err
         }
       }
     }
-    return replies;
-  }) as typeof sa.readMulti;
+    return multi(ops);
+  }) as typeof sa.multi;
   const got = await claimJobs(a, candidates, { workerId: 'a', lockDuration: 600_000 });
   const mine = got.claimed.map((c) => c.record.id);
   assert.ok(
@@ -155,16 +153,20 @@ test('a claim batch meeting claims, removals and rewrites since its read: no err
     'what others did first is a collision, not an error',
   );
   assert.equal(new Set([...mine, ...taken]).size, mine.length + taken.length, 'no job claimed twice');
+  // a claim reads nothing first: a record rewritten before it is claimed as it is now
   assert.deepEqual(
     mine.sort(),
     candidates
-      .filter((_, i) => i % 3 === 0)
+      .filter((c, i) => i % 3 === 0 || rewritten.includes(c.id))
       .map((c) => c.id)
       .sort(),
-    'a claims every job nobody touched',
+    'a claims every job nobody took or removed',
   );
-  // the rewritten jobs are still waiting: a later claim takes them
+  for (const c of got.claimed) {
+    const stored = await a.getJob(c.record.id);
+    assert.equal(c.version, stored?.version, 'the attempt holds the record as it is, rewrites included');
+  }
   const again = await lookAtHead(a, { limit: 100, exclude: mine });
-  assert.deepEqual(again.candidates.map((c) => c.id).sort(), rewritten.sort());
+  assert.deepEqual(again.candidates, [], 'nothing left to claim');
   assert.ok(removed.length > 0 && rewritten.length > 0);
 });

@@ -30,18 +30,17 @@ test('spreading after a collision still takes the highest priority first', async
   const a = await source(sa, 'a');
   const b = await source(sb, 'b');
 
-  // b takes the first jobs right after a has read the records of the same ones: a collides
-  const readMulti = sa.readMulti.bind(sa);
+  // b takes the first jobs right before a's claim of the same ones is sent: a collides
+  const multi = sa.multi.bind(sa);
   let staged = false;
-  sa.readMulti = (async (ops: Parameters<typeof readMulti>[0]) => {
-    const replies = await readMulti(ops);
-    if (!staged && ops.some((op) => op.op === 'getData')) {
+  sa.multi = (async (ops: Parameters<typeof multi>[0]) => {
+    if (!staged) {
       staged = true;
       const taken = await b.take(10);
       assert.ok(Array.isArray(taken) && taken.length === 10, 'b takes ten');
     }
-    return replies;
-  }) as typeof sa.readMulti;
+    return multi(ops);
+  }) as typeof sa.multi;
   const first = await a.take(10);
   assert.ok(Array.isArray(first), 'a takes');
   assert.equal(first.length, 0, 'every job a picked was taken by b: a collision');

@@ -348,7 +348,8 @@ async function takenSince(store: ProtocolContext, left: { claim: PreparedClaim }
     const held = replies[2 * i];
     const pointer = replies[2 * i + 1];
     if (held?.ok) return new NodeExistsError(layout.claim(claim.candidate.id));
-    if (!pointer?.ok && pointer?.error instanceof NoNodeError) return new NoNodeError(claim.candidate.pointer);
+    // moved, finished or removed meanwhile: another writer went first, as a taken job
+    if (!pointer?.ok && pointer?.error instanceof NoNodeError) return new BadVersionError(claim.candidate.pointer);
     return undefined;
   });
 }
