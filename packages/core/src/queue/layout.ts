@@ -346,6 +346,11 @@ export class QueueLayout {
     return this.bucketOf(this.lane(lane), bucket);
   }
 
+  /** Whether `pointer` is a ready pointer (a claim takes a job by its ready pointer alone). */
+  isReadyPointer(pointer: string): boolean {
+    return pointer.startsWith(`${this.ready}/`);
+  }
+
   /** Prefix of a ready pointer in `bucketPath`; ZooKeeper appends the sequence number. */
   readyPointerPrefix(bucketPath: string, id: string): string {
     return `${bucketPath}/qn-${id}-`;

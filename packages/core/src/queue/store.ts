@@ -243,16 +243,24 @@ export class QueueStore implements ProtocolContext {
     }
   }
 
-  /** The job's record and version, or undefined when there is no such job. */
+  /**
+   * The job's record and version, or undefined when there is no such job.
+   * A waiting job whose claim node is there reads `active` (read together).
+   */
   async getJob(id: string): Promise<StoredJob | undefined> {
     const path = this.layout.job(id);
-    try {
-      const { data, stat } = await this.session.getData(path);
-      return { record: decodeRecord(data, path), version: stat.version };
-    } catch (err) {
-      if (err instanceof NoNodeError) return undefined;
-      throw err;
+    const [job, claim] = await this.session.readMulti([
+      { op: 'getData', path },
+      { op: 'getData', path: this.layout.claim(id) },
+    ] as const);
+    if (!job.ok) {
+      if (job.error instanceof NoNodeError) return undefined;
+      throw job.error;
     }
+    const record = decodeRecord(job.data, path);
+    // a claim writes no record: a job is active while its claim node is there
+    if (claim.ok && record.state === 'waiting') record.state = 'active';
+    return { record, version: job.stat.version };
   }
 
   /** The claim node of an active job (owner, lease, progress), or undefined. */

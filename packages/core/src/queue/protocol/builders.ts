@@ -142,8 +142,24 @@ export function parkOps(
 }
 
 /**
+ * No claim of job `id` is there: ZooKeeper has no check of absence, so the
+ * claim's path is created and deleted again in the same transaction (the
+ * create fails with NodeExists while a worker holds the job). A claim writes
+ * no record, so a change of a waiting job fenced by its record's version
+ * alone would not see a claim made since it was read.
+ */
+export function unclaimedOps(layout: QueueLayout, id: string): ProtocolOp[] {
+  const claim = layout.claim(id);
+  return [
+    { op: 'create', path: claim },
+    { op: 'delete', path: claim },
+  ];
+}
+
+/**
  * Move a job that is not active (promote, retry, re-queue, quarantine): the
- * record at the version read, the old pointer deleted, the new one created.
+ * record at the version read, the old pointer deleted (a ready one only
+ * while no claim is there), the new one created.
  */
 export function moveOps(
   layout: QueueLayout,
@@ -151,18 +167,25 @@ export function moveOps(
   to: Destination,
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [{ op: 'setData', path: layout.job(m.id), data: m.record, version: m.version }];
-  if (m.from) ops.push({ op: 'delete', path: m.from }, ...leaveSetOps(layout, m.from));
+  if (m.from) {
+    if (layout.isReadyPointer(m.from)) ops.push(...unclaimedOps(layout, m.id));
+    ops.push({ op: 'delete', path: m.from }, ...leaveSetOps(layout, m.from));
+  }
   ops.push(pointerOp(layout, m.id, to));
   return ops;
 }
 
 /**
  * Rewrite the record of a job that is not active where it is (data, logs,
- * priority of a delayed or finished job): at the version read, so a job
- * claimed or moved meanwhile is left alone. Its pointer stays.
+ * priority of a delayed or finished job): at the version read, and only
+ * while no claim is there, so a job claimed or moved meanwhile is left
+ * alone. Its pointer stays.
  */
 export function rewriteOps(layout: QueueLayout, r: { id: string; version: number; record: Buffer }): ProtocolOp[] {
-  return [{ op: 'setData', path: layout.job(r.id), data: r.record, version: r.version }];
+  return [
+    { op: 'setData', path: layout.job(r.id), data: r.record, version: r.version },
+    ...unclaimedOps(layout, r.id),
+  ];
 }
 
 /** The event log node holding `events` (a JSON array), next in sequence. */
@@ -175,14 +198,20 @@ export function eventOp(layout: QueueLayout, events: readonly QueueEventRecord[]
   };
 }
 
-/** Remove a job that is not active: the record at the version read (when readable), and its pointer. */
+/**
+ * Remove a job that is not active: the record at the version read (when
+ * readable), and its pointer (a ready one only while no claim is there).
+ */
 export function removeOps(
   layout: QueueLayout,
   r: { id: string; version: number | undefined; pointer: string | undefined },
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [];
   if (r.version !== undefined) ops.push({ op: 'delete', path: layout.job(r.id), version: r.version });
-  if (r.pointer) ops.push({ op: 'delete', path: r.pointer }, ...leaveSetOps(layout, r.pointer));
+  if (r.pointer) {
+    if (layout.isReadyPointer(r.pointer)) ops.push(...unclaimedOps(layout, r.id));
+    ops.push({ op: 'delete', path: r.pointer }, ...leaveSetOps(layout, r.pointer));
+  }
   return ops;
 }
 

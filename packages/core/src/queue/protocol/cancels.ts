@@ -43,7 +43,7 @@
  * its directory again: a request for a job it still runs is acted on.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
+import { BadVersionError, NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { Watcher } from '../../zk/types.js';
 import { parseCancelName, type QueueLayout } from '../layout.js';
 import type { ProtocolContext } from './context.js';
@@ -255,20 +255,23 @@ export async function readCancelRequests(
 
 /**
  * Deletes requests acted on (one already gone is fine), or stale ones at the
- * version read (one rewritten since for a new attempt stays).
+ * version read (one rewritten since for a new attempt stays). Resolves true
+ * when a stale one stayed so: it names an attempt again, and a rewrite
+ * fires no children watch, so the worker reads it again.
  */
 export async function dropCancelRequests(
   store: ProtocolContext,
   worker: string,
   attempts: readonly { id: string; token: number; version?: number }[],
-): Promise<void> {
-  if (attempts.length === 0) return;
+): Promise<boolean> {
+  if (attempts.length === 0) return false;
   const units = attempts.map((a) => ({
     build: () => ({
       ops: [{ op: 'delete' as const, path: store.layout.cancel(worker, a.id, a.token), version: a.version ?? -1 }],
     }),
   }));
-  await store.executor.run(units, { receipt: false });
+  const results = await store.executor.run(units, { receipt: false });
+  return results.some((r, i) => !r.ok && attempts[i]?.version !== undefined && r.error instanceof BadVersionError);
 }
 
 // ---- the leader's side ----------------------------------------------------------

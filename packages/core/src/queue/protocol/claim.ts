@@ -147,12 +147,11 @@ export function tokenOfReply(results: readonly OpResult[] | undefined): number |
 /**
  * How many attempts of a job ended without a finish or a revocation before
  * the claim that got `token` on `pointer` (their workers died): the claims
- * of that pointer the record has not counted. A record still `active` (as
- * an older layout's claims left it) counts one more.
+ * of that pointer the record has not counted.
  */
 export function diedBefore(record: JobRecord, pointer: string, token: number): number {
   const counted = record.counted?.pointer === pointer ? record.counted.token : 0;
-  return Math.max(0, token - 1 - counted) + (record.state === 'active' ? 1 : 0);
+  return Math.max(0, token - 1 - counted);
 }
 
 /** The record as the attempt holding `token` on `pointer` sees it: active, its counts brought up to date. */

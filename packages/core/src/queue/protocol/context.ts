@@ -69,7 +69,7 @@ export interface ProtocolContext {
   destination(place: Place): Promise<Destination>;
   /** The children of `path`, or none when the node is gone. */
   children(path: string, watch?: Watcher): Promise<string[]>;
-  /** The job's record and version, or undefined when there is no such job. */
+  /** The job's record and version, or undefined when there is no such job; `active` while claimed. */
   getJob(id: string): Promise<StoredJob | undefined>;
   /** The claim node of an active job, or undefined. */
   getClaim(id: string): Promise<ClaimInfo | undefined>;

@@ -95,7 +95,8 @@ export class CancelWatch {
     if (mine.length === 0) return;
     const { requests, stale } = await readCancelRequests(this.store, this.opts.owner, mine);
     for (const r of requests) this.opts.cancel(r);
-    // acted on, or left by an earlier job of the same id (whose tokens this attempt repeats)
-    await dropCancelRequests(this.store, this.opts.owner, [...requests, ...stale]);
+    // acted on, or left by an earlier attempt on another pointer (whose tokens this attempt repeats);
+    // one of those rewritten meanwhile for this attempt is read again
+    if (await dropCancelRequests(this.store, this.opts.owner, [...requests, ...stale])) this.loop?.refresh();
   }
 }
