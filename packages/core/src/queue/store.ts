@@ -21,6 +21,7 @@ import { ID_BLOCK_SIZE, LAYOUT_VERSION, QueueLayout } from './layout.js';
 import { addedBuilt, addJobs, ENQUEUE_IN_FLIGHT, type EnqueueEntry, enqueueEvents } from './protocol/add.js';
 import { EnqueueBatch } from './protocol/add-batch.js';
 import type { Destination } from './protocol/builders.js';
+import { claimedView } from './protocol/claim.js';
 import { Containers } from './protocol/containers.js';
 import type { ClaimInfo, Place, ProtocolContext, StoredJob } from './protocol/context.js';
 import { type Built, type ProtocolOp, TxExecutor } from './protocol/executor.js';
@@ -245,7 +246,8 @@ export class QueueStore implements ProtocolContext {
 
   /**
    * The job's record and version, or undefined when there is no such job.
-   * A waiting job whose claim node is there reads `active` (read together).
+   * A waiting job whose claim node is there (read together) reads `active`,
+   * with the claim's start and worker and its attempt counted.
    */
   async getJob(id: string): Promise<StoredJob | undefined> {
     const path = this.layout.job(id);
@@ -258,8 +260,9 @@ export class QueueStore implements ProtocolContext {
       throw job.error;
     }
     const record = decodeRecord(job.data, path);
-    // a claim writes no record: a job is active while its claim node is there
-    if (claim.ok && record.state === 'waiting') record.state = 'active';
+    // a claim writes no record: a job is active while its claim node is there, since the claim's time
+    if (claim.ok && record.state === 'waiting')
+      return { record: claimedView(record, claim.data), version: job.stat.version };
     return { record, version: job.stat.version };
   }
 

@@ -182,10 +182,7 @@ export function moveOps(
  * alone. Its pointer stays.
  */
 export function rewriteOps(layout: QueueLayout, r: { id: string; version: number; record: Buffer }): ProtocolOp[] {
-  return [
-    { op: 'setData', path: layout.job(r.id), data: r.record, version: r.version },
-    ...unclaimedOps(layout, r.id),
-  ];
+  return [{ op: 'setData', path: layout.job(r.id), data: r.record, version: r.version }, ...unclaimedOps(layout, r.id)];
 }
 
 /** The event log node holding `events` (a JSON array), next in sequence. */

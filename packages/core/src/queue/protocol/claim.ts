@@ -10,10 +10,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import { BadVersionError, NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
+import type { OpResult } from '../../zk/types.js';
 import { PayloadTooLargeError } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
 import type { QueueLayout } from '../layout.js';
-import type { OpResult } from '../../zk/types.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { pauseCheckOp } from './builders.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
@@ -169,6 +169,24 @@ export function attemptRecord(
     processedBy: a.worker,
     counted: { pointer: a.pointer, token: a.token },
   };
+}
+
+/**
+ * A waiting record as seen while its claim node (`claim`, its data) is
+ * there: active, started when and by whom the claim says, its attempt
+ * counted (stalls before it are counted by the attempt, not here).
+ */
+export function claimedView(record: JobRecord, claim: Buffer): JobRecord {
+  let info: Partial<ClaimInfo> = {};
+  try {
+    info = JSON.parse(claim.toString()) as Partial<ClaimInfo>;
+  } catch {
+    // not a claim zkq wrote: active all the same
+  }
+  const view: JobRecord = { ...record, state: 'active', attemptsStarted: record.attemptsStarted + 1 };
+  if (typeof info.at === 'number') view.processedOn = info.at;
+  if (typeof info.worker === 'string') view.processedBy = info.worker;
+  return view;
 }
 
 /**

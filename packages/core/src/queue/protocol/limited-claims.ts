@@ -35,8 +35,8 @@
  */
 import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { opBytes } from '../../zk/session.js';
-import { pauseCheckOp, settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
 import type { OpResult } from '../../zk/types.js';
+import { pauseCheckOp, settingsCheckOp, type WindowWrite, windowOps } from './builders.js';
 import {
   type Candidate,
   type ClaimOptions,
@@ -274,7 +274,7 @@ class Group {
 
   constructor(
     private readonly store: ProtocolContext,
-    private readonly o: ClaimOptions,
+    o: ClaimOptions,
     private readonly admission: Admission & { kind: 'open' },
   ) {
     this.slots = [...(admission.slots ?? [])];

@@ -7,9 +7,10 @@
  * wins. Called by the Housekeeper.
  */
 import { performance } from 'node:perf_hooks';
+import { NoNodeError } from '../../zk/errors.js';
 import { LostJobError } from '../errors.js';
 import type { QueueLayout } from '../layout.js';
-import { encodeRecord, type JobRecord } from '../record.js';
+import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { attemptRecord } from './claim.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
@@ -63,7 +64,12 @@ export class LeaseObserver {
         }
         const lease = typeof info.lockDuration === 'number' ? info.lockDuration : Number.POSITIVE_INFINITY;
         if (now - seen.since >= lease && typeof info.pointer === 'string') {
-          out.push({ id, version, pointer: info.pointer, ...(typeof info.slot === 'string' ? { slot: info.slot } : {}) });
+          out.push({
+            id,
+            version,
+            pointer: info.pointer,
+            ...(typeof info.slot === 'string' ? { slot: info.slot } : {}),
+          });
         }
       }),
     );
@@ -91,7 +97,8 @@ export async function revokeClaims(
   const units = stale.map((s) => ({
     id: s.id,
     build: async () => {
-      const [stored, pointer] = await Promise.all([store.getJob(s.id), store.session.exists(s.pointer)]);
+      // the record as stored (getJob reads a claimed job as its attempt sees it)
+      const [stored, pointer] = await Promise.all([readRecord(store, s.id), store.session.exists(s.pointer)]);
       if (!stored || !pointer) throw new LostJobError(s.id); // finished, moved or gone: not this attempt
       const token = pointer.version;
       const attempt = attemptRecord(stored.record, {
@@ -121,6 +128,17 @@ export async function revokeClaims(
   }));
   const results = await store.executor.run(units, { fence, receipt: false });
   return stale.filter((_, i) => results[i]?.ok).map((s) => s.id);
+}
+
+async function readRecord(store: ProtocolContext, id: string) {
+  const path = store.layout.job(id);
+  try {
+    const { data, stat } = await store.session.getData(path);
+    return { record: decodeRecord(data, path), version: stat.version };
+  } catch (err) {
+    if (err instanceof NoNodeError) return undefined;
+    throw err;
+  }
 }
 
 /**
