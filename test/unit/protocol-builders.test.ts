@@ -33,6 +33,7 @@ import {
   removeOps,
   renewOps,
   revokeOps,
+  rewriteOps,
   settingsCheckOp,
   sortLanes,
   trimOps,
@@ -348,18 +349,48 @@ describe('builders', () => {
       { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
       pointerOp(layout, 'j', failed),
     ]);
+    // out of a ready lane: only while no claim is there (a claim writes no record to fence it by)
+    const waiting = `${READY_BUCKET}/qn-j-0000000004`;
+    assert.deepEqual(moveOps(layout, { id: 'j', version: 2, record: rec, from: waiting }, delayed), [
+      { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
+      { op: 'create', path: '/q/claims/j' },
+      { op: 'delete', path: '/q/claims/j' },
+      { op: 'delete', path: waiting },
+      pointerOp(layout, 'j', delayed),
+    ]);
   });
 
-  test('removeOps: record at the version read (when readable), then the pointer (when any)', () => {
+  test('rewriteOps: the record at the version read, only while no claim is there', () => {
+    assert.deepEqual(rewriteOps(layout, { id: 'j', version: 3, record: rec }), [
+      { op: 'setData', path: layout.job('j'), data: rec, version: 3 },
+      { op: 'create', path: '/q/claims/j' },
+      { op: 'delete', path: '/q/claims/j' },
+    ]);
+  });
+
+  test('removeOps: record at the version read (when readable), then the pointer (when any; a ready one while unclaimed)', () => {
     const pointer = `${READY_BUCKET}/qn-j-0000000004`;
+    const unclaimed = [
+      { op: 'create', path: '/q/claims/j' },
+      { op: 'delete', path: '/q/claims/j' },
+    ];
     assert.deepEqual(removeOps(layout, { id: 'j', version: 5, pointer }), [
       { op: 'delete', path: layout.job('j'), version: 5 },
+      ...unclaimed,
       { op: 'delete', path: pointer },
     ]);
     assert.deepEqual(removeOps(layout, { id: 'j', version: 0, pointer: undefined }), [
       { op: 'delete', path: layout.job('j'), version: 0 },
     ]);
-    assert.deepEqual(removeOps(layout, { id: 'j', version: undefined, pointer }), [{ op: 'delete', path: pointer }]);
+    assert.deepEqual(removeOps(layout, { id: 'j', version: undefined, pointer }), [
+      ...unclaimed,
+      { op: 'delete', path: pointer },
+    ]);
+    const delayedPointer = `${DELAYED_BUCKET}/${layout.delayedName(DUE, 'j')}`;
+    assert.deepEqual(removeOps(layout, { id: 'j', version: 5, pointer: delayedPointer }), [
+      { op: 'delete', path: layout.job('j'), version: 5 },
+      { op: 'delete', path: delayedPointer },
+    ]);
   });
 
   test('fillOp: a grow writes the set node at the version read, a check checks it (role trim); a touch writes it', () => {
@@ -450,6 +481,7 @@ function finish(outcome: Finish['outcome'], over: Partial<JobRecord> = {}, extra
       record: record(over),
       token: 3,
       version: 1,
+      pointerCzxid: 5,
       pointer: `${READY_BUCKET}/qn-j-0000000000`,
       claimedAt: 0,
       stalled: false,

@@ -15,6 +15,7 @@ import {
 } from '@zkq/core';
 import {
   advanceAfterClaim,
+  attemptKey,
   type ClaimedJob,
   type Finish,
   type FinishedKind,
@@ -97,7 +98,7 @@ export class Attempt {
         return this.parkWrite as Promise<boolean>;
       },
     });
-    this.job.token = String(claimed.token);
+    this.job.token = attemptKey(claimed);
   }
 
   get token(): number {

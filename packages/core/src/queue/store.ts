@@ -246,24 +246,28 @@ export class QueueStore implements ProtocolContext {
 
   /**
    * The job's record and version, or undefined when there is no such job.
-   * A waiting job whose claim node is there (read together) reads `active`,
+   * A waiting job whose claim node is there (read next) reads `active`,
    * with the claim's start and worker and its attempt counted.
    */
   async getJob(id: string): Promise<StoredJob | undefined> {
     const path = this.layout.job(id);
-    const [job, claim] = await this.session.readMulti([
-      { op: 'getData', path },
-      { op: 'getData', path: this.layout.claim(id) },
-    ] as const);
-    if (!job.ok) {
-      if (job.error instanceof NoNodeError) return undefined;
-      throw job.error;
+    let stored: StoredJob;
+    try {
+      const { data, stat } = await this.session.getData(path);
+      stored = { record: decodeRecord(data, path), version: stat.version };
+    } catch (err) {
+      if (err instanceof NoNodeError) return undefined;
+      throw err;
     }
-    const record = decodeRecord(job.data, path);
-    // a claim writes no record: a job is active while its claim node is there, since the claim's time
-    if (claim.ok && record.state === 'waiting')
-      return { record: claimedView(record, claim.data), version: job.stat.version };
-    return { record, version: job.stat.version };
+    if (stored.record.state !== 'waiting') return stored;
+    // a claim writes no record: a waiting job is active while its claim node is there, since the claim's time
+    try {
+      const { data } = await this.session.getData(this.layout.claim(id));
+      return { record: claimedView(stored.record, data), version: stored.version };
+    } catch (err) {
+      if (err instanceof NoNodeError) return stored;
+      throw err;
+    }
   }
 
   /** The claim node of an active job (owner, lease, progress), or undefined. */

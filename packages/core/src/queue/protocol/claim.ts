@@ -42,6 +42,8 @@ export interface ClaimedJob {
   bytes?: Buffer;
   /** The attempt's fencing token: the ready pointer's data version its claim gave it. */
   token: number;
+  /** The ready pointer's czxid: with the token, names the attempt among all of the job's (`attemptKey`). */
+  pointerCzxid: number;
   /** The record's data version, read after the claim (a claimed job's record is not edited by others). */
   version: number;
   pointer: string;
@@ -130,18 +132,33 @@ export function preparedClaimOps(
   return claimOps(store.layout, { id: c.candidate.id, pointer: c.candidate.pointer, claim, slot: limits.slot });
 }
 
-/** A claim that committed: its token, from the pointer's version in the reply (undefined: settled by a receipt). */
+/** The ready pointer as a claim's reply gives it: its version (the token) and czxid (which pointer it is). */
+export interface PointerStat {
+  version: number;
+  czxid: number;
+}
+
+/** A claim that committed: its pointer's stat from the reply (undefined: settled by a receipt). */
 export interface CommittedClaim {
   claim: PreparedClaim;
-  token: number | undefined;
+  token: PointerStat | undefined;
   slot?: string | undefined;
   window?: string | undefined;
 }
 
-/** The token a claim's reply gives: the ready pointer's new version (claimOps' second op). */
-export function tokenOfReply(results: readonly OpResult[] | undefined): number | undefined {
+/** The token a claim's reply gives: the ready pointer's new version, with its czxid (claimOps' second op). */
+export function tokenOfReply(results: readonly OpResult[] | undefined): PointerStat | undefined {
   const r = results?.[1];
-  return r?.op === 'setData' ? r.stat.version : undefined;
+  return r?.op === 'setData' ? { version: r.stat.version, czxid: r.stat.czxid } : undefined;
+}
+
+/**
+ * A string naming one attempt, never repeated for any attempt of any job:
+ * the token (its pointer's version) with its pointer's czxid, since a job's
+ * next pointer counts its versions from 0 again. The Job's `token`.
+ */
+export function attemptKey(job: Pick<ClaimedJob, 'token' | 'pointerCzxid'>): string {
+  return `${job.pointerCzxid.toString(36)}.${job.token}`;
 }
 
 /**
@@ -214,7 +231,7 @@ export async function settleClaims(
       );
       unknown.forEach((c, j) => {
         const r = stats[j];
-        if (r?.ok) c.token = r.stat.version;
+        if (r?.ok) c.token = { version: r.stat.version, czxid: r.stat.czxid };
       });
     }
     const replies = await session.readMulti(
@@ -251,17 +268,19 @@ export async function settleClaims(
         result.skipped.push({ candidate, stale: reply.stat.version });
         return;
       }
+      const { version: token, czxid: pointerCzxid } = c.token;
       const updated = attemptRecord(record, {
         pointer: candidate.pointer,
-        token: c.token,
+        token,
         at: c.claim.at,
         worker: c.claim.claim.worker,
       });
-      const died = diedBefore(record, candidate.pointer, c.token);
+      const died = diedBefore(record, candidate.pointer, token);
       const job: ClaimedJob = {
         record: updated,
         bytes: encodeRecord(updated),
-        token: c.token,
+        token,
+        pointerCzxid,
         version: reply.stat.version,
         pointer: candidate.pointer,
         claimedAt,
