@@ -7,8 +7,8 @@
  *   meta                              {"layout":2,"paused":bool}; data watch = pause flag;
  *                                     every claim transaction checks the version its flag
  *                                     was read unset at, so a pause fails claims on their way
- *   jobs/<shard>/<jobId>              the job record (JSON). Its data version is the
- *                                     fencing token of the current attempt. 256 shards
+ *   jobs/<shard>/<jobId>              the job record (JSON), not written by a claim: an
+ *                                     attempt writes it once, at its finish. 256 shards
  *                                     (2 hex digits of a hash of the id) keep every
  *                                     listing small; a custom jobId that exists already
  *                                     makes the create fail atomically (de-duplication).
@@ -23,9 +23,12 @@
  *                                     `l` (lifo, newest first), then `p-<10 digits>`
  *                                     (priority 0 = none first, then 1, 2, ...). A pointer
  *                                     stays while its job is active, so a crashed worker's
- *                                     job is found again. Empty lanes are removed.
- *   claims/<jobId>                    EPHEMERAL, one per active job: owner, token, lease
- *                                     duration, progress. Its data version counts renewals.
+ *                                     job is found again. Empty lanes are removed. Its data
+ *                                     (empty) is written blind by each claim: its version
+ *                                     is the fencing token of the current attempt.
+ *   claims/<jobId>                    EPHEMERAL, one per active job: owner, its ready pointer,
+ *                                     start, lease duration, progress (renewals add the
+ *                                     token). Its data version counts renewals.
  *   delayed/d-<day>/h-<hour>/b-<bucket>/<due>-<jobId>
  *                                     jobs waiting for a time (delay, retry backoff)
  *   completed/b-<bucket>/c-<jobId>-<seq>   retained completed jobs, in completion order
@@ -127,8 +130,8 @@
  *                                     cancel requests (see protocol/cancels.ts), created on first
  *                                     use, under the worker named in the job's claim (URI-encoded),
  *                                     so only that worker is woken; one per attempt (its token):
- *                                     {"reason"?,"at"}. Created only while the claim exists and the
- *                                     record is at the token (checked in the same transaction);
+ *                                     {"reason"?,"at","pointer"}. Created only while the claim exists
+ *                                     and the pointer is at the token (checked in the same transaction);
  *                                     deleted by the worker that acts on it, or by the leader once
  *                                     that attempt is over. The leader removes empty worker directories
  * ```
