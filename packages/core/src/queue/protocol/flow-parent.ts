@@ -28,7 +28,7 @@ import type { QueueEventRecord } from '../events.js';
 import { type ChildKey, type DepKind, encodeQueueName } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { moveOps } from './builders.js';
-import { PLAIN_LANE } from './claim.js';
+import { claimedView, PLAIN_LANE } from './claim.js';
 import type { ProtocolContext, StoredJob } from './context.js';
 import type { Built, ProtocolOp } from './executor.js';
 
@@ -81,10 +81,11 @@ export async function readParent(store: ProtocolContext, link: ChildKey, child?:
   const reads = [
     { op: 'getData' as const, path: layout.deps(link.id) },
     { op: 'getData' as const, path: layout.job(link.id) },
+    { op: 'getData' as const, path: layout.claim(link.id) },
     ...where.map((path) => ({ op: 'getData' as const, path })),
   ];
-  const [deps, rec, ...entry] = await store.session.readMulti(reads);
-  const failedRead = [deps, rec, ...entry].find((r) => r && !r.ok && !(r.error instanceof NoNodeError));
+  const [deps, rec, claim, ...entry] = await store.session.readMulti(reads);
+  const failedRead = [deps, rec, claim, ...entry].find((r) => r && !r.ok && !(r.error instanceof NoNodeError));
   if (failedRead && !failedRead.ok) throw failedRead.error;
   // records are created only by adds, with their node or before it: one older than the record is not its own
   const stale = deps?.ok === true && rec?.ok === true && deps.stat.czxid < rec.stat.czxid;
@@ -95,9 +96,17 @@ export async function readParent(store: ProtocolContext, link: ChildKey, child?:
       deps?.ok && !stale
         ? { node: JSON.parse(deps.data.toString()) as DepsNode, version: deps.stat.version }
         : undefined,
-    parent: rec?.ok ? { record: decodeRecord(rec.data, layout.job(link.id)), version: rec.stat.version } : undefined,
+    parent: rec?.ok
+      ? { record: parentRecord(rec.data, layout.job(link.id), claim), version: rec.stat.version }
+      : undefined,
     pending: where.find((_, i) => entry[i]?.ok === true),
   };
+}
+
+/** The parent's record as read, `active` while its claim node is there (a claim writes no record). */
+function parentRecord(data: Buffer, path: string, claim: { ok: boolean; data?: Buffer } | undefined): JobRecord {
+  const record = decodeRecord(data, path);
+  return claim?.ok && claim.data && record.state === 'waiting' ? claimedView(record, claim.data) : record;
 }
 
 /**

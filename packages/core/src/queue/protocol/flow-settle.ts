@@ -9,6 +9,7 @@
 import { FailedChildrenError, NoPendingChildrenError } from '../errors.js';
 import type { ChildKey, DepKind } from '../layout.js';
 import { encodeRecord, type JobRecord } from '../record.js';
+import { unclaimedOps } from './builders.js';
 import type { ProtocolContext } from './context.js';
 import type { Built, ProtocolOp } from './executor.js';
 import {
@@ -99,6 +100,9 @@ export async function settleChildOps(
     // not running yet: it fails at its claim (an active parent finds `failed` when it parks)
     const record = encodeRecord({ ...parent.record, deferredFailure: failed });
     ops.push({ op: 'setData', path: ps.layout.job(link.id), data: record, version: parent.version, role: 'reread' });
+    // only while no claim is there: a parent claimed since the read is built again, as running
+    const [create, drop] = unclaimedOps(ps.layout, link.id) as [ProtocolOp, ProtocolOp];
+    ops.push({ ...create, role: 'reread' }, drop);
   }
   return { ops };
 }

@@ -126,7 +126,9 @@ export async function logEvents(store: ProtocolContext, events: QueueEventRecord
 /**
  * A move that deletes a job (when its record is readable, at the version
  * read) and its pointer; `also`: ops of the same removal (the delete of the
- * job's deduplication key, at the version read).
+ * job's deduplication key, at the version read); `first`: ops before them
+ * all (the delete of a claim whose lease ran out, before the check that no
+ * claim is there).
  */
 export function removal(
   store: ProtocolContext,
@@ -135,7 +137,8 @@ export function removal(
   also: ProtocolOp[] = [],
   /** The removal releases a parent into waiting in this queue. */
   wakes = false,
+  first: ProtocolOp[] = [],
 ): Move {
-  const ops = [...removeOps(store.layout, r), ...also];
+  const ops = [...first, ...removeOps(store.layout, r), ...also];
   return { id: r.id, build: () => ({ ops, events, wakes }) };
 }

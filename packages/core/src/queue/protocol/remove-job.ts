@@ -44,7 +44,7 @@ export async function removeJob(store: ProtocolContext, id: string): Promise<boo
       if (claim && !claim.ranOut) {
         throw new JobStateError(id, 'is active (claimed by a worker) and cannot be removed');
       }
-      // a claim whose lease ran out goes with the job (its worker's late writes fail on the record)
+      // a claim whose lease ran out goes first, with the job (its worker's late writes fail on the pointer)
       const unclaim: ProtocolOp[] = claim
         ? [
             { op: 'delete', path: layout.claim(id), version: claim.version },
@@ -62,8 +62,9 @@ export async function removeJob(store: ProtocolContext, id: string): Promise<boo
         store,
         { id, version: stored.version, pointer },
         [...events, ...(detach?.events ?? [])],
-        [...release, ...drop, ...(detach?.ops ?? []), ...unclaim],
+        [...release, ...drop, ...(detach?.ops ?? [])],
         detach?.wakes === true,
+        unclaim,
       );
       return { answer: true, unit: move };
     },
