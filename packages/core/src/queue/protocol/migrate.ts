@@ -55,6 +55,8 @@ export interface MigrateOptions {
   wait?: boolean;
   /** Longest wait with `wait`, ms (default DEFAULT_MIGRATE_TIMEOUT_MS). */
   timeoutMs?: number;
+  /** Called each time `wait` finds workers registered or jobs claimed, with how many, before it waits. */
+  onWaiting?: (workers: number, claims: number) => void;
   /** Ready pointers per read of records (default READ_CHUNK). */
   batch?: number;
   /**
@@ -121,6 +123,7 @@ async function whenQuiet(store: ProtocolContext, opts: MigrateOptions, deadline:
       return { workers: w?.cversion ?? 0, claims: c?.cversion ?? 0 };
     }
     if (!wait) throw new MigrationRefusedError(store.queue, workers.length, claims.length);
+    opts.onWaiting?.(workers.length, claims.length);
     const left = deadline - Date.now();
     if (left <= 0) throw waitTimeout(store.queue, workers.length, claims.length, timeoutMs);
     let timer: NodeJS.Timeout | undefined;
