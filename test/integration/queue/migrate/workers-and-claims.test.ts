@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { MigrationRefusedError, type Session, TimeoutError } from '@zkq/core';
 import { migrateQueue, QueueLayout, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
-import { layoutOf, setLayout2 } from '../../../helpers/layout-2.js';
+import { layoutOf, leaveActive, setLayout2 } from '../../../helpers/layout-2.js';
 import { queueEnv } from '../../../helpers/queue.js';
 import { expire, waitFor } from '../../../helpers/zk.js';
 import { prefixSession } from '../../../helpers/znodes.js';
@@ -86,4 +86,39 @@ test('a paused queue stays paused once migrated', async (t) => {
   await session.setData(layout.meta, Buffer.from(JSON.stringify({ layout: 2, paused: true })));
   await migrateQueue(new QueueStore(session, 'flag'));
   assert.deepEqual(JSON.parse((await session.getData(layout.meta)).data.toString()), { layout: 3, paused: true });
+});
+
+test('a claim made and gone while the records are walked makes it walk again; one that stays refuses it', async (t) => {
+  const env = await queueEnv(t);
+  const session = (await prefixSession(t as never, env)) as Session;
+  const maker = new Queue('racing', env);
+  const jobs = await maker.addBulk(Array.from({ length: 4 }, (_, n) => ({ name: 'a', data: { n } })));
+  await maker.close();
+  await leaveActive(session, 'racing', [jobs[0]!.id]);
+  await setLayout2(session, 'racing');
+  const layout = new QueueLayout('racing');
+  const other = (await prefixSession(t as never, env)) as Session;
+
+  // a layout-2 worker, started meanwhile, claims a job and finishes it during the walk
+  let walks = 0;
+  const came = await migrateQueue(new QueueStore(session, 'racing'), {
+    onProgress: async () => {
+      if (++walks > 1) return;
+      await other.create(layout.claim(jobs[1]!.id), Buffer.from('{}'), 'ephemeral');
+      await other.delete(layout.claim(jobs[1]!.id));
+    },
+  });
+  assert.deepEqual(came, { from: 2, to: 3, jobsFixed: 1 });
+  assert.equal(walks, 2, 'walked again');
+
+  // one that stays: refused, nothing more written
+  await setLayout2(session, 'racing');
+  await leaveActive(session, 'racing', [jobs[2]!.id]);
+  await assert.rejects(
+    migrateQueue(new QueueStore(session, 'racing'), {
+      onProgress: () => other.create(layout.claim(jobs[3]!.id), Buffer.from('{}'), 'ephemeral').then(() => undefined),
+    }),
+    (err) => err instanceof MigrationRefusedError && err.claims === 1,
+  );
+  assert.equal(await layoutOf(session, 'racing'), 2);
 });

@@ -60,7 +60,7 @@ export interface MigrateOptions {
   /** Ready pointers per read of records (default READ_CHUNK). */
   batch?: number;
   /**
-   * Called after each batch of records is fixed, with the ids fixed so far:
+   * Called after each batch of ready pointers is walked, with the ids fixed so far:
    * what a caller reports as progress (a throw from it stops the migration
    * where it is, as a crash would).
    */
@@ -164,32 +164,33 @@ async function fixDeadAttempts(
       chunk.map((l) => l.id),
     );
     const active = reads.filter((r) => r.stored?.record.state === 'active').map((r) => r.id);
-    if (active.length === 0) continue;
-    const done = await store.executor.runPlannedBatch(
-      active,
-      async (ids, attempt) => {
-        // the first plan writes at the versions just read; a conflict reads again
-        const now = attempt === 1 ? reads.filter((r) => ids.includes(r.id)) : await readJobsTogether(store, ids);
-        return now.map((r) => {
-          const stored = r.stored;
-          if (stored?.record.state !== 'active') return { answer: false };
-          const record = encodeRecord(deadAttemptFixed(stored.record));
-          const ops = rewriteOps(layout, { id: r.id, version: stored.version, record });
-          return { answer: true, unit: { build: () => ({ ops }) } };
-        });
-      },
-      {
-        // a claim made since the queue was seen quiet: a worker runs on it after all
-        onFailure: async (error, op) => {
-          if (!(error instanceof NodeExistsError) || op?.path.startsWith(`${layout.claimsDir}/`) !== true) {
-            return undefined;
-          }
-          const [workers, claims] = await blockers(store);
-          throw new MigrationRefusedError(store.queue, workers.length, Math.max(1, claims.length));
+    if (active.length > 0) {
+      const done = await store.executor.runPlannedBatch(
+        active,
+        async (ids, attempt) => {
+          // the first plan writes at the versions just read; a conflict reads again
+          const now = attempt === 1 ? reads.filter((r) => ids.includes(r.id)) : await readJobsTogether(store, ids);
+          return now.map((r) => {
+            const stored = r.stored;
+            if (stored?.record.state !== 'active') return { answer: false };
+            const record = encodeRecord(deadAttemptFixed(stored.record));
+            const ops = rewriteOps(layout, { id: r.id, version: stored.version, record });
+            return { answer: true, unit: { build: () => ({ ops }) } };
+          });
         },
-      },
-    );
-    fixed.push(...active.filter((_, k) => done[k]));
+        {
+          // a claim made since the queue was seen quiet: a worker runs on it after all
+          onFailure: async (error, op) => {
+            if (!(error instanceof NodeExistsError) || op?.path.startsWith(`${layout.claimsDir}/`) !== true) {
+              return undefined;
+            }
+            const [workers, claims] = await blockers(store);
+            throw new MigrationRefusedError(store.queue, workers.length, Math.max(1, claims.length));
+          },
+        },
+      );
+      fixed.push(...active.filter((_, k) => done[k]));
+    }
     await opts.onProgress?.([...before, ...fixed]);
   }
   return fixed;
