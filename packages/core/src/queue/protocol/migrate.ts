@@ -107,36 +107,42 @@ async function blockers(store: ProtocolContext, watch?: (e: WatchEvent) => void)
   return Promise.all([store.children(store.layout.workersDir, watch), store.children(store.layout.claimsDir, watch)]);
 }
 
-/** Resolves once no worker is registered and no job claimed (refuses at once without `wait`). */
+/**
+ * Resolves once no worker is registered and no job claimed (refuses at once
+ * without `wait`). Each directory's count and child version come from one
+ * stat, so a claim made and gone before it moved the version the walk is
+ * judged against.
+ */
 async function whenQuiet(store: ProtocolContext, opts: MigrateOptions, deadline: number): Promise<Quiet> {
   const { session, layout } = store;
-  const wait = opts.wait === true;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_MIGRATE_TIMEOUT_MS;
   for (;;) {
+    const [w, c] = await Promise.all([session.exists(layout.workersDir), session.exists(layout.claimsDir)]);
+    const workers = w?.numChildren ?? 0;
+    const claims = c?.numChildren ?? 0;
+    if (workers === 0 && claims === 0) return { workers: w?.cversion ?? 0, claims: c?.cversion ?? 0 };
+    if (opts.wait !== true) throw new MigrationRefusedError(store.queue, workers, claims);
     let changed!: () => void;
-    const change = new Promise<void>((resolve) => {
-      changed = resolve;
+    const change = new Promise<boolean>((resolve) => {
+      changed = () => resolve(false);
     });
-    const [workers, claims] = await blockers(store, wait ? () => changed() : undefined);
-    if (workers.length === 0 && claims.length === 0) {
-      const [w, c] = await Promise.all([session.exists(layout.workersDir), session.exists(layout.claimsDir)]);
-      return { workers: w?.cversion ?? 0, claims: c?.cversion ?? 0 };
-    }
-    if (!wait) throw new MigrationRefusedError(store.queue, workers.length, claims.length);
-    opts.onWaiting?.(workers.length, claims.length);
+    // watched listings: a change after the stats above fires them, or shows in them
+    const [now, held] = await blockers(store, () => changed());
+    if (now.length === 0 && held.length === 0) continue;
+    opts.onWaiting?.(now.length, held.length);
     const left = deadline - Date.now();
-    if (left <= 0) throw waitTimeout(store.queue, workers.length, claims.length, timeoutMs);
+    if (left <= 0) throw waitTimeout(store.queue, now.length, held.length, timeoutMs);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
-      change.then(() => false),
+      change,
       new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(true), left);
       }),
     ]);
     clearTimeout(timer);
     if (timedOut) {
-      const [w, c] = await blockers(store);
-      if (w.length > 0 || c.length > 0) throw waitTimeout(store.queue, w.length, c.length, timeoutMs);
+      const [a, b] = await blockers(store);
+      if (a.length > 0 || b.length > 0) throw waitTimeout(store.queue, a.length, b.length, timeoutMs);
     }
   }
 }
