@@ -6,13 +6,17 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { createZooKeeperBackend } from '@zkq/bullmq';
 import { LayoutVersionError, type Session } from '@zkq/core';
 import { LAYOUT_VERSION, migrateQueue, QueueLayout, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
+import { withBackend } from 'bullmq';
 import { layoutOf, setLayout2 } from '../../../helpers/layout-2.js';
 import { queueEnv } from '../../../helpers/queue.js';
 import { prefixSession } from '../../../helpers/znodes.js';
+
+const Bull = withBackend(createZooKeeperBackend);
 
 const MIGRATE_MESSAGE =
   "queue 'old' has znode layout 2, this zkq needs layout 3: run `zkq migrate old` (no layout-2 worker may run on it)";
@@ -25,7 +29,7 @@ function isLayout2Refusal(err: unknown): boolean {
   return true;
 }
 
-test('a queue of layout 2 is refused by Queue, Worker and a reader, naming zkq migrate; nothing is written', async (t) => {
+test("a queue of layout 2 is refused by Queue, Worker, a reader and BullMQ's Queue, naming zkq migrate; nothing is written", async (t) => {
   const env = await queueEnv(t);
   const session = (await prefixSession(t, env)) as Session;
   const maker = new Queue('old', env);
@@ -44,6 +48,11 @@ test('a queue of layout 2 is refused by Queue, Worker and a reader, naming zkq m
   await assert.rejects(worker.run(), isLayout2Refusal);
 
   await assert.rejects(new QueueStore(session, 'old').attach(), isLayout2Refusal);
+  const bull = new Bull.Queue('old', { connection: { ...env.connection, namespace: env.prefix } });
+  t.after(() => bull.close());
+  const emitted: unknown[] = [];
+  bull.on('error', (err) => emitted.push(err));
+  await assert.rejects(bull.add('b', {}), isLayout2Refusal);
   const after = await session.getData(new QueueLayout('old').meta);
   assert.equal(after.stat.version, meta.stat.version, 'meta untouched');
   assert.deepEqual(await session.getChildren(new QueueLayout('old').workersDir), [], 'no worker registered');
