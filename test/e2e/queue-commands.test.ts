@@ -228,6 +228,7 @@ const WRITES = [
   ['clean', 'typo', '--grace', '0'],
   ['drain', 'typo'],
   ['obliterate', 'typo', '--yes'],
+  ['migrate', 'typo'],
   ['cancel', 'typo', '1'],
 ];
 

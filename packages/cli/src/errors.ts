@@ -19,7 +19,7 @@ export const EXIT = {
   NOT_FOUND: 5,
   /** The installed library does not support the command yet. */
   NOT_SUPPORTED: 6,
-  /** A wait (barrier, lock, add --wait) ran past its --timeout. */
+  /** A wait (barrier, lock, add --wait, migrate --wait) ran past its --timeout. */
   TIMEOUT: 7,
   /** The queue does not exist; nothing was created (every command on a queue but add, add-bulk, worker, and pause/resume --create). */
   QUEUE_NOT_FOUND: 8,

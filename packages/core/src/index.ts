@@ -56,6 +56,7 @@ export {
   type MetricsKind,
   type MetricsOptions,
   MetricsTime,
+  MigrationRefusedError,
   MissingParentError,
   NoPendingChildrenError,
   type ObliterateOptions,

@@ -1,6 +1,7 @@
 /**
  * Queue administration: pause, resume, retry, promote, clean, drain,
- * remove, obliterate. Each acts on a queue that exists (its `meta` node, see
+ * remove, obliterate, migrate (a queue of layout 2 to layout 3, through a
+ * raw session: a Queue refuses to open it). Each acts on a queue that exists (its `meta` node, see
  * the layout) and creates nothing otherwise: a typo is QueueNotFoundError
  * (exit 8), as for the commands that only read. `pause` and `resume` take
  * `--create`, to set the flag of a queue before its first job. Commands
@@ -8,9 +9,16 @@
  * NotSupportedError (exit 6) before touching anything.
  */
 import { createInterface } from 'node:readline/promises';
+import {
+  DEFAULT_MIGRATE_TIMEOUT_MS,
+  LAYOUT_VERSION,
+  migrateQueue,
+  migrationBlockers,
+  QueueStore,
+} from '@zkq/core/internal';
 import type { Job, JobType, Queue } from '@zkq/producer';
 import type { ArgumentsCamelCase, Argv } from 'yargs';
-import { type GlobalArgs, integer, withQueue, zooKeeperOptions } from '../context.js';
+import { type GlobalArgs, integer, positive, withQueue, withSession, zooKeeperOptions } from '../context.js';
 import { CliError, EXIT, NotSupportedError, UsageError } from '../errors.js';
 import { plural, printJson, println } from '../output.js';
 import { assertQueueExists } from '../reader.js';
@@ -256,6 +264,51 @@ export function registerAdminCommands(y: Argv<GlobalArgs>): Argv<GlobalArgs> {
           if (!argv.yes) await confirm(queue, argv);
           await obliterate({ force: argv.force });
           report(argv, { queue: argv.queue, obliterated: true }, `obliterated ${argv.queue}`);
+        });
+      },
+    )
+    .command(
+      'migrate <queue>',
+      'Move a queue of an earlier zkq (znode layout 2) to this one (layout 3), once its workers are stopped',
+      (b) =>
+        zooKeeperOptions(b.positional('queue', queueArg))
+          .option('wait', {
+            type: 'boolean',
+            default: false,
+            describe: 'Wait for registered workers and claimed jobs to go (else refuse while there are any)',
+          })
+          .option('timeout', {
+            type: 'number',
+            default: DEFAULT_MIGRATE_TIMEOUT_MS,
+            describe: 'With --wait: give up after this many ms (exit 7)',
+          })
+          .option('json', jsonOpt)
+          .example('$0 migrate emails', 'Migrate emails, its workers stopped')
+          .example('$0 migrate emails --wait --timeout 120000', 'Migrate emails once its workers are gone'),
+      async (argv) => {
+        positive(argv.timeout, '--timeout');
+        await assertQueueExists(argv, argv.queue);
+        await withSession(argv, async (session) => {
+          const result = await migrateQueue(new QueueStore(session, argv.queue), {
+            wait: argv.wait,
+            timeoutMs: argv.timeout,
+            onWaiting: (workers, claims) =>
+              process.stderr.write(`zkq: waiting for ${migrationBlockers(workers, claims)} to go\n`),
+          });
+          if (result === 'current') {
+            report(
+              argv,
+              { queue: argv.queue, layout: LAYOUT_VERSION, migrated: false },
+              `${argv.queue} has layout ${LAYOUT_VERSION} already: nothing to migrate`,
+            );
+            return;
+          }
+          report(
+            argv,
+            { queue: argv.queue, migrated: true, ...result },
+            `migrated ${argv.queue} from layout ${result.from} to layout ${result.to}` +
+              ` (${plural(result.jobsFixed, 'job')} of dead attempts back to waiting, a stall counted)`,
+          );
         });
       },
     );

@@ -115,7 +115,11 @@ export class JobStateError extends ZkqError {
   }
 }
 
-/** The queue's znodes were laid out by another version of zkq; nothing was written. */
+/**
+ * The queue's znodes were laid out by another version of zkq; nothing was
+ * written. A queue of layout 2 is moved to layout 3 by `zkq migrate <queue>`
+ * (the message says so); any other layout must be drained by the zkq that made it.
+ */
 export class LayoutVersionError extends ZkqError {
   constructor(
     readonly queue: string,
@@ -123,9 +127,38 @@ export class LayoutVersionError extends ZkqError {
   ) {
     super(
       'ZKQ_LAYOUT_VERSION',
-      `queue '${queue}' has znode layout ${JSON.stringify(found)}, this zkq needs layout 2: drain it with the zkq that made it, or obliterate it`,
+      found === 2
+        ? `queue '${queue}' has znode layout 2, this zkq needs layout 3: run \`zkq migrate ${queue}\` (no layout-2 worker may run on it)`
+        : `queue '${queue}' has znode layout ${JSON.stringify(found)}, this zkq needs layout 3: drain it with the zkq that made it, or obliterate it`,
     );
   }
+}
+
+/**
+ * `zkq migrate` (migrateQueue) would not move the queue to layout 3 now:
+ * workers are registered on it or jobs are claimed (a layout-2 worker may
+ * still write them). Nothing was written; `workers` and `claims` say how many
+ * were there.
+ */
+export class MigrationRefusedError extends ZkqError {
+  constructor(
+    readonly queue: string,
+    readonly workers: number,
+    readonly claims: number,
+  ) {
+    super(
+      'ZKQ_MIGRATION_REFUSED',
+      `queue '${queue}' was not migrated: ${migrationBlockers(workers, claims)} (stop its workers first, or let the migration wait for them)`,
+    );
+  }
+}
+
+/** What keeps a migration from starting, in words: `2 workers registered and 1 job claimed`. */
+export function migrationBlockers(workers: number, claims: number): string {
+  const parts: string[] = [];
+  if (workers > 0) parts.push(`${workers} worker${workers === 1 ? '' : 's'} registered`);
+  if (claims > 0) parts.push(`${claims} job${claims === 1 ? '' : 's'} claimed`);
+  return parts.join(' and ');
 }
 
 /** A job names a parent (`opts.parent`) that does not exist; nothing was written. */

@@ -4,7 +4,7 @@
  * ```
  * /<prefix, default zkq>/<queue>/     the queue's name, percent-encoded outside A-Z a-z 0-9 . _ -
  *                                     (encodeQueueName), here and in dependency entries
- *   meta                              {"layout":2,"paused":bool}; data watch = pause flag;
+ *   meta                              {"layout":3,"paused":bool}; data watch = pause flag;
  *                                     every claim transaction checks the version its flag
  *                                     was read unset at, so a pause fails claims on their way
  *   jobs/<shard>/<jobId>              the job record (JSON), not written by a claim: an

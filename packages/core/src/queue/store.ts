@@ -26,7 +26,7 @@ import { Containers } from './protocol/containers.js';
 import type { ClaimInfo, Place, ProtocolContext, StoredJob } from './protocol/context.js';
 import { type Built, type ProtocolOp, TxExecutor } from './protocol/executor.js';
 import { takeIds } from './protocol/ids.js';
-import { metaData, writePaused } from './protocol/pause.js';
+import { metaData, readMeta, writePaused } from './protocol/pause.js';
 import { publishEvents } from './protocol/publish.js';
 import { serverTime } from './protocol/server-time.js';
 import { registerWorker } from './protocol/worker-registration.js';
@@ -130,13 +130,9 @@ export class QueueStore implements ProtocolContext {
     return true;
   }
 
+  /** Refuses a queue of another layout (`zkq migrate` reads `meta` itself: protocol/migrate.ts). */
   private checkLayout(data: Buffer): void {
-    let layout: unknown;
-    try {
-      layout = (JSON.parse(data.toString()) as { layout?: unknown }).layout;
-    } catch {
-      layout = undefined;
-    }
+    const { layout } = readMeta(data);
     if (layout !== LAYOUT_VERSION) throw new LayoutVersionError(this.queue, layout);
   }
 

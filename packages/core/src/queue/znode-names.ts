@@ -13,8 +13,14 @@ export const JOB_SHARDS = 256;
 export const DELAY_WINDOW_MS = 3_600_000;
 /** Width of the day directory that groups hour containers, ms. */
 export const DELAY_DAY_MS = 86_400_000;
-/** Format of the znode layout (meta's `layout`); a queue of another format is refused. */
-export const LAYOUT_VERSION = 2;
+/**
+ * Format of the znode layout (meta's `layout`); a queue of another format is
+ * refused. 3: a claim's token is its ready pointer's version (2: the record's);
+ * `zkq migrate` (protocol/migrate.ts) moves a queue from 2 to 3.
+ */
+export const LAYOUT_VERSION = 3;
+/** The layout `zkq migrate` moves a queue from. */
+export const PREVIOUS_LAYOUT_VERSION = 2;
 /** Largest block of ids one write of the `ids` counter hands out (blocks grow with demand up to it). */
 export const ID_BLOCK_SIZE = 1000;
 /** Lane of jobs added with `lifo: true`. */

@@ -36,6 +36,7 @@
  *                        time (a write to the clock node).
  * - `ids.ts`             a block of job ids off the queue's counter;
  *                        `worker-registration.ts` a live worker's node.
+ * - `migrate.ts`         a queue of layout 2 moved to layout 3 (`zkq migrate`).
  *
  * An attempt (JobSource, the Worker's renewer and Finisher, the leader)
  * - `head.ts`            the head scan a worker claims from (JobSource).
@@ -127,6 +128,7 @@ export * from './lease.js';
 export * from './limited-claims.js';
 export * from './limits.js';
 export * from './logs.js';
+export * from './migrate.js';
 export * from './moves.js';
 export * from './promote-due.js';
 export * from './quarantine.js';

@@ -12,6 +12,16 @@ export function metaData(paused: boolean): Buffer {
   return Buffer.from(JSON.stringify({ layout: LAYOUT_VERSION, paused }));
 }
 
+/** What `meta` says: its layout (undefined when unreadable) and pause flag. */
+export function readMeta(data: Buffer): { layout: unknown; paused: boolean } {
+  try {
+    const meta = JSON.parse(data.toString()) as { layout?: unknown; paused?: unknown } | null;
+    return { layout: meta?.layout, paused: meta?.paused === true };
+  } catch {
+    return { layout: undefined, paused: false };
+  }
+}
+
 /** Sets or clears the pause flag. */
 export async function writePaused(ctx: Pick<ProtocolContext, 'session' | 'layout'>, paused: boolean): Promise<void> {
   await ctx.session.setData(ctx.layout.meta, metaData(paused));
