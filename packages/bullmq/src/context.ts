@@ -264,22 +264,34 @@ export class BackendContext {
    */
   startHousekeeping(): Promise<void> {
     if (!this.housekeeping) {
-      this.housekeeping = this.housekeep();
-      this.housekeeping.catch(() => {
-        this.housekeeping = undefined; // tried again by the next claim
+      const starting = this.housekeep();
+      this.housekeeping = starting;
+      starting.catch(() => {
+        if (this.housekeeping === starting) this.housekeeping = undefined; // tried again by the next claim
       });
     }
     return this.housekeeping;
   }
 
+  /**
+   * One call at a time (startHousekeeping). A housekeeper whose start failed
+   * (the session suspended or lost meanwhile) is closed and forgotten, so
+   * the next call starts a new one: kept, it would never join the election.
+   */
   private async housekeep(): Promise<void> {
     const store = await this.store();
     if (!this.housekeeper) {
       const hk = new Housekeeper(store, this.workerId, this.opts.stalledInterval ?? DEFAULT_STALLED_INTERVAL_MS);
-      this.housekeeper = hk;
+      this.housekeeper = hk; // set while it starts, so that close() stops it
       hk.on('stalled', (id) => this.noteStalled(id));
       hk.on('error', this.onError);
-      await hk.start();
+      try {
+        await hk.start();
+      } catch (err) {
+        if (this.housekeeper === hk) this.housekeeper = undefined;
+        await hk.close().catch(() => undefined);
+        throw err;
+      }
       store.session.onNewSession(() => this.register(store));
     }
     await this.register(store);
