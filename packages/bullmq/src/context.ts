@@ -119,6 +119,8 @@ export class BackendContext {
   private finisherInstance: Finisher | undefined;
   private metrics: MetricsCollector | undefined;
   private housekeeper: Housekeeper | undefined;
+  /** Its start went through (one that failed is made again by the next call). */
+  private housekeeperStarted = false;
   private housekeeping: Promise<void> | undefined;
   private pausedFlag: Promise<boolean> | undefined;
   /** The pause flag as last read; true from a change until it is read again. */
@@ -274,9 +276,11 @@ export class BackendContext {
   }
 
   /**
-   * One call at a time (startHousekeeping). A housekeeper whose start failed
-   * (the session suspended or lost meanwhile) is closed and forgotten, so
-   * the next call starts a new one: kept, it would never join the election.
+   * One call at a time (startHousekeeping). A start that failed (the session
+   * suspended or lost meanwhile) is made again by the next call, on the same
+   * housekeeper: its election then first removes a node the failed join may
+   * have left in line (a create applied, its reply lost), which a new one
+   * would wait behind for the session's life.
    */
   private async housekeep(): Promise<void> {
     const store = await this.store();
@@ -285,13 +289,10 @@ export class BackendContext {
       this.housekeeper = hk; // set while it starts, so that close() stops it
       hk.on('stalled', (id) => this.noteStalled(id));
       hk.on('error', this.onError);
-      try {
-        await hk.start();
-      } catch (err) {
-        if (this.housekeeper === hk) this.housekeeper = undefined;
-        await hk.close().catch(() => undefined);
-        throw err;
-      }
+    }
+    if (!this.housekeeperStarted) {
+      await this.housekeeper.start();
+      this.housekeeperStarted = true;
       store.session.onNewSession(() => this.register(store));
     }
     await this.register(store);
