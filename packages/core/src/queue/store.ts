@@ -64,7 +64,7 @@ export class QueueStore implements ProtocolContext {
   private idRefill: Promise<void> | undefined;
   /** Times the queue was forgotten (forgetDirs): a block taken before the last time is the old counter's. */
   private forgotten = 0;
-  /** The end of the last block of ids taken, kept across forgetDirs: blocks of a queue made again start past it. */
+  /** The end of the furthest block of ids taken, kept across forgetDirs: blocks of a queue made again start past it. */
   private idsTaken = 0;
   /** The stores of the other queues this one's flows reach, sharing its session and containers. */
   private readonly family: Map<string, QueueStore>;
