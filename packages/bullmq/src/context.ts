@@ -119,6 +119,8 @@ export class BackendContext {
   private finisherInstance: Finisher | undefined;
   private metrics: MetricsCollector | undefined;
   private housekeeper: Housekeeper | undefined;
+  /** Its start went through (one that failed is made again by the next call). */
+  private housekeeperStarted = false;
   private housekeeping: Promise<void> | undefined;
   private pausedFlag: Promise<boolean> | undefined;
   /** The pause flag as last read; true from a change until it is read again. */
@@ -264,22 +266,33 @@ export class BackendContext {
    */
   startHousekeeping(): Promise<void> {
     if (!this.housekeeping) {
-      this.housekeeping = this.housekeep();
-      this.housekeeping.catch(() => {
-        this.housekeeping = undefined; // tried again by the next claim
+      const starting = this.housekeep();
+      this.housekeeping = starting;
+      starting.catch(() => {
+        if (this.housekeeping === starting) this.housekeeping = undefined; // tried again by the next claim
       });
     }
     return this.housekeeping;
   }
 
+  /**
+   * One call at a time (startHousekeeping). A start that failed (the session
+   * suspended or lost meanwhile) is made again by the next call, on the same
+   * housekeeper: its election then first removes a node the failed join may
+   * have left in line (a create applied, its reply lost), which a new one
+   * would wait behind for the session's life.
+   */
   private async housekeep(): Promise<void> {
     const store = await this.store();
     if (!this.housekeeper) {
       const hk = new Housekeeper(store, this.workerId, this.opts.stalledInterval ?? DEFAULT_STALLED_INTERVAL_MS);
-      this.housekeeper = hk;
+      this.housekeeper = hk; // set while it starts, so that close() stops it
       hk.on('stalled', (id) => this.noteStalled(id));
       hk.on('error', this.onError);
-      await hk.start();
+    }
+    if (!this.housekeeperStarted) {
+      await this.housekeeper.start();
+      this.housekeeperStarted = true;
       store.session.onNewSession(() => this.register(store));
     }
     await this.register(store);

@@ -253,6 +253,16 @@ test('ensurePath and deleteRecursive', async (t) => {
   assert.deepEqual(await s.getChildren('/'), [], 'the namespace root is emptied, not deleted');
 });
 
+test('ensurePath under an ancestor makes only the nodes below it, and nothing when the ancestor is missing', async (t) => {
+  const s = await testSession(t);
+  await assert.rejects(s.ensurePath('/top/a/b', { under: '/top' }), NoNodeError);
+  assert.equal(await s.exists('/top'), null, 'the missing ancestor is not made');
+  await s.create('/top');
+  await s.ensurePath('/top/a/b', { under: '/top' });
+  assert.ok(await s.exists('/top/a/b'));
+  await assert.rejects(s.ensurePath('/elsewhere/a', { under: '/top' }), BadArgumentsError);
+});
+
 test('watches: created, deleted, dataChanged, childrenChanged fire once with namespace paths', async (t) => {
   const s = await testSession(t);
   const other = await testSession(t, { namespace: s.namespace });

@@ -166,6 +166,12 @@ export * from './name-validation.js';
 export * from './znode-names.js';
 export { sequenceOf };
 
+/** The root of the queue a path of it lies in (its first segment: `/<queue>`). */
+export function queueRootOf(path: string): string {
+  const end = path.indexOf('/', 1);
+  return end === -1 ? path : path.slice(0, end);
+}
+
 /** Paths of one queue, relative to the session namespace (the prefix). */
 export class QueueLayout {
   readonly root: string;

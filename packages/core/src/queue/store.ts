@@ -10,7 +10,10 @@
  * (protocol/ids.ts) and a worker's registration
  * (protocol/worker-registration.ts). One write stays here, outside the
  * executor: the set-up (the queue's directories and `meta`, made once,
- * each create tolerating one made meanwhile).
+ * each create tolerating one made meanwhile). Only adds set a queue up: a
+ * first add, and an add that finds the queue obliterated by another client
+ * (setUpAgain), as BullMQ on Redis makes a queue's keys again on the next
+ * add. Other writes into a queue that is gone fail with NoNodeError.
  */
 import { NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
@@ -18,7 +21,14 @@ import type { Watcher } from '../zk/types.js';
 import { LayoutVersionError } from './errors.js';
 import { EventSink, type QueueEventRecord } from './events.js';
 import { ID_BLOCK_SIZE, LAYOUT_VERSION, QueueLayout } from './layout.js';
-import { addedBuilt, addJobs, ENQUEUE_IN_FLIGHT, type EnqueueEntry, enqueueEvents } from './protocol/add.js';
+import {
+  addedBuilt,
+  addJobs,
+  ENQUEUE_IN_FLIGHT,
+  type EnqueueEntry,
+  type EnqueueOutcome,
+  enqueueEvents,
+} from './protocol/add.js';
 import { EnqueueBatch } from './protocol/add-batch.js';
 import type { Destination } from './protocol/builders.js';
 import { claimedView } from './protocol/claim.js';
@@ -55,6 +65,8 @@ export class QueueStore implements ProtocolContext {
   private idRefill: Promise<void> | undefined;
   /** Times the queue was forgotten (forgetDirs): a block taken before the last time is the old counter's. */
   private forgotten = 0;
+  /** The end of the furthest block of ids taken, kept across forgetDirs: blocks of a queue made again start past it. */
+  private idsTaken = 0;
   /** The stores of the other queues this one's flows reach, sharing its session and containers. */
   private readonly family: Map<string, QueueStore>;
 
@@ -170,8 +182,18 @@ export class QueueStore implements ProtocolContext {
     await new Promise((resolve) => setImmediate(resolve)); // callers of this turn share the refill
     const size = Math.max(this.idDemand, Math.min(ID_BLOCK_SIZE, this.idBlockSize * 2), 1);
     // Retried: a write whose reply was lost costs one skipped block of ids, nothing else.
-    const forgotten = this.forgotten;
-    const first = await this.session.retry(() => takeIds(this, size));
+    let forgotten = this.forgotten;
+    let first: number;
+    try {
+      first = await this.session.retry(() => takeIds(this, size, this.idsTaken));
+    } catch (err) {
+      // the queue was obliterated by another client: ids are taken for an add, which sets it up again
+      if (!(err instanceof NoNodeError)) throw err;
+      await this.setUpAgain(forgotten);
+      forgotten = this.forgotten;
+      first = await this.session.retry(() => takeIds(this, size, this.idsTaken));
+    }
+    this.idsTaken = Math.max(this.idsTaken, first + size);
     if (this.forgotten !== forgotten) return; // the old queue's counter: nextIds refills from the new one
     this.idBlockSize = size;
     this.idBlock = { next: first, end: first + size };
@@ -217,10 +239,32 @@ export class QueueStore implements ProtocolContext {
     this.forgotten++;
   }
 
-  /** Enqueues entries, as few transactions as fit, in order (FIFO): see protocol/add.ts. */
-  async enqueue(entries: readonly EnqueueEntry[], turn?: Turn): Promise<{ existing: string[] }> {
+  /**
+   * Sets the queue up again, as a first add does, after an add met it gone
+   * (obliterated by another client) or met a numbered id stored already (a
+   * block of a queue obliterated since): forgets what is cached of it
+   * (forgetDirs: its set-up, directories, the ids left of the block) unless
+   * that was done since `generation` (`forgotten` when the add began: by a
+   * concurrent add, or this store's own obliterate), then makes it.
+   */
+  private async setUpAgain(generation: number): Promise<void> {
+    if (this.forgotten === generation) this.forgetDirs();
     await this.init();
-    return addJobs(this, this.enqueueBatch, entries, turn);
+  }
+
+  /**
+   * Enqueues entries, as few transactions as fit, in order (FIFO): see
+   * protocol/add.ts. Entries listed in `again` were not added: the queue
+   * was gone, or their numbered ids stored already; it is set up again
+   * before this resolves, and the caller plans them again (numbered ones
+   * with new ids: see dedup-add.ts).
+   */
+  async enqueue(entries: readonly EnqueueEntry[], turn?: Turn): Promise<EnqueueOutcome> {
+    await this.init();
+    const generation = this.forgotten;
+    const outcome = await addJobs(this, this.enqueueBatch, entries, turn);
+    if (outcome.again.length > 0) await this.setUpAgain(generation);
+    return outcome;
   }
 
   /** What adds `record` (its lane set; `data`, its encoding), with `key` in the same multi (protocol/add.ts). */

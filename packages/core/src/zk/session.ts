@@ -370,9 +370,13 @@ export class Session extends EventEmitter<SessionEvents> {
 
   // ---- helpers built on the operations -------------------------------------
 
-  /** Creates `path` and any missing parents (persistent, empty). Idempotent and retried. */
-  async ensurePath(path: string): Promise<void> {
-    await ensurePath(this, path, this.options.retry);
+  /**
+   * Creates `path` and any missing parents (persistent, empty). Idempotent and retried.
+   * With `under` (an ancestor of `path`), creates only the nodes below it: when `under`
+   * does not exist, NoNodeError, and nothing is made; BadArgumentsError when it is no ancestor.
+   */
+  async ensurePath(path: string, options: { under?: string } = {}): Promise<void> {
+    await ensurePath(this, path, this.options.retry, options.under);
   }
 
   /** Deletes `path` and everything under it; a missing node is fine. */

@@ -2,7 +2,7 @@
  * Whole branches of the tree: a path made with its missing parents, a node
  * deleted with everything under it.
  */
-import { NodeExistsError, NoNodeError } from './errors.js';
+import { BadArgumentsError, NodeExistsError, NoNodeError } from './errors.js';
 import { type RetryOptions, withRetry } from './retry.js';
 
 /** What the branch helpers need of their session. */
@@ -18,10 +18,15 @@ export function ignoreExists(err: unknown): void {
   if (!(err instanceof NodeExistsError)) throw err;
 }
 
-/** Creates `path` and any missing parents (persistent, empty), each create retried under `retry`. */
-export async function ensurePath(session: TreeSession, path: string, retry?: RetryOptions): Promise<void> {
-  const parts = path.split('/').filter(Boolean);
-  let current = '';
+/**
+ * Creates `path` and any missing parents (persistent, empty), each create
+ * retried under `retry`. With `under` (an ancestor of `path`), only the
+ * nodes below it are created: a missing `under` fails with NoNodeError.
+ */
+export async function ensurePath(session: TreeSession, path: string, retry?: RetryOptions, under = ''): Promise<void> {
+  if (under !== '' && !path.startsWith(`${under}/`)) throw new BadArgumentsError(`not under ${under}`, path);
+  const parts = path.slice(under.length).split('/').filter(Boolean);
+  let current = under;
   for (const part of parts) {
     current += `/${part}`;
     const target = current;

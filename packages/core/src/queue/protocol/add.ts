@@ -3,8 +3,14 @@
  * delayed until its due time), with its deduplication key when it has one,
  * in as few transactions as fit, in order (FIFO). The adds of one turn of
  * the event loop share transactions (add-batch.ts).
+ *
+ * An add that meets its queue gone (obliterated by another client: a
+ * missing node) or a numbered id stored already (an id of a block taken off
+ * the counter of a queue obliterated since and made again: the counter
+ * never hands an id out twice) is not added; the caller sets the queue up
+ * again and plans it again, with a new id (dedup-add.ts).
  */
-import { NodeExistsError } from '../../zk/errors.js';
+import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { QueueEventRecord } from '../event-record.js';
 import { encodeRecord, type JobRecord } from '../record.js';
 import type { Turn } from '../runtime/call-order.js';
@@ -62,20 +68,33 @@ export async function addedBuilt(
   };
 }
 
+/** What became of the entries of an enqueue that were not added. */
+export interface EnqueueOutcome {
+  /** Ids of entries whose custom id exists already (BullMQ's de-duplication by id). */
+  existing: string[];
+  /**
+   * Entries (their indexes) to plan again once the queue is set up again,
+   * with the error they met: a missing node, or their numbered id stored
+   * already (see the header).
+   */
+  again: { index: number; error: unknown }[];
+}
+
 /**
  * Enqueues entries through `batch` (QueueStore.enqueue): entries whose
- * custom id exists already are skipped and reported in `existing`; an entry
- * whose deduplication key exists is settled against it by the unit its
- * `met` gives, at its place; an entry too large for any transaction fails
- * the call before anything is written. With a `turn`, the entries join the
- * group commit only once every earlier turn has (see CallOrder).
+ * custom id exists already are skipped and reported in `existing`, those to
+ * plan again in `again`; an entry whose deduplication key exists is settled
+ * against it by the unit its `met` gives, at its place; an entry too large
+ * for any transaction fails the call before anything is written. With a
+ * `turn`, the entries join the group commit only once every earlier turn
+ * has (see CallOrder).
  */
 export async function addJobs(
   ctx: ProtocolContext,
   batch: EnqueueBatch,
   entries: readonly EnqueueEntry[],
   turn?: Turn,
-): Promise<{ existing: string[] }> {
+): Promise<EnqueueOutcome> {
   const { layout } = ctx;
   const units: EnqueueUnit[] = entries.map((e) => {
     const record: JobRecord = { ...e.record, lane: e.lane };
@@ -97,12 +116,16 @@ export async function addJobs(
   const sent = batch.run(units, inFlight);
   turn?.pass();
   const results = await sent;
-  const existing: string[] = [];
+  const outcome: EnqueueOutcome = { existing: [], again: [] };
   for (const [i, r] of results.entries()) {
-    const id = (entries[i] as EnqueueEntry).record.id;
+    const entry = entries[i] as EnqueueEntry;
+    const id = entry.record.id;
     if (r.ok) continue;
-    if (r.error instanceof NodeExistsError && r.op?.path === layout.job(id)) existing.push(id);
+    if (r.error instanceof NodeExistsError && r.op?.path === layout.job(id)) {
+      if (entry.custom) outcome.existing.push(id);
+      else outcome.again.push({ index: i, error: r.error });
+    } else if (r.error instanceof NoNodeError) outcome.again.push({ index: i, error: r.error });
     else throw r.error;
   }
-  return { existing };
+  return outcome;
 }

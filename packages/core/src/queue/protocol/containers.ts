@@ -8,10 +8,16 @@
  * empty buckets and containers, so a cached tail can be stale. The rule that
  * keeps that safe is in the executor: a create into a container that failed
  * with NoNode makes the caller `forget` it and build the op again.
+ *
+ * Directories are made only inside their queue: never its root, which the
+ * queue's set-up makes with its `meta` (QueueStore.init). A queue another
+ * client obliterated fails a directory's creation with NoNodeError, so that
+ * no write (a log line, an event, a pointer) makes part of it again without
+ * its `meta`.
  */
 import { NoNodeError } from '../../zk/errors.js';
 import type { Session } from '../../zk/session.js';
-import { BUCKET_CAPACITY, numberOf, type QueueLayout, sequenceOf } from '../layout.js';
+import { BUCKET_CAPACITY, numberOf, type QueueLayout, queueRootOf, sequenceOf } from '../layout.js';
 
 interface Tail {
   bucket: number;
@@ -38,7 +44,11 @@ export class Containers {
     private readonly layout: QueueLayout,
   ) {}
 
-  /** Creates a directory (and parents) unless known to exist; concurrent callers share one creation. */
+  /**
+   * Creates a directory (and parents, below the queue's root) unless known to
+   * exist; concurrent callers share one creation. NoNodeError when the queue
+   * is gone.
+   */
   ensureDir(path: string): Promise<void> {
     let known = this.known.get(path);
     if (!known) {
@@ -49,13 +59,16 @@ export class Containers {
     return known;
   }
 
-  /** ensurePath, again when a reader removed a parent between its steps. */
+  /** ensurePath below the queue's root, again when a reader removed a parent between its steps. */
   private async createPath(path: string): Promise<void> {
+    const root = queueRootOf(path);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.session.ensurePath(path);
+        return await this.session.ensurePath(path, { under: root });
       } catch (err) {
         if (!(err instanceof NoNodeError) || attempt >= CREATE_ATTEMPTS) throw err;
+        // the queue itself is gone (obliterated): only its set-up makes it again
+        if (!(await this.session.exists(root))) throw err;
       }
     }
   }

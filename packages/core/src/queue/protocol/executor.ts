@@ -333,7 +333,7 @@ export class TxExecutor {
     if (index === undefined) throw err;
     if (index < batch.fenceOps) throw new FencedError(err);
     if (index === batch.eventIndex || index === batch.receiptIndex || index === batch.wakeIndex) {
-      // the event log, the wake-up node or the receipts directory is missing (a queue being obliterated)
+      // the event log, the head or the receipts directory is missing (a queue being obliterated; gone: NoNodeError)
       if (!(err instanceof NoNodeError)) throw err;
       const missing =
         index === batch.eventIndex

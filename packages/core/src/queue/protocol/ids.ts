@@ -7,6 +7,11 @@
  * read) and takes the next block, so a lost reply costs one skipped block
  * of ids, nothing else (ids are never reused). A queue obliterated
  * meanwhile fails the create with NoNodeError: ids never bring it back.
+ *
+ * A block starts at `from` at the least: a producer whose queue was
+ * obliterated and made again takes ids past all it took before, so none
+ * it handed out in the old queue (or, not knowing it gone, in the new one)
+ * is handed out again.
  */
 import { NoNodeError } from '../../zk/errors.js';
 import { ID_BLOCK_SIZE } from '../layout.js';
@@ -24,8 +29,8 @@ export const FIRST_ID = 1;
  */
 export const COUNTER_PLAN_ATTEMPTS = 1000;
 
-/** Moves the counter on by `size`; resolves with the first id of the block taken. */
-export async function takeIds(store: ProtocolContext, size: number): Promise<number> {
+/** Moves the counter on by `size`, past `from` first; resolves with the first id of the block taken. */
+export async function takeIds(store: ProtocolContext, size: number, from = FIRST_ID): Promise<number> {
   const { session, layout } = store;
   return store.executor.runPlanned(
     async () => {
@@ -34,13 +39,14 @@ export async function takeIds(store: ProtocolContext, size: number): Promise<num
         throw err;
       });
       if (!current) {
-        const op: ProtocolOp = { op: 'create', path: layout.ids, data: Buffer.from(String(FIRST_ID + size)) };
-        return { answer: FIRST_ID, unit: { build: () => ({ ops: [op] }) } };
+        const first = Math.max(FIRST_ID, from);
+        const op: ProtocolOp = { op: 'create', path: layout.ids, data: Buffer.from(String(first + size)) };
+        return { answer: first, unit: { build: () => ({ ops: [op] }) } };
       }
       const { data, stat } = current;
       // An empty counter was written by the fixed-block allocator of earlier versions:
       // its last block ended at (version + 1) * ID_BLOCK_SIZE.
-      const next = data.length > 0 ? Number(data.toString()) : (stat.version + 1) * ID_BLOCK_SIZE;
+      const next = Math.max(from, data.length > 0 ? Number(data.toString()) : (stat.version + 1) * ID_BLOCK_SIZE);
       const op: ProtocolOp = {
         op: 'setData',
         path: layout.ids,

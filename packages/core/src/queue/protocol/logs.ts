@@ -97,7 +97,8 @@ export async function writeLogs(
     },
     {
       onFailure: (error, op) => {
-        // the shard directory may be gone (an obliterate took it): made again before the next plan
+        // the shard directory may be gone (the leader's sweep took it): made again before the next plan,
+        // unless the queue itself is gone (obliterated): the plan then fails with NoNodeError
         if (error instanceof NoNodeError && op) store.containers.forget(posix.dirname(op.path));
         return undefined;
       },

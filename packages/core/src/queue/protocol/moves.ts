@@ -105,7 +105,8 @@ export function rewrite(
 export async function logEvents(store: ProtocolContext, events: QueueEventRecord[]): Promise<string | undefined> {
   return store.executor.runPlanned(
     async (attempt) => {
-      // the log's directory is gone (an obliterated queue): made again before the next try
+      // the log's directory is gone: made again before the next try, unless the whole queue is
+      // (obliterated): then NoNodeError, and nothing of it is made again (Containers)
       if (attempt > 1) await store.ensureDir(store.layout.eventLog);
       return {
         answer: undefined,
