@@ -224,14 +224,24 @@ export async function settleClaims(
   for (let i = 0; i < committed.length; i += CLAIM_READ_BATCH) {
     const batch = committed.slice(i, i + CLAIM_READ_BATCH);
     const unknown = batch.filter((c) => c.token === undefined);
+    // claims settled by a receipt whose node is this claim's still: the version it was read at
+    const own = new Map<CommittedClaim, number>();
     if (unknown.length > 0) {
-      // settled by a receipt, without the reply: the pointer holds the token while the claim is there
-      const stats = await session.readMulti(
-        unknown.map((c) => ({ op: 'getData' as const, path: c.claim.candidate.pointer })),
+      // settled by a receipt, without the reply: the pointer holds the token only while the claim node
+      // this claim created is there (read after the pointer). A revocation deletes it as it moves the
+      // pointer on, and the claim there by now may be another worker's, the pointer at its token.
+      const reads = await session.readMulti(
+        unknown.flatMap((c) => [
+          { op: 'getData' as const, path: c.claim.candidate.pointer },
+          { op: 'getData' as const, path: layout.claim(c.claim.candidate.id) },
+        ]),
       );
       unknown.forEach((c, j) => {
-        const r = stats[j];
-        if (r?.ok) c.token = { version: r.stat.version, czxid: r.stat.czxid };
+        const pointer = reads[2 * j];
+        const claim = reads[2 * j + 1];
+        if (!claim?.ok || !isOwnClaim(c.claim, claim.data, claim.stat.ephemeralOwner, session.sessionId)) return;
+        own.set(c, claim.stat.version);
+        if (pointer?.ok) c.token = { version: pointer.stat.version, czxid: pointer.stat.czxid };
       });
     }
     const replies = await session.readMulti(
@@ -242,7 +252,13 @@ export async function settleClaims(
       const reply = replies[j];
       const release = () => releases.push(releaseOps(layout, { id: candidate.id, claimVersion: -1, slot: c.slot }));
       if (c.token === undefined) {
-        release();
+        const version = own.get(c);
+        if (version === undefined) {
+          // revoked meanwhile: another worker's claim may stand there now, not ours to delete
+          result.skipped.push({ candidate });
+          return;
+        }
+        releases.push(releaseOps(layout, { id: candidate.id, claimVersion: version, slot: c.slot }));
         result.skipped.push({ candidate, gone: true });
         return;
       }
@@ -309,6 +325,21 @@ export async function settleClaims(
       store,
       stalled.map((j) => ({ event: 'stalled', jobId: j.record.id, prev: 'active', ts })),
     ).catch(() => undefined);
+  }
+}
+
+/**
+ * Whether a claim node (its data and owner as read) is the one `claim`
+ * created: this session's, naming this worker and this claim's time. Only
+ * this attempt renews it, and not before its claim is settled.
+ */
+function isOwnClaim(claim: PreparedClaim, data: Buffer, owner: string, session: string): boolean {
+  if (owner !== session) return false;
+  try {
+    const info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
+    return info.worker === claim.claim.worker && info.at === claim.claim.at;
+  } catch {
+    return false;
   }
 }
 
