@@ -19,6 +19,8 @@ import type { ProtocolOp } from './executor.js';
 export interface StaleClaim {
   id: string;
   version: number;
+  /** The claim node's czxid: which claim was judged (a job's next claim starts at version 0 again). */
+  czxid?: number;
   /** The attempt's ready pointer: its version is the attempt's token while the claim is there. */
   pointer: string;
   slot?: string;
@@ -67,6 +69,7 @@ export class LeaseObserver {
           out.push({
             id,
             version,
+            czxid,
             pointer: info.pointer,
             ...(typeof info.slot === 'string' ? { slot: info.slot } : {}),
           });
@@ -99,7 +102,11 @@ export async function revokeClaims(
     build: async () => {
       // the record as stored (getJob reads a claimed job as its attempt sees it)
       const [stored, pointer] = await Promise.all([readRecord(store, s.id), store.session.exists(s.pointer)]);
-      if (!stored || !pointer) throw new LostJobError(s.id); // finished, moved or gone: not this attempt
+      // the claim judged, read after the pointer: still there, the pointer was at its attempt's token. A job
+      // given back in place keeps its pointer, and its next claim counts from version 0 again.
+      const claim = await store.session.exists(store.layout.claim(s.id));
+      const judged = claim?.version === s.version && (s.czxid === undefined || claim.czxid === s.czxid);
+      if (!stored || !pointer || !judged) throw new LostJobError(s.id); // finished, moved or gone: not this attempt
       const token = pointer.version;
       const attempt = attemptRecord(stored.record, {
         pointer: s.pointer,
