@@ -11,9 +11,10 @@
  * workers the queue has. A directory holds the requests of the worker's
  * running attempts, and those of ended ones until the next sweep.
  *
- * - `requestCancel` reads the claim (its worker and pointer) and the
+ * - `requestCancel` reads the claim (its worker and pointer), the
  *   pointer's version (the token: nothing else writes it while the claim is
- *   there), and creates the request in a transaction that also checks that
+ *   there) and the claim again (the same one: a job given back in place and
+ *   claimed by another worker in between keeps its pointer), and creates the request in a transaction that also checks that
  *   the claim exists and the pointer is at that token: a request only ever
  *   names a running attempt. A job that is not running (waiting, delayed,
  *   finished, missing) is refused with `false`, and nothing is written.
@@ -46,7 +47,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import { BadVersionError, NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import type { Watcher } from '../../zk/types.js';
 import { parseCancelName, type QueueLayout } from '../layout.js';
-import type { ProtocolContext } from './context.js';
+import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { ProtocolOp, TxUnit } from './executor.js';
 import { isWriteConflict } from './replan.js';
 
@@ -130,11 +131,10 @@ export async function requestCancel(store: ProtocolContext, id: string, reason?:
   let pointer = '';
   return store.executor.runPlanned(
     async () => {
-      const claim = await store.getClaim(id);
-      if (!claim?.pointer) return { answer: false };
-      const stat = await store.session.exists(claim.pointer);
-      if (!stat) return { answer: false };
-      ({ pointer } = claim);
+      const read = await currentAttempt(store, id);
+      if (!read) return { answer: false };
+      const { claim, stat } = read;
+      pointer = claim.pointer;
       token = stat.version;
       path = layout.cancel(claim.worker, id, token);
       const body: CancelRequestData = { at: Date.now(), pointer, ...(reason === undefined ? {} : { reason }) };
@@ -169,6 +169,35 @@ export async function requestCancel(store: ProtocolContext, id: string, reason?:
       },
     },
   );
+}
+
+/** Claims read again at most, each seen replaced by another while its pointer was read. */
+const ATTEMPT_READS = 32;
+
+/**
+ * The claim of the attempt running `id` and its pointer's stat (its version
+ * the attempt's token), or undefined when none runs. The claim is read again
+ * after the pointer: the same claim there still (its worker and start), the
+ * pointer was at its attempt's token. A job given back in place keeps its
+ * pointer, and the next claim, maybe another worker's, moves it on.
+ */
+async function currentAttempt(
+  store: ProtocolContext,
+  id: string,
+): Promise<{ claim: ClaimInfo & { pointer: string }; stat: { version: number } } | undefined> {
+  let claim = await store.getClaim(id);
+  for (let i = 0; i < ATTEMPT_READS; i++) {
+    const pointer = claim?.pointer;
+    if (!claim || pointer === undefined) return undefined;
+    const stat = await store.session.exists(pointer);
+    if (!stat) return undefined;
+    const again = await store.getClaim(id);
+    if (again?.worker === claim.worker && again.at === claim.at && again.pointer === pointer) {
+      return { claim: { ...claim, pointer }, stat };
+    }
+    claim = again;
+  }
+  return undefined;
 }
 
 function parseRequest(data: Buffer): CancelRequestData {
