@@ -159,17 +159,19 @@ export function unclaimedOps(layout: QueueLayout, id: string): ProtocolOp[] {
 /**
  * Move a job that is not active (promote, retry, re-queue, quarantine): the
  * record at the version read, the old pointer deleted (a ready one only
- * while no claim is there), the new one created.
+ * while no claim is there; at `fromVersion` when given: the claims of it
+ * the record counts), the new one created.
  */
 export function moveOps(
   layout: QueueLayout,
-  m: { id: string; version: number; record: Buffer; from: string | undefined },
+  m: { id: string; version: number; record: Buffer; from: string | undefined; fromVersion?: number | undefined },
   to: Destination,
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [{ op: 'setData', path: layout.job(m.id), data: m.record, version: m.version }];
   if (m.from) {
     if (layout.isReadyPointer(m.from)) ops.push(...unclaimedOps(layout, m.id));
-    ops.push({ op: 'delete', path: m.from }, ...leaveSetOps(layout, m.from));
+    const at = m.fromVersion === undefined ? {} : { version: m.fromVersion };
+    ops.push({ op: 'delete', path: m.from, ...at }, ...leaveSetOps(layout, m.from));
   }
   ops.push(pointerOp(layout, m.id, to));
   return ops;

@@ -8,7 +8,7 @@ import { NoNodeError } from '../../zk/errors.js';
 import type { QueueEventRecord } from '../events.js';
 import { encodeRecord, type JobRecord } from '../record.js';
 import { eventOp, moveOps, type Place, removeOps, rewriteOps } from './builders.js';
-import { PLAIN_LANE } from './claim.js';
+import { diedBefore, PLAIN_LANE } from './claim.js';
 import type { ProtocolContext, StoredJob } from './context.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
 
@@ -75,14 +75,31 @@ function moveTo(
   events: QueueEventRecord[],
 ): Move {
   const id = record.id;
-  const data = encodeRecord(record);
   return {
     id,
-    build: async () => ({
-      ops: moveOps(store.layout, { id, version: stored.version, record: data, from }, await store.destination(place)),
-      events,
-      wakes: place.kind === 'ready',
-    }),
+    build: async () => {
+      const left = from && store.layout.isReadyPointer(from) ? await store.session.exists(from) : undefined;
+      // a waiting job leaving its ready pointer takes with it the attempts that died on it (their workers'
+      // sessions ended with their claims, unrevoked): the next claim, on the new pointer, cannot count them
+      const moved = left ? withDiedOn(record, from as string, left.version) : record;
+      const m = { id, version: stored.version, record: encodeRecord(moved), from, fromVersion: left?.version };
+      return { ops: moveOps(store.layout, m, await store.destination(place)), events, wakes: place.kind === 'ready' };
+    },
+  };
+}
+
+/**
+ * The record with the claims of ready pointer `pointer` (at `version`, no
+ * claim there) it has not counted, counted: attempts started, and stalls.
+ */
+function withDiedOn(record: JobRecord, pointer: string, version: number): JobRecord {
+  const died = diedBefore(record, pointer, version + 1);
+  if (died === 0) return record;
+  return {
+    ...record,
+    attemptsStarted: record.attemptsStarted + died,
+    stalledCounter: record.stalledCounter + died,
+    counted: { pointer, token: version },
   };
 }
 
