@@ -145,6 +145,24 @@ test('extras: logs over keepLogs, cut, or not ending with the finishing attempt'
   assert.deepEqual(check(Array.from({ length: 50 }, (_, i) => logLine('3', 50 + i))), ['logs-wrong']);
 });
 
+test("extras: logs named by a layout-3 token (the pointer's czxid in base 36, a dot, its version) are the processor's", () => {
+  const jobs = { '3': { x: 'logs' as const, keepLogs: 50, lines: 100 } };
+  const done = { returnvalue: { w: 'w1', t: 'k3.2', n: 1, h: '' } };
+  const h = history(
+    { jobs },
+    {
+      enqueues: [enqueue('3', 3)],
+      finals: [
+        final('3', 3, 'completed', { ...done, logs: Array.from({ length: 50 }, (_, i) => logLine('k3.2', 50 + i)) }),
+      ],
+    },
+  );
+  assert.deepEqual(
+    kinds(h).filter((k) => k === 'logs-wrong'),
+    [],
+  );
+});
+
 test('extras: a deduplicated add must return a live job of its id; no second job while one is kept', () => {
   const add = (seq: number, id: string, own: boolean, sent: number, ttl?: number) => ({
     k: 'dedup-add' as const,
