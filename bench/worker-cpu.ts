@@ -13,6 +13,10 @@
  *   npx tsx bench/worker-cpu.ts --roots /other/checkout,. --pairs 3   A B A B A B
  *   npx tsx bench/worker-cpu.ts --profile --drains 1             one drain and its profile's top entries
  *   npx tsx bench/worker-cpu.ts --summarize <file.cpuprofile>    a saved profile's top entries
+ *   npx tsx bench/worker-cpu.ts --roots /other/checkout,. --pairs 6 --together
+ *       each pair's two drains at the same time, on queues of their own: both
+ *       meet the same load (on a shared machine, load that drifts between two
+ *       drains run one after the other moves the CPU per job more than most cuts)
  *
  * Every checkout runs its own built packages (`npx tsc -b` in it first).
  * Run it under the bench lock: `flock /tmp/zkq-bench.lock npx tsx bench/worker-cpu.ts ...`.
@@ -22,9 +26,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startZooKeeper } from '@zkq/testing';
-import { fmt, median, table } from './lib.js';
-import { benchDrain, type Metrics, type RunContext } from './scenarios.js';
-import { zkqSystem } from './systems.js';
+import { clock, fmt, median, rate, table } from './lib.js';
+import { benchDrain, fill, type Metrics, type RunContext } from './scenarios.js';
+import { WorkerGroup, zkqSystem } from './systems.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -34,6 +38,7 @@ const { values: flags } = parseArgs({
     jobs: { type: 'string', default: '20000' },
     concurrency: { type: 'string', default: '50' },
     profile: { type: 'boolean', default: false },
+    together: { type: 'boolean', default: false },
     top: { type: 'string', default: '15' },
     zk: { type: 'string' },
     'zk-pid': { type: 'string' },
@@ -101,12 +106,53 @@ const context = (prefix: string, n: number, metrics: Metrics): RunContext => ({
 });
 
 type Row = { root: string; cpuUs: number; rate: number; serverUs: number; tx: number; req: number };
+
+/** One drain per checkout, all at once, each on a queue of its own: their figures, in the order of `roots`. */
+async function drainTogether(d: number): Promise<Row[]> {
+  const contexts = roots.map((_, i) => context(`cpu-${started}-${d}-${i}`, jobs, {}));
+  for (const ctx of contexts) await fill(ctx, 'drain', jobs, { removeOnComplete: true });
+  const queues = contexts.map((ctx) => ctx.sys.queue('drain'));
+  await Promise.all(queues.map((q) => q.waitUntilReady().then(() => q.pause())));
+  const groups = await Promise.all(
+    roots.map((root, i) =>
+      WorkerGroup.start(
+        (contexts[i] as RunContext).sys,
+        { queue: 'drain', processes: 1, concurrency: Number(flags.concurrency), root },
+        jobs * 10 + 60_000,
+      ),
+    ),
+  );
+  try {
+    const t0 = clock();
+    for (const g of groups) g.go();
+    await Promise.all(queues.map((q) => q.resume()));
+    await Promise.all(groups.map((g) => g.waitFinished(jobs)));
+    const reports = await Promise.all(groups.map((g) => g.stop()));
+    return roots.map((root, i) => {
+      const [r] = reports[i] ?? [];
+      const row = {
+        root,
+        cpuUs: Math.round(((r?.cpuMs ?? Number.NaN) * 1000) / jobs),
+        rate: rate(jobs, (r?.lastAt ?? Number.NaN) - t0),
+        serverUs: Number.NaN,
+        tx: Number.NaN,
+        req: Number.NaN,
+      };
+      log(`${root}: ${row.cpuUs} µs/job, ${fmt(row.rate)} jobs/s (together)`);
+      return row;
+    });
+  } finally {
+    await Promise.all(groups.map((g) => g.kill()));
+    await Promise.all(queues.map((q) => q.close()));
+  }
+}
 const rows: Row[] = [];
 try {
   // a fresh JVM runs its first thousands of requests at a fraction of its speed
   for (const root of roots)
     await benchDrain(context(`cpu-${started}-warm`, 2000, {}), { key: 'warm', processes: 1, root });
-  for (let d = 0; d < drains; d++) {
+  for (let d = 0; flags.together && d < drains / roots.length; d++) rows.push(...(await drainTogether(d)));
+  for (let d = 0; !flags.together && d < drains; d++) {
     const root = roots[d % roots.length] as string;
     const metrics: Metrics = {};
     const profileDir = flags.profile ? mkdtempSync(join(tmpdir(), 'zkq-worker-cpu-')) : undefined;
@@ -152,6 +198,16 @@ console.log(
   ]),
 );
 if (roots.length > 1) {
+  // each drain against the one before it of the first checkout: the load of the machine drifts less within a pair
+  const firstRoot = roots[0] as string;
+  for (const root of roots.slice(1)) {
+    const diffs: number[] = [];
+    rows.forEach((r, i) => {
+      const before = rows[i - roots.indexOf(root)];
+      if (r.root === root && before?.root === firstRoot) diffs.push(r.cpuUs - before.cpuUs);
+    });
+    console.log(`${root} - ${firstRoot}, pair by pair: ${diffs.join(', ')} µs/job (median ${fmt(median(diffs), 1)})`);
+  }
   for (const root of roots) {
     const mine = rows.filter((r) => r.root === root);
     console.log(
