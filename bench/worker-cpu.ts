@@ -113,14 +113,22 @@ async function drainTogether(d: number): Promise<Row[]> {
   for (const ctx of contexts) await fill(ctx, 'drain', jobs, { removeOnComplete: true });
   const queues = contexts.map((ctx) => ctx.sys.queue('drain'));
   await Promise.all(queues.map((q) => q.waitUntilReady().then(() => q.pause())));
+  const profileDirs = roots.map(() => (flags.profile ? mkdtempSync(join(tmpdir(), 'zkq-worker-cpu-')) : undefined));
   const groups = await Promise.all(
-    roots.map((root, i) =>
-      WorkerGroup.start(
+    roots.map((root, i) => {
+      const profileDir = profileDirs[i];
+      return WorkerGroup.start(
         (contexts[i] as RunContext).sys,
-        { queue: 'drain', processes: 1, concurrency: Number(flags.concurrency), root },
+        {
+          queue: 'drain',
+          processes: 1,
+          concurrency: Number(flags.concurrency),
+          root,
+          ...(profileDir ? { profileDir } : {}),
+        },
         jobs * 10 + 60_000,
-      ),
-    ),
+      );
+    }),
   );
   try {
     const t0 = clock();
@@ -144,7 +152,17 @@ async function drainTogether(d: number): Promise<Row[]> {
   } finally {
     await Promise.all(groups.map((g) => g.kill()));
     await Promise.all(queues.map((q) => q.close()));
+    profileDirs.forEach((dir, i) => dir && printProfile(dir, roots[i] as string));
   }
+}
+
+/** The top self-time functions of the main thread's profile a worker process wrote into `dir`. */
+function printProfile(dir: string, root: string): void {
+  const where = join(dir, 'zkq-drain-0');
+  const main = readdirSync(where).find((f) => /\.0\.\d+\.cpuprofile$/.test(f));
+  if (!main) return;
+  log(`${root}: profile ${join(where, main)}`);
+  console.log(topSelfTime(join(where, main), Number(flags.top)));
 }
 const rows: Row[] = [];
 try {
@@ -170,14 +188,7 @@ try {
     };
     rows.push(row);
     log(`${root}: ${row.cpuUs} µs/job, ${fmt(row.rate)} jobs/s, tx/job ${row.tx}, req/job ${row.req}`);
-    if (profileDir) {
-      const dir = join(profileDir, 'zkq-drain-0');
-      const main = readdirSync(dir).find((f) => /\.0\.\d+\.cpuprofile$/.test(f) || f.endsWith('.cpuprofile'));
-      if (main) {
-        log(`profile: ${join(dir, main)}`);
-        console.log(topSelfTime(join(dir, main), Number(flags.top)));
-      }
-    }
+    if (profileDir) printProfile(profileDir, root);
   }
 } finally {
   await server?.stop();
