@@ -19,7 +19,7 @@
  *       drains run one after the other moves the CPU per job more than most cuts)
  *
  * Every checkout runs its own built packages (`npx tsc -b` in it first).
- * Run it under the bench lock: `flock /tmp/zkq-bench.lock npx tsx bench/worker-cpu.ts ...`.
+ * Run one at a time, as the bench: two measurements at once measure each other.
  */
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
