@@ -152,7 +152,7 @@ async function drainTogether(d: number): Promise<Row[]> {
   } finally {
     await Promise.all(groups.map((g) => g.kill()));
     await Promise.all(queues.map((q) => q.close()));
-    profileDirs.forEach((dir, i) => dir && printProfile(dir, roots[i] as string));
+    for (const [i, dir] of profileDirs.entries()) if (dir) printProfile(dir, roots[i] as string);
   }
 }
 
