@@ -129,8 +129,7 @@ export function bullmqZkSystem(connectionString: string, serverPid: number | und
 export const serverCpuMs = (sys: System) =>
   sys.serverPids.length ? sys.serverPids.reduce((a, pid) => a + cpuMsOf(pid), 0) : Number.NaN;
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const childEntry = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
+const ownRoot = fileURLToPath(new URL('..', import.meta.url));
 
 export interface GroupOptions {
   queue: string;
@@ -143,6 +142,8 @@ export interface GroupOptions {
   trace?: boolean;
   /** Write a V8 CPU profile of each process into this directory. */
   profileDir?: string;
+  /** Another checkout whose worker-child (and its built packages) to run; this one by default. */
+  root?: string;
 }
 
 /** Worker processes on one queue: started together, told to go, counted, stopped. */
@@ -189,7 +190,8 @@ export class WorkerGroup {
       // loader thread's profile overwrite the main thread's (thread id 0 in the name).
       execArgv.push('--cpu-prof', `--cpu-prof-dir=${join(o.profileDir, `${sys.name}-${o.queue}-${index}`)}`);
     }
-    const child = fork(childEntry, [JSON.stringify(cfg)], {
+    const root = o.root ?? ownRoot;
+    const child = fork(join(root, 'bench', 'worker-child.ts'), [JSON.stringify(cfg)], {
       cwd: root,
       execArgv,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

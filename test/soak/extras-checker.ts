@@ -128,8 +128,7 @@ export function checkExtras(h: SoakHistory, add: Add): ExtrasStats {
 function checkLogs(f: FinalJob, keep: number, lines: number, evs: WorkerEvent[], bad: (detail: string) => void): void {
   const logs = f.logs ?? [];
   if (logs.length > keep) bad(`${logs.length} log lines kept, keepLogs ${keep}`);
-  // an attempt is named by its Job token: `<pointer czxid, base 36>.<version>` (a number before layout 3)
-  const parsed = logs.map((l) => /^([0-9a-z]+\.\d+|\d+):(\d+):/.exec(l));
+  const parsed = logs.map((l) => /^([^:]+):(\d+):/.exec(l));
   const malformed = logs.findIndex((l, i) => !parsed[i] || Buffer.byteLength(l) !== LOG_LINE_BYTES);
   if (malformed >= 0) bad(`line ${malformed} is not a line the processor logged: '${logs[malformed]?.slice(0, 40)}'`);
   for (let i = 1; i < parsed.length; i++) {

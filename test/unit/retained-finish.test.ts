@@ -123,3 +123,37 @@ test('a failure to read the dependencies does not keep the finish from being wri
   assert.equal(written.length, 1);
   assert.equal(written[0]?.job.record.hasDeps, undefined);
 });
+
+test('dependencies known at once (no promise) are taken as they are, and the write is handed over in the same turn', async () => {
+  for (const [answer, expected] of [
+    [true, true],
+    [false, undefined],
+  ] as const) {
+    const written: Finish[] = [];
+    const out = finishRetained(completed(), {
+      retention: () => 'remove',
+      write: async (w) => {
+        written.push(w);
+        return { ok: true };
+      },
+      trim: () => undefined,
+      hasDeps: () => answer,
+    });
+    assert.equal(written.length, 1, 'written before any await');
+    assert.equal((await out).ok, true);
+    assert.equal(written[0]?.job.record.hasDeps, expected);
+  }
+  const written: Finish[] = [];
+  await finishRetained(completed(), {
+    retention: () => 'remove',
+    write: async (w) => {
+      written.push(w);
+      return { ok: true };
+    },
+    trim: () => undefined,
+    hasDeps: () => {
+      throw new Error('no store');
+    },
+  });
+  assert.equal(written[0]?.job.record.hasDeps, undefined, 'a failure to ask counts as none, as a rejection does');
+});

@@ -14,6 +14,7 @@ import {
   UnrecoverableError,
 } from '@zkq/core';
 import {
+  type AttemptHooks,
   advanceAfterClaim,
   attemptKey,
   type ClaimedJob,
@@ -31,19 +32,20 @@ import {
   renewLeaseStates,
   reportProgress,
   retentionOf,
+  type Span,
   sameAttempt,
 } from '@zkq/core/internal';
 import { backoffDelay, normalizeBackoff } from './backoff.js';
 import type { Lease } from './lease-renewer.js';
 import type { WorkerOptions } from './options.js';
 
-/** What an attempt needs from its Worker. */
+/** What an attempt needs from its Worker (one for all its attempts: each passes itself). */
 export interface AttemptDriver {
-  run(job: Job, signal: AbortSignal): Promise<unknown>;
-  finish(f: Finish): Promise<FinishResult>;
+  run(job: Job, signal: AbortSignal, attempt: Attempt): Promise<unknown>;
+  finish(f: Finish, attempt: Attempt): Promise<FinishResult>;
   forced(): boolean;
   /** The processor has settled: its slot may take the next job while the outcome is written. */
-  released(): void;
+  released(attempt: Attempt): void;
   trim(kind: FinishedKind, keep: KeepJobs): void;
   /** The processor threw a RateLimitError and its job is back to waiting: wait out the window. */
   rateLimited(): void;
@@ -56,8 +58,11 @@ interface Emitter {
   emitError(err: unknown): void;
 }
 
-export class Attempt {
+/** The attempt is its Job's hooks (progress, logs, parking): no object of closures per job. */
+export class Attempt implements AttemptHooks {
   readonly job: Job;
+  /** The attempt's `process` span, when the Worker traces. */
+  span: Span | undefined;
   readonly done: Promise<void>;
   private resolveDone!: () => void;
   private readonly controller = new AbortController();
@@ -90,15 +95,21 @@ export class Attempt {
     this.done = new Promise((r) => {
       this.resolveDone = r;
     });
-    this.job = new Job(store, claimed.record, {
-      updateProgress: (p) => this.updateProgress(p),
-      log: async (row) => this.logs.push(row),
-      moveToWaitingChildren: () => {
-        if (this.parking !== 'writing') this.parkWrite = this.park(); // a call meanwhile shares the write
-        return this.parkWrite as Promise<boolean>;
-      },
-    });
+    this.job = new Job(store, claimed.record, this);
     this.job.token = attemptKey(claimed);
+  }
+
+  get claimedJob(): ClaimedJob {
+    return this.claimed;
+  }
+
+  async log(row: string): Promise<number> {
+    return this.logs.push(row);
+  }
+
+  moveToWaitingChildren(): Promise<boolean> {
+    if (this.parking !== 'writing') this.parkWrite = this.park(); // a call meanwhile shares the write
+    return this.parkWrite as Promise<boolean>;
   }
 
   get token(): number {
@@ -167,7 +178,7 @@ export class Attempt {
    * nothing: the attempt goes on, its progress kept for the finish, and the
    * next renewal proves the lease.
    */
-  private async updateProgress(progress: JobProgress): Promise<void> {
+  async updateProgress(progress: JobProgress): Promise<void> {
     const lease = leaseOf(this.claimed, progress);
     const state = await reportProgress(this.store, lease, {
       workerId: this.worker.id,
@@ -193,12 +204,10 @@ export class Attempt {
     this.parking = 'writing';
     let result: FinishResult | undefined;
     try {
-      result = await this.driver.finish({
-        job: this.claimed,
-        outcome: { kind: 'waiting-children' },
-        logs: [...this.logs],
-        progress: this.progress,
-      });
+      result = await this.driver.finish(
+        { job: this.claimed, outcome: { kind: 'waiting-children' }, logs: [...this.logs], progress: this.progress },
+        this,
+      );
     } finally {
       this.parking = result?.ok ? 'parked' : 'no';
       if (this.parking === 'no' && this.revokedWhileParking) this.revoke();
@@ -213,7 +222,7 @@ export class Attempt {
   private release(): void {
     if (!this.processing) return;
     this.processing = false;
-    this.driver.released();
+    this.driver.released(this);
   }
 
   async run(): Promise<void> {
@@ -257,7 +266,7 @@ export class Attempt {
     }
     this.worker.emit('active', this.job, 'waiting');
     try {
-      const value = await this.driver.run(this.job, this.controller.signal);
+      const value = await this.driver.run(this.job, this.controller.signal, this);
       this.release();
       await this.parkWrite?.catch(() => false);
       if (this.parking === 'parked') return this.afterPark(undefined);
@@ -358,7 +367,7 @@ export class Attempt {
       { job: this.claimed, outcome, logs: this.logs, progress: this.progress },
       {
         retention: (kind) => this.retention(kind),
-        write: (f) => this.driver.finish(f),
+        write: (f) => this.driver.finish(f, this),
         trim: (kind, keep) => this.driver.trim(kind, keep),
         hasDeps: () => hasDependencies(this.store, this.claimed.record, (err) => this.worker.emitError(err)),
       },

@@ -69,11 +69,20 @@ export class WorkerTracing {
   }
 
   /** Writes an outcome in its own span; then marks the process span and records the meter's figures. */
-  async finish(f: Finish, span: Span | undefined, write: () => Promise<FinishResult>): Promise<FinishResult> {
-    if (!this.telemetry) return write();
+  finish(f: Finish, span: Span | undefined, write: () => Promise<FinishResult>): Promise<FinishResult> {
+    // untraced: the write itself, with no async frame of its own (one per job)
+    return this.telemetry ? this.tracedFinish(this.telemetry, f, span, write) : write();
+  }
+
+  private async tracedFinish(
+    telemetry: Telemetry,
+    f: Finish,
+    span: Span | undefined,
+    write: () => Promise<FinishResult>,
+  ): Promise<FinishResult> {
     const record = f.job.record;
     const result = await trace(
-      this.telemetry,
+      telemetry,
       SpanKind.INTERNAL,
       this.queue,
       finishOperation(f.outcome),

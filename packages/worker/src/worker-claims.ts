@@ -17,7 +17,7 @@ import {
   type QueueStore,
   type Span,
 } from '@zkq/core/internal';
-import { Attempt } from './attempt.js';
+import { Attempt, type AttemptDriver } from './attempt.js';
 import { DEFAULT_MAX_RATE_LIMIT_DELAY_MS, DEFAULT_RUN_RETRY_DELAY_MS } from './options.js';
 import type { ThreadPool } from './sandbox/pool.js';
 import { WorkerBase } from './worker-base.js';
@@ -154,21 +154,24 @@ export class WorkerClaims<DataType = any, ResultType = any, NameType extends str
     }
   }
 
+  /** What every attempt of this worker runs through (each passes itself). */
+  private readonly driver: AttemptDriver = {
+    run: (job, signal, attempt) =>
+      this.execute(job as Job<DataType, ResultType, NameType>, signal, handOver(attempt.claimedJob)),
+    finish: (f, attempt) => this.writeOutcome(f, attempt.span),
+    forced: () => this.forced,
+    released: () => this.wakeClaimLoop(),
+    trim: (kind, keep) => this.trimmer?.request(kind, keep),
+    rateLimited: () => void this.holdForRateLimit().catch((err) => this.emitError(err)),
+  };
+
   private process(claimed: ClaimedJob): void {
-    let span: Span | undefined;
-    const attempt = new Attempt(this, claimed, this.store as QueueStore, this.opts, {
-      run: (job, signal) => this.execute(job as Job<DataType, ResultType, NameType>, signal, handOver(claimed)),
-      finish: (f) => this.writeOutcome(f, span),
-      forced: () => this.forced,
-      released: () => this.wakeClaimLoop(),
-      trim: (kind, keep) => this.trimmer?.request(kind, keep),
-      rateLimited: () => void this.holdForRateLimit().catch((err) => this.emitError(err)),
-    });
+    const attempt = new Attempt(this, claimed, this.store as QueueStore, this.opts, this.driver);
     this.attempts.set(claimed.record.id, attempt);
     this.cancels?.claimed(claimed.record.id, claimed.token);
     this.tracing
       .process(attempt.job, (s) => {
-        span = s;
+        attempt.span = s;
         return attempt.run();
       })
       .catch((err) => this.emitError(err))

@@ -11,11 +11,21 @@ export const MULTI_BYTE_LIMIT = PACKET_LIMIT_BYTES - 16 * 1024;
 /** Bytes of a `multi` request besides its ops. */
 export const MULTI_OVERHEAD_BYTES = 64;
 
+/** The last namespace measured, and its bytes: a session counts the same one for every op. */
+let measured = '';
+let measuredBytes = 0;
+
 /** An upper bound of the bytes one op adds to a `multi` request, its path under `namespace`. */
 export function opBytes(op: Op, namespace = ''): number {
-  return (
-    64 + Buffer.byteLength(namespace) + Buffer.byteLength(op.path) + ('data' in op && op.data ? op.data.length : 0)
-  );
+  return 64 + namespaceBytes(namespace) + Buffer.byteLength(op.path) + ('data' in op && op.data ? op.data.length : 0);
+}
+
+function namespaceBytes(namespace: string): number {
+  if (namespace !== measured) {
+    measured = namespace;
+    measuredBytes = Buffer.byteLength(namespace);
+  }
+  return measuredBytes;
 }
 
 /** One read of a `readMulti`. */
@@ -47,5 +57,5 @@ export function readMultiBatchSize(maxDataBytes: number): number {
 
 /** An upper bound of the bytes one read adds to a `readMulti` request (as `opBytes`). */
 export function readOpBytes(read: ReadOp, namespace = ''): number {
-  return 64 + Buffer.byteLength(namespace) + Buffer.byteLength(read.path);
+  return 64 + namespaceBytes(namespace) + Buffer.byteLength(read.path);
 }

@@ -73,8 +73,12 @@ export function planFinish(f: Finish): {
   const { record } = f.job;
   const now = Date.now();
   const id = record.id;
-  const base: JobRecord = { ...record, finishedOn: now };
-  if (f.progress !== undefined) base.progress = f.progress as JobRecord['progress'];
+  // the record as it ends this attempt, copied only for an outcome that writes it (not a removal)
+  const finished = (): JobRecord => {
+    const base: JobRecord = { ...record, finishedOn: now };
+    if (f.progress !== undefined) base.progress = f.progress as JobRecord['progress'];
+    return base;
+  };
   const o = f.outcome;
   const attemptsMade = record.attemptsMade + (o.kind === 'retry' && o.skipAttempt ? 0 : 1);
   if (o.kind === 'completed') {
@@ -82,7 +86,7 @@ export function planFinish(f: Finish): {
     const settlement: Settlement = { kind: 'processed', value: o.returnvalue };
     if (o.remove) return { record: undefined, to: undefined, event, settlement };
     return {
-      record: { ...base, state: 'completed', returnvalue: o.returnvalue, attemptsMade },
+      record: { ...finished(), state: 'completed', returnvalue: o.returnvalue, attemptsMade },
       to: { kind: 'completed' },
       event,
       settlement,
@@ -96,7 +100,7 @@ export function planFinish(f: Finish): {
         : [];
     const settlement: Settlement = { kind: 'failed', reason: cutReason(o.reason) };
     if (o.remove) return { record: undefined, to: undefined, event, also, settlement };
-    const failed: JobRecord = { ...base, ...failure(record, o), state: 'failed', attemptsMade };
+    const failed: JobRecord = { ...finished(), ...failure(record, o), state: 'failed', attemptsMade };
     delete failed.deferredFailure; // spent once the job failed (as BullMQ drops `defa`): a retry runs it
     return {
       record: failed,
@@ -108,14 +112,14 @@ export function planFinish(f: Finish): {
   }
   if (o.kind === 'waiting-children') {
     const parked: JobRecord = { ...record, state: 'waiting-children', hasDeps: true };
-    if (f.progress !== undefined) parked.progress = base.progress;
+    if (f.progress !== undefined) parked.progress = f.progress as JobRecord['progress'];
     return {
       record: parked,
       to: { kind: 'waiting-children' },
       event: { event: 'waiting-children', jobId: id, prev: 'active', ts: now },
     };
   }
-  const retried = { ...base, ...failure(record, o), attemptsMade, finishedOn: undefined };
+  const retried = { ...finished(), ...failure(record, o), attemptsMade, finishedOn: undefined };
   // due 0: again now; any other due (on ZooKeeper's clock) waits in delayed, promoted by the leader on that clock
   if (o.due > 0) {
     const due = Math.min(o.due, now + MAX_DELAY_MS); // a custom backoff past 100 years waits 100 years

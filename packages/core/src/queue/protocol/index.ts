@@ -41,7 +41,7 @@
  * An attempt (JobSource, the Worker's renewer and Finisher, the leader)
  * - `head.ts`            the head scan a worker claims from (JobSource).
  * - `claim.ts`           claim: ready -> active, the claim node created, the
- *                        record's new version the attempt's token (JobSource).
+ *                        ready pointer's new version the attempt's token (JobSource).
  * - `limited-claims.ts`  the same under global limits, slot and window
  *                        written in the claim transaction (`limits.ts`).
  * - `lease.ts`           renew and progress: the claim rewritten at the token;
@@ -87,16 +87,18 @@
  * deletes) the record at the version read and swaps the pointer in the same
  * transaction, so a reader that raced it fails instead of acting twice.
  *
- * An attempt: the claim transaction checks the ready pointer (and, once per
- * transaction, the pause flag at the version it was read unset), creates the
- * EPHEMERAL claim and writes the record; the record's new version is the
- * attempt's fencing token. Renewals and progress rewrite the claim only while
- * the record is at the token. The finish writes the record at the token,
- * deletes pointer and claim and creates the new pointer. A revoked attempt
- * (the leader wrote the record) or a re-claimed one fails every later write.
- * A dead worker's claim vanishes with its session; its record still says
- * active, so the next claim counts a stall, and past maxStalledCount the job
- * fails instead of running again.
+ * An attempt: the claim transaction (behind the pause flag, at the version it
+ * was read unset) creates the EPHEMERAL claim and writes the ready pointer
+ * blind, reading nothing first; the pointer's new version is the attempt's
+ * fencing token, and the record is read after. Renewals and progress rewrite
+ * the claim only while the pointer is at the token. The finish deletes the
+ * pointer at the token, writes the record at the version read, deletes the
+ * claim and creates the new pointer. A revoked attempt (the leader wrote the
+ * pointer) or a re-claimed one fails every later write. A dead worker's
+ * claim vanishes with its session; the next claim of the job gets a token
+ * past the claims its record counted, so it counts a stall, and past
+ * maxStalledCount the job fails instead of running again. A change of a
+ * waiting job checks that no claim is there (builders.ts `unclaimedOps`).
  */
 
 export type { OpResult } from '../../zk/types.js';

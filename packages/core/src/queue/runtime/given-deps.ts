@@ -11,6 +11,8 @@ import type { QueueStore } from '../store.js';
 
 /** Per queue store: whether the queue ever held a parent's dependencies (see parentsHeld). */
 const holdsParents = new WeakMap<QueueStore, Promise<() => boolean>>();
+/** The same answers once known, for a finish to take without waiting (hasDependencies). */
+const heldNow = new WeakMap<QueueStore, () => boolean>();
 
 /**
  * Whether the queue ever held a parent's dependencies (its `deps`
@@ -35,18 +37,29 @@ export async function parentsHeld(store: QueueStore, onError: (err: unknown) => 
       () => () => seen || loop.closed,
       () => () => true,
     );
+    void known.then((held) => heldNow.set(store, held));
     holdsParents.set(store, known);
   }
   return (await known)();
 }
 
-/** Whether the job of `record` has dependencies: its record says so, or its dependency node exists. */
-export async function hasDependencies(
+/**
+ * Whether the job of `record` has dependencies: its record says so, or its
+ * dependency node exists. Answered at once (no promise) when the record
+ * tells, or the queue is known never to have held a parent's dependencies:
+ * a worker asks for every job it removes.
+ */
+export function hasDependencies(
   store: QueueStore,
   record: JobRecord,
   onError: (err: unknown) => void,
-): Promise<boolean> {
+): boolean | Promise<boolean> {
   if (record.hasDeps) return true;
+  if (heldNow.get(store)?.() === false) return false;
+  return readIfHeld(store, record, onError);
+}
+
+async function readIfHeld(store: QueueStore, record: JobRecord, onError: (err: unknown) => void): Promise<boolean> {
   if (!(await parentsHeld(store, onError))) return false;
   return (await readDeps(store, record.id)) !== undefined;
 }

@@ -36,9 +36,10 @@ export interface RetainedFinish {
   /**
    * Whether the job has dependencies its claimed record does not name
    * (children given while it ran, see given-deps.ts); asked only when the
-   * finish deletes the job, which then takes them along.
+   * finish deletes the job, which then takes them along. A boolean when
+   * known at once (no wait before the write).
    */
-  hasDeps?(): Promise<boolean>;
+  hasDeps?(): boolean | Promise<boolean>;
 }
 
 /**
@@ -61,7 +62,8 @@ export async function finishRetained(f: Finish, glue: RetainedFinish): Promise<F
       delete finish.keep;
       const { record } = f.job;
       // a failure to read them does not keep the finish from being written: they are left to the leader's sweep
-      const given = !record.hasDeps && (await glue.hasDeps?.().catch(() => false));
+      const asked = !record.hasDeps && askedDeps(glue);
+      const given = asked instanceof Promise ? await asked : asked;
       if (given) finish.job = { ...f.job, record: { ...record, hasDeps: true } };
     }
   }
@@ -74,4 +76,15 @@ export async function finishRetained(f: Finish, glue: RetainedFinish): Promise<F
     if (rest) glue.trim(written.kind, rest);
   }
   return result;
+}
+
+/** `glue.hasDeps`, false when it fails; a promise only when its answer is one. */
+function askedDeps(glue: RetainedFinish): boolean | Promise<boolean> {
+  let asked: boolean | Promise<boolean> | undefined;
+  try {
+    asked = glue.hasDeps?.();
+  } catch {
+    return false;
+  }
+  return asked instanceof Promise ? asked.catch(() => false) : asked === true;
 }

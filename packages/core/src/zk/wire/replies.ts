@@ -101,9 +101,19 @@ export function parseWriteReply(
   return { results, bytes: at - offset };
 }
 
+/**
+ * A signed 64-bit integer as the Number nearest to it, as
+ * `Number(b.readBigInt64BE(at))` gives it, without making a BigInt: the high
+ * half times 2^32 is exact, and one addition rounds the sum as the
+ * conversion does. A reply holds five in every stat, two stats a claimed job.
+ */
+export function readLong(b: Buffer, at: number): number {
+  return b.readInt32BE(at) * 2 ** 32 + b.readUInt32BE(at + 4);
+}
+
 /** A Stat record, converted as `toStat` converts the wire client's. */
 function readStat(b: Buffer, at: number): Stat {
-  const long = (o: number) => Number(b.readBigInt64BE(at + o));
+  const long = (o: number) => readLong(b, at + o);
   return {
     czxid: long(0),
     mzxid: long(8),
@@ -112,7 +122,9 @@ function readStat(b: Buffer, at: number): Stat {
     version: b.readInt32BE(at + 32),
     cversion: b.readInt32BE(at + 36),
     aversion: b.readInt32BE(at + 40),
-    ephemeralOwner: b.readBigUInt64BE(at + 44).toString(16),
+    // a persistent node's (no session) read as it is, the rest through a BigInt
+    ephemeralOwner:
+      b.readUInt32BE(at + 44) === 0 && b.readUInt32BE(at + 48) === 0 ? '0' : b.readBigUInt64BE(at + 44).toString(16),
     dataLength: b.readInt32BE(at + 52),
     numChildren: b.readInt32BE(at + 56),
     pzxid: long(60),
