@@ -30,8 +30,8 @@ import {
   enqueueEvents,
 } from './protocol/add.js';
 import { EnqueueBatch } from './protocol/add-batch.js';
+import { claimedView } from './protocol/attempt-counts.js';
 import type { Destination } from './protocol/builders.js';
-import { claimedView } from './protocol/claim.js';
 import { Containers } from './protocol/containers.js';
 import type { ClaimInfo, Place, ProtocolContext, StoredJob } from './protocol/context.js';
 import { type Built, type ProtocolOp, TxExecutor } from './protocol/executor.js';

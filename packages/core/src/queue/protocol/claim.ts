@@ -15,6 +15,7 @@ import { PayloadTooLargeError } from '../errors.js';
 import type { QueueEventRecord } from '../events.js';
 import type { QueueLayout } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
+import { attemptRecord, diedBefore } from './attempt-counts.js';
 import { pauseCheckOp } from './builders.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
@@ -150,60 +151,6 @@ export interface CommittedClaim {
 export function tokenOfReply(results: readonly OpResult[] | undefined): PointerStat | undefined {
   const r = results?.[1];
   return r?.op === 'setData' ? { version: r.stat.version, czxid: r.stat.czxid } : undefined;
-}
-
-/**
- * A string naming one attempt, never repeated for any attempt of any job:
- * the token (its pointer's version) with its pointer's czxid, since a job's
- * next pointer counts its versions from 0 again. The Job's `token`.
- */
-export function attemptKey(job: Pick<ClaimedJob, 'token' | 'pointerCzxid'>): string {
-  return `${job.pointerCzxid.toString(36)}.${job.token}`;
-}
-
-/**
- * How many attempts of a job ended without a finish or a revocation before
- * the claim that got `token` on `pointer` (their workers died): the claims
- * of that pointer the record has not counted.
- */
-export function diedBefore(record: JobRecord, pointer: string, token: number): number {
-  const counted = record.counted?.pointer === pointer ? record.counted.token : 0;
-  return Math.max(0, token - 1 - counted);
-}
-
-/** The record as the attempt holding `token` on `pointer` sees it: active, its counts brought up to date. */
-export function attemptRecord(
-  record: JobRecord,
-  a: { pointer: string; token: number; at: number; worker: string },
-): JobRecord {
-  const died = diedBefore(record, a.pointer, a.token);
-  return {
-    ...record,
-    state: 'active',
-    stalledCounter: record.stalledCounter + died,
-    attemptsStarted: record.attemptsStarted + died + 1,
-    processedOn: a.at,
-    processedBy: a.worker,
-    counted: { pointer: a.pointer, token: a.token },
-  };
-}
-
-/**
- * A waiting record as seen while its claim node (`claim`, its data) is
- * there: active, started when and by whom the claim says, its attempt
- * counted (stalls before it are counted by the attempt, not here).
- */
-export function claimedView(record: JobRecord, claim: Buffer): JobRecord {
-  let info: Partial<ClaimInfo> = {};
-  try {
-    info = JSON.parse(claim.toString()) as Partial<ClaimInfo>;
-  } catch {
-    // not a claim zkq wrote: active all the same
-  }
-  const view: JobRecord = { ...record, state: 'active', attemptsStarted: record.attemptsStarted + 1 };
-  if (typeof info.at === 'number') view.processedOn = info.at;
-  if (typeof info.worker === 'string') view.processedBy = info.worker;
-  return view;
 }
 
 /**

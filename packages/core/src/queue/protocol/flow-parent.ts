@@ -27,8 +27,9 @@ import { NoNodeError } from '../../zk/errors.js';
 import type { QueueEventRecord } from '../events.js';
 import { type ChildKey, type DepKind, encodeQueueName } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
+import { claimedView } from './attempt-counts.js';
 import { moveOps } from './builders.js';
-import { claimedView, PLAIN_LANE } from './claim.js';
+import { PLAIN_LANE } from './claim.js';
 import type { ProtocolContext, StoredJob } from './context.js';
 import type { Built, ProtocolOp } from './executor.js';
 

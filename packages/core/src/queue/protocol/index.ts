@@ -42,6 +42,8 @@
  * - `head.ts`            the head scan a worker claims from (JobSource).
  * - `claim.ts`           claim: ready -> active, the claim node created, the
  *                        ready pointer's new version the attempt's token (JobSource).
+ * - `attempt-counts.ts`  what an attempt counts (starts, stalls) by its pointer's
+ *                        version, and how a claimed job reads; pure.
  * - `limited-claims.ts`  the same under global limits, slot and window
  *                        written in the claim transaction (`limits.ts`).
  * - `lease.ts`           renew and progress: the claim rewritten at the token;
@@ -102,6 +104,7 @@
  */
 
 export type { OpResult } from '../../zk/types.js';
+export * from './attempt-counts.js';
 export * from './builders.js';
 export * from './cancels.js';
 export * from './child-detach.js';

@@ -7,8 +7,9 @@
 import { NoNodeError } from '../../zk/errors.js';
 import type { QueueEventRecord } from '../events.js';
 import { encodeRecord, type JobRecord } from '../record.js';
+import { diedBefore } from './attempt-counts.js';
 import { eventOp, moveOps, type Place, removeOps, rewriteOps } from './builders.js';
-import { diedBefore, PLAIN_LANE } from './claim.js';
+import { PLAIN_LANE } from './claim.js';
 import type { ProtocolContext, StoredJob } from './context.js';
 import type { ProtocolOp, TxUnit, UnitResult } from './executor.js';
 

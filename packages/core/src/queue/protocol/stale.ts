@@ -11,7 +11,7 @@ import { NoNodeError } from '../../zk/errors.js';
 import { LostJobError } from '../errors.js';
 import type { QueueLayout } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
-import { attemptRecord } from './claim.js';
+import { attemptRecord } from './attempt-counts.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
 
