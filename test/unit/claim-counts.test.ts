@@ -7,29 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { attemptKey, attemptRecord, claimedView, diedBefore, type JobRecord } from '@zkq/core/internal';
+import { attemptKey, attemptRecord, claimedView, diedBefore, type JobRecord, newRecord } from '@zkq/core/internal';
 
 const P = '/q/ready/p-0000000000/b-0000000000/qn-j-0000000004';
 const OTHER = '/q/ready/p-0000000000/b-0000000001/qn-j-0000000000';
 
 function record(over: Partial<JobRecord> = {}): JobRecord {
-  return {
-    v: 1,
-    id: 'j',
-    name: 'n',
-    data: {},
-    opts: {},
-    progress: 0,
-    attemptsMade: 0,
-    attemptsStarted: 0,
-    stalledCounter: 0,
-    timestamp: 1,
-    delay: 0,
-    priority: 0,
-    stacktrace: [],
-    state: 'waiting',
-    ...over,
-  };
+  return { ...newRecord('j', 'n', {}, {}, 'waiting', 1), ...over };
 }
 
 test("a pointer's first claim follows no dead attempt; later ones count those the record has not", () => {
