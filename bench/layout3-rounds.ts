@@ -2,9 +2,10 @@
  * The claim rounds of the layout 3 probe (layout3-probe.ts), and the drain
  * that runs them with the finishes beside, on one or more sessions.
  *
- * - today: a read-only multi of the records, then the claim multi (the
- *   protocol's claimOps: pointer checked, claim created, record rewritten at
- *   its version, whose new version is the token): two round trips in series;
+ * - today: layout 2's claim, as it was before the claim by create (built
+ *   here, `layout2ClaimOps`): a read-only multi of the records, then the
+ *   claim multi (pointer checked, claim created, record rewritten at its
+ *   version, whose new version is the token): two round trips in series;
  *   `today-blind` the same claim multi without the read (versions known);
  * - layout 3 `set`: ONE multi (claim created, state node written at version
  *   -1: the reply's version is the token) sent in the same flight as the
@@ -19,13 +20,12 @@
 import type { Op, OpResult } from '@zkq/core';
 import {
   CLAIM_READ_BATCH,
-  claimOps,
   claimPayload,
   decodeRecord,
   encodeRecord,
-  finishOps,
   MAX_OPS,
   pauseCheckOp,
+  type QueueLayout,
 } from '@zkq/core/internal';
 import { type ProbeJob, type ProbeQueue, todayRecord, WORKER_ID } from './layout3-jobs.js';
 
@@ -75,7 +75,7 @@ async function todayRound(q: ProbeQueue, jobs: readonly ProbeJob[], blind = fals
     const token = reply.stat.version + 1;
     const claim = claimPayload({ worker: WORKER_ID, token, lockDuration: LOCK_DURATION });
     const c = { id: job.id, pointer: job.node, version: reply.stat.version, record: encodeRecord(updated), claim };
-    ops.push(...claimOps(layout, c));
+    ops.push(...layout2ClaimOps(layout, c));
     return { job, token };
   });
   q.claimOpsSent += ops.length + 1;
@@ -103,6 +103,22 @@ async function layout3Round(q: ProbeQueue, style: 'set' | 'create', jobs: readon
   });
 }
 
+/**
+ * Layout 2's claim of one job, the probe's baseline (the protocol's claim
+ * no longer reads or writes the record): the ready pointer checked, the
+ * claim created, the record rewritten at the version read.
+ */
+function layout2ClaimOps(
+  layout: QueueLayout,
+  c: { id: string; pointer: string; version: number; record: Buffer; claim: Buffer },
+): Op[] {
+  return [
+    { op: 'check', path: c.pointer, version: 0 },
+    { op: 'create', path: layout.claim(c.id), data: c.claim, mode: 'ephemeral' },
+    { op: 'setData', path: layout.job(c.id), data: c.record, version: c.version },
+  ];
+}
+
 /** `ops` plus a receipt, sent; the receipt is deleted later, as the executor's clean-up does. */
 async function sendWithReceipt(q: ProbeQueue, ops: Op[]): Promise<OpResult[]> {
   const receipt = q.receipt();
@@ -118,11 +134,12 @@ async function sendWithReceipt(q: ProbeQueue, ops: Op[]): Promise<OpResult[]> {
 export function removalOps(q: ProbeQueue, style: RoundStyle, c: Claimed): Op[] {
   const { layout } = q;
   if (style === 'today' || style === 'today-blind') {
-    return finishOps(
-      layout,
-      { id: c.job.id, token: c.token, pointer: c.job.node, record: undefined, withClaim: true },
-      undefined,
-    );
+    // layout 2's finish of a removed job: the record at the token, the pointer, the claim
+    return [
+      { op: 'delete', path: layout.job(c.job.id), version: c.token },
+      { op: 'delete', path: c.job.node },
+      { op: 'delete', path: layout.claim(c.job.id) },
+    ];
   }
   const ops: Op[] = [];
   if (c.job.state) ops.push({ op: 'delete', path: c.job.state, version: c.token });
