@@ -54,7 +54,12 @@ export class BackendBase extends EventEmitter {
     // with the Worker's run (its first claim or stalled check), as BullMQ's maintenance does: a
     // Worker whose constructor threw after making its backend never runs, and must leave nothing
     // running (an election it stood for would write the queue again while it is obliterated)
-    if (this.role.worker) await store.clock.now();
+    if (this.role.worker) {
+      await store.clock.now();
+      // listed by getWorkers once ready, as BullMQ lists a Worker's connection; a registration that failed
+      // (the link lost) does not keep the Worker from running: its housekeeping registers it again
+      await this.ctx.registerWorker().catch((err: unknown) => this.emit('error', err));
+    }
     if (this.role.listener) await events.listen(this.ctx);
     this.emit('ready');
   }

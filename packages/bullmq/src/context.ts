@@ -121,6 +121,8 @@ export class BackendContext {
   private housekeeper: Housekeeper | undefined;
   /** Its start went through (one that failed is made again by the next call). */
   private housekeeperStarted = false;
+  /** The Worker's registration is kept up across sessions (registerWorker). */
+  private registered = false;
   private housekeeping: Promise<void> | undefined;
   private pausedFlag: Promise<boolean> | undefined;
   /** The pause flag as last read; true from a change until it is read again. */
@@ -293,6 +295,19 @@ export class BackendContext {
     if (!this.housekeeperStarted) {
       await this.housekeeper.start();
       this.housekeeperStarted = true;
+    }
+    await this.registerWorker();
+  }
+
+  /**
+   * Registers the Worker (`workers/<id>`, EPHEMERAL), again on every new
+   * session: BullMQ lists a Worker from its creation (its named connection),
+   * before it runs, while its housekeeping waits for its run.
+   */
+  async registerWorker(): Promise<void> {
+    const store = await this.store();
+    if (!this.registered) {
+      this.registered = true;
       store.session.onNewSession(() => this.register(store));
     }
     await this.register(store);
