@@ -191,12 +191,25 @@ export async function settleClaims(
         if (pointer?.ok) c.token = { version: pointer.stat.version, czxid: pointer.stat.czxid };
       });
     }
+    // each record with its claim node: a claim whose session was lost since it committed (its node gone
+    // with it, or another worker's by now) is no longer this worker's to start
     const replies = await session.readMulti(
-      batch.map((c) => ({ op: 'getData' as const, path: layout.job(c.claim.candidate.id) })),
+      batch.flatMap((c) => [
+        { op: 'getData' as const, path: layout.job(c.claim.candidate.id) },
+        { op: 'getData' as const, path: layout.claim(c.claim.candidate.id) },
+      ]),
     );
     batch.forEach((c, j) => {
       const { candidate } = c.claim;
-      const reply = replies[j];
+      const reply = replies[2 * j];
+      const held = replies[2 * j + 1];
+      if (
+        c.token !== undefined &&
+        !(held?.ok && isOwnClaim(c.claim, held.data, held.stat.ephemeralOwner, session.sessionId))
+      ) {
+        result.skipped.push({ candidate }); // lost with its session: whoever holds it now runs it
+        return;
+      }
       const release = () => releases.push(releaseOps(layout, { id: candidate.id, claimVersion: -1, slot: c.slot }));
       if (c.token === undefined) {
         const version = own.get(c);
