@@ -855,4 +855,24 @@ describe('units told when their multi is sent', () => {
     assert.deepEqual(results.map(ok), [false, true]);
     assert.deepEqual(events, ['a sending', 'a sending', 'a unsent', 'b sending']);
   });
+
+  test('sent: once per multi, with its units, after the multi was handed to the session and before its reply', async () => {
+    const { session, executor } = fakeExecutor(layout);
+    const events: string[] = [];
+    let replies = 0;
+    session.respond = async (multi) => {
+      await Promise.resolve();
+      replies++;
+      return session.applied(multi);
+    };
+    const units = ['a', 'b', 'c'].map((name) => unit(name, () => [setOp(name)]));
+    await executor.run(units, {
+      maxOps: 2,
+      sent: (sent) =>
+        events.push(
+          `${sent.map((u) => (u as TestUnit).name).join('')} after ${session.sent.length} handed, ${replies} answered`,
+        ),
+    });
+    assert.deepEqual(events, ['ab after 1 handed, 0 answered', 'c after 2 handed, 1 answered']);
+  });
 });

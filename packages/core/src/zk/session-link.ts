@@ -63,6 +63,8 @@ export class SessionLink {
   readonly stats: SessionStats = { requests: 0, maxChildren: 0, sessionsCreated: 0 };
   private client!: WireClient;
   private current: ConnectionState | 'connecting' = 'connecting';
+  /** Changes of the wire client's connection so far (any state it reports, a new client). */
+  private connections = 0;
   readonly acl: ReturnType<typeof wireAcl>;
   private readonly hooks = new Set<NewSessionHook>();
   readonly watches = new Watches((path) => this.rel(path));
@@ -116,6 +118,11 @@ export class SessionLink {
 
   get sessionId(): string {
     return this.client.getSessionId().readBigUInt64BE(0).toString(16);
+  }
+
+  /** See Session: moves on at every change of the wire client's connection. */
+  get connection(): number {
+    return this.connections;
   }
 
   get sessionTimeout(): number {
@@ -178,10 +185,12 @@ export class SessionLink {
       insecure: (err) => this.failForGood(client, (path) => new ConnectionSecurityError(err, path)),
     });
     this.client = client;
+    this.connections++;
     this.stats.sessionsCreated++;
     const firstSession = this.stats.sessionsCreated === 1;
     let everConnected = false;
     client.on('state', (s) => {
+      this.connections++;
       if (this.client !== client || this.isClosed || this.current === 'closed') return;
       if (s === wire.State.SYNC_CONNECTED) {
         clearTimeout(this.suspendTimer);

@@ -145,6 +145,17 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.link.sessionId;
   }
 
+  /**
+   * The number of the connection requests go out on now: it moves on
+   * whenever the wire client's connection changes (dropped, made again,
+   * a new session). Requests handed over while it reads n, whose replies
+   * came while it still reads n, were sent on one connection in the order
+   * they were made and answered in that order, none of them sent again.
+   */
+  get connection(): number {
+    return this.link.connection;
+  }
+
   /** The clock queues on this session judge time on (`SessionOptions.clock`). */
   get clock(): ClockSource {
     return this.options.clock ?? 'zookeeper';

@@ -3,10 +3,11 @@
  * transaction per batch (behind the pause flag, at the version it was read
  * unset) creates each job's EPHEMERAL claim node and writes its ready
  * pointer blind: the pointer's new version, in the reply, is the attempt's
- * fencing token. The records are read after the claims committed; a claim
- * at a later pointer version than its record counted follows attempts whose
- * workers died (stalls). Called by the JobSource; claims under global limits
- * are limited-claims.ts.
+ * fencing token. The records are read as the claims committed, by a read
+ * sent in the same flight as the claim multi where that is safe
+ * (claim-read.ts); a claim at a later pointer version than its record
+ * counted follows attempts whose workers died (stalls). Called by the
+ * JobSource; claims under global limits are limited-claims.ts.
  */
 import { performance } from 'node:perf_hooks';
 import { BadVersionError, NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
@@ -17,6 +18,7 @@ import type { QueueLayout } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { attemptRecord, diedBefore } from './attempt-counts.js';
 import { pauseCheckOp } from './builders.js';
+import { BesideReads, CLAIM_READ_BATCH, type ClaimRead, readClaimed } from './claim-read.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
 import { publishEvents } from './publish.js';
@@ -143,6 +145,8 @@ export interface PointerStat {
 export interface CommittedClaim {
   claim: PreparedClaim;
   token: PointerStat | undefined;
+  /** Its record and claim node as read beside its claim multi (claim-read.ts), when that read is usable. */
+  beside?: Promise<ClaimRead | undefined> | undefined;
   slot?: string | undefined;
   window?: string | undefined;
 }
@@ -193,16 +197,12 @@ export async function settleClaims(
     }
     // each record with its claim node: a claim whose session was lost since it committed (its node gone
     // with it, or another worker's by now) is no longer this worker's to start
-    const replies = await session.readMulti(
-      batch.flatMap((c) => [
-        { op: 'getData' as const, path: layout.job(c.claim.candidate.id) },
-        { op: 'getData' as const, path: layout.claim(c.claim.candidate.id) },
-      ]),
+    const replies = await readClaimed(session, layout, batch, (c, node) =>
+      isOwnClaim(c.claim, node.data, node.stat.ephemeralOwner, session.sessionId),
     );
     batch.forEach((c, j) => {
       const { candidate } = c.claim;
-      const reply = replies[2 * j];
-      const held = replies[2 * j + 1];
+      const [reply, held] = replies[j] as ClaimRead;
       if (
         c.token !== undefined &&
         !(held?.ok && isOwnClaim(c.claim, held.data, held.stat.ephemeralOwner, session.sessionId))
@@ -326,6 +326,7 @@ export async function claimJobs(
     return { claim: c, build: () => ({ ops, events: c.events }) };
   });
   const claimedAt = performance.now();
+  const beside = new BesideReads<PreparedClaim>(store.session, store.layout);
   // read once: every transaction of the run (one sent again too) checks the version the claim was decided at,
   // not the flag as known by then (unset, or read again paused)
   const pauseVersion = o.pauseVersion?.();
@@ -333,6 +334,7 @@ export async function claimJobs(
   const fence: ProtocolOp[] = guarded ? [{ ...pauseCheckOp(store.layout, pauseVersion), role: 'fence' }] : [];
   const written = await store.executor.run(units, {
     recheck: (left) => takenSince(store, left),
+    sent: beside.sent,
     // the pause check is the run's fence: one op per transaction; claims committed before it failed stand
     ...(guarded ? { fence: () => fence, settleAll: true } : {}),
   });
@@ -340,7 +342,7 @@ export async function claimJobs(
   const committed: CommittedClaim[] = [];
   written.forEach((w, i) => {
     const c = claims[i] as PreparedClaim;
-    if (w.ok) committed.push({ claim: c, token: tokenOfReply(w.results) });
+    if (w.ok) committed.push({ claim: c, token: tokenOfReply(w.results), beside: beside.of(c) });
     else if (w.error instanceof FencedError) result.left.push(c.candidate);
     else if (guarded && stoppedRun(w.error)) {
       stopped ??= w.error;
@@ -381,8 +383,7 @@ async function takenSince(store: ProtocolContext, left: { claim: PreparedClaim }
   });
 }
 
-/** Records read per request: a claim batch is read in one or a few read-only multis. */
-export const CLAIM_READ_BATCH = 50;
+export { CLAIM_READ_BATCH };
 
 /** A failure that means another writer was first (not an error to report). */
 export function isConflict(err: unknown): boolean {

@@ -295,16 +295,16 @@ export class TxExecutor {
     results: UnitResult[],
     halt: () => void,
   ): Promise<Entry<U>[]> {
-    let written: OpResult[] | undefined;
     for (const e of batch.entries) e.unit.sending?.();
-    try {
-      written = await this.session.multi(batch.ops);
-    } catch (err) {
+    const reply = this.session.multi(batch.ops);
+    o.sent?.(batch.entries.map((e) => e.unit));
+    const written = await reply.catch((failure: unknown) => ({ failure }));
+    if ('failure' in written) {
       halt();
-      if (!isOutcomeUnknown(err) && !(err instanceof SessionExpiredError)) {
+      if (!isOutcomeUnknown(written.failure) && !(written.failure instanceof SessionExpiredError)) {
         for (const e of batch.entries) e.unit.unsent?.();
       }
-      return this.failed(batch, err, o, results);
+      return this.failed(batch, written.failure, o, results);
     }
     this.settle(batch, written, results);
     return [];

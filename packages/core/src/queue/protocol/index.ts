@@ -42,6 +42,8 @@
  * - `head.ts`            the head scan a worker claims from (JobSource).
  * - `claim.ts`           claim: ready -> active, the claim node created, the
  *                        ready pointer's new version the attempt's token (JobSource).
+ * - `claim-read.ts`      the claimed records read in the claim multi's flight,
+ *                        used only when certainly read after the claim.
  * - `attempt-counts.ts`  what an attempt counts (starts, stalls) by its pointer's
  *                        version, and how a claimed job reads; pure.
  * - `limited-claims.ts`  the same under global limits, slot and window

@@ -87,6 +87,12 @@ export interface RunOptions<U extends TxUnit> {
    * OutcomeUnknownError (runPlanned's writes plan again from fresh reads).
    */
   resend?: boolean;
+  /**
+   * A multi was handed to the session with these units, its reply not yet
+   * come: a request the session is given now goes out after it, on the same
+   * connection unless that changes (`Session.connection`).
+   */
+  sent?: (units: readonly U[]) => void;
   /** Multis in flight at once, sent in order (default 1). */
   inFlight?: number;
   /** Most ops per multi (default MAX_OPS). */

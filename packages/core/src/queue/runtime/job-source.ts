@@ -16,6 +16,15 @@
  * come from the HeadView (a short view of the head, spread at random after
  * collisions).
  *
+ * An idle worker's wake-up, from the add's commit to the processor's start,
+ * is the head's watch event, then two round trips: one read-only multi of
+ * the claims and the head's listings (those the look before the wait made,
+ * read ahead), then the claim multi with the claimed records read in its
+ * flight (claim-read.ts). Neither is left to cut: a watch event carries no
+ * data, and a claim must name the ready pointer, whose sequential name only
+ * a listing tells (the wake-up node's data could not: the add's multi that
+ * rewrites it learns the name from its own reply).
+ *
  * Under a global limit (see LimitsView) claims take the limited path: a
  * rate-limited take says for how long; a take that found the global
  * concurrency reached waits in the same line, its first member watching the
