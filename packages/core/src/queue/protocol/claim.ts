@@ -18,7 +18,7 @@ import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { attemptRecord, diedBefore } from './attempt-counts.js';
 import { pauseCheckOp } from './builders.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
-import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
+import { FencedError, OutcomeUnknownError, type ProtocolOp, type TxUnit } from './executor.js';
 import { publishEvents } from './publish.js';
 
 /** Lane of jobs without priority. */
@@ -210,7 +210,10 @@ export async function settleClaims(
         result.skipped.push({ candidate }); // lost with its session: whoever holds it now runs it
         return;
       }
-      const release = () => releases.push(releaseOps(layout, { id: candidate.id, claimVersion: -1, slot: c.slot }));
+      // at the pointer's token: a claim revoked since (the pointer moved on) may be another worker's by now
+      const at = { pointer: candidate.pointer, token: c.token?.version ?? -1 };
+      const claimVersion = held?.ok ? held.stat.version : -1;
+      const release = () => releases.push(releaseOps(layout, { id: candidate.id, claimVersion, slot: c.slot, at }));
       if (c.token === undefined) {
         const version = own.get(c);
         if (version === undefined) {
@@ -273,7 +276,7 @@ export async function settleClaims(
     await store.executor
       .run(
         releases.map((ops) => ({ build: () => ({ ops }) })),
-        { receipt: false },
+        { receipt: false, onConflict: withoutPointer },
       )
       .catch(() => undefined); // left: the claim vanishes with the session, or the leader revokes it
   }
@@ -353,6 +356,16 @@ export async function claimJobs(
   return result;
 }
 
+/**
+ * A release whose pointer is gone deletes the claim at the version read all
+ * the same: nobody revokes a claim without its pointer, nor claims the job,
+ * so the node is still this attempt's (left, it would bar the id's next job).
+ */
+function withoutPointer(unit: TxUnit, error: unknown, op: ProtocolOp): TxUnit | undefined {
+  if (!(error instanceof NoNodeError) || op.op !== 'check') return undefined;
+  return { build: async () => ({ ops: (await unit.build()).ops.filter((o) => o.op !== 'check') }) };
+}
+
 /** An error that stopped a whole run (settled on every unit left), not the failure of one claim. */
 function stoppedRun(err: unknown): boolean {
   return !isConflict(err) && !(err instanceof PayloadTooLargeError) && !(err instanceof OutcomeUnknownError);
@@ -421,13 +434,16 @@ const EMPTY = Buffer.alloc(0);
 /**
  * Delete a claim node at the version read (-1: any), and the slot it names:
  * a claim of a job found not claimable after all, or a worker removing its
- * own re-claim after the finish was written without it.
+ * own re-claim after the finish was written without it. `at`: only while
+ * the attempt's pointer is at its token (a claim node's version starts at 0
+ * again, so only the pointer tells this claim from a later one).
  */
 export function releaseOps(
   layout: QueueLayout,
-  r: { id: string; claimVersion: number; slot?: string | undefined },
+  r: { id: string; claimVersion: number; slot?: string | undefined; at?: { pointer: string; token: number } },
 ): ProtocolOp[] {
-  const ops: ProtocolOp[] = [{ op: 'delete', path: layout.claim(r.id), version: r.claimVersion }];
+  const ops: ProtocolOp[] = r.at ? [{ op: 'check', path: r.at.pointer, version: r.at.token }] : [];
+  ops.push({ op: 'delete', path: layout.claim(r.id), version: r.claimVersion });
   if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
   return ops;
 }
