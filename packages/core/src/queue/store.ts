@@ -287,7 +287,8 @@ export class QueueStore implements ProtocolContext {
   /**
    * The job's record and version, or undefined when there is no such job.
    * A waiting job whose claim node is there (read next) reads `active`,
-   * with the claim's start and worker and its attempt counted.
+   * with the claim's start and worker and its attempt counted (not the
+   * attempts that died before it: see `claimedView`).
    */
   async getJob(id: string): Promise<StoredJob | undefined> {
     const path = this.layout.job(id);
