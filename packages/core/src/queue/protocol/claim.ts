@@ -171,38 +171,26 @@ export async function settleClaims(
   for (let i = 0; i < committed.length; i += CLAIM_READ_BATCH) {
     const batch = committed.slice(i, i + CLAIM_READ_BATCH);
     const unknown = batch.filter((c) => c.token === undefined);
+    const known = batch.filter((c) => c.token !== undefined);
+    // each record with its claim node: a claim whose session was lost since it committed (its node gone
+    // with it, or another worker's by now) is no longer this worker's to start. Settled by a receipt,
+    // without the reply, the pointer first: it holds the token only while the claim node this claim
+    // created is there (read after it). A revocation deletes that node as it moves the pointer on, and
+    // the claim there by now may be another worker's, the pointer at its token.
+    const [first, second] = await Promise.all([readClaimed(store, unknown, true), readClaimed(store, known, false)]);
+    const read = new Map(known.map((c, j) => [c, second.slice(2 * j, 2 * j + 2)]));
     // claims settled by a receipt whose node is this claim's still: the version it was read at
     const own = new Map<CommittedClaim, number>();
-    if (unknown.length > 0) {
-      // settled by a receipt, without the reply: the pointer holds the token only while the claim node
-      // this claim created is there (read after the pointer). A revocation deletes it as it moves the
-      // pointer on, and the claim there by now may be another worker's, the pointer at its token.
-      const reads = await session.readMulti(
-        unknown.flatMap((c) => [
-          { op: 'getData' as const, path: c.claim.candidate.pointer },
-          { op: 'getData' as const, path: layout.claim(c.claim.candidate.id) },
-        ]),
-      );
-      unknown.forEach((c, j) => {
-        const pointer = reads[2 * j];
-        const claim = reads[2 * j + 1];
-        if (!claim?.ok || !isOwnClaim(c.claim, claim.data, claim.stat.ephemeralOwner, session.sessionId)) return;
-        own.set(c, claim.stat.version);
-        if (pointer?.ok) c.token = { version: pointer.stat.version, czxid: pointer.stat.czxid };
-      });
-    }
-    // each record with its claim node: a claim whose session was lost since it committed (its node gone
-    // with it, or another worker's by now) is no longer this worker's to start
-    const replies = await session.readMulti(
-      batch.flatMap((c) => [
-        { op: 'getData' as const, path: layout.job(c.claim.candidate.id) },
-        { op: 'getData' as const, path: layout.claim(c.claim.candidate.id) },
-      ]),
-    );
-    batch.forEach((c, j) => {
+    unknown.forEach((c, j) => {
+      const [pointer, , claim] = first.slice(3 * j, 3 * j + 3);
+      read.set(c, first.slice(3 * j + 1, 3 * j + 3));
+      if (!claim?.ok || !isOwnClaim(c.claim, claim.data, claim.stat.ephemeralOwner, session.sessionId)) return;
+      own.set(c, claim.stat.version);
+      if (pointer?.ok) c.token = { version: pointer.stat.version, czxid: pointer.stat.czxid };
+    });
+    batch.forEach((c) => {
       const { candidate } = c.claim;
-      const reply = replies[2 * j];
-      const held = replies[2 * j + 1];
+      const [reply, held] = read.get(c) ?? [];
       if (
         c.token !== undefined &&
         !(held?.ok && isOwnClaim(c.claim, held.data, held.stat.ephemeralOwner, session.sessionId))
@@ -290,6 +278,17 @@ export async function settleClaims(
     ).catch(() => undefined);
   }
 }
+
+/** Each claim's record and claim node (read together: was the record read while the claim held?), `pointer` first. */
+function readClaimed(store: ProtocolContext, claims: CommittedClaim[], pointer: boolean) {
+  const { layout } = store;
+  const paths = (c: CommittedClaim) => [layout.job(c.claim.candidate.id), layout.claim(c.claim.candidate.id)];
+  const reads = claims.flatMap((c) => (pointer ? [c.claim.candidate.pointer, ...paths(c)] : paths(c)).map(getData));
+  return reads.length === 0 ? Promise.resolve([]) : store.session.readMulti(reads);
+}
+
+type GetData = { op: 'getData'; path: string };
+const getData = (path: string): GetData => ({ op: 'getData', path });
 
 /**
  * Whether a claim node (its data and owner as read) is the one `claim`
