@@ -32,7 +32,8 @@ export function laneOfRecord(r: JobRecord): string {
  * A job's record as stored, with its claim node's data when there (a claim
  * writes no record: `getJob` reads a waiting job with it as active), in one
  * read-only multi; undefined when there is no such job. A record that is
- * not one, or a read that failed otherwise, rejects.
+ * not one, or a read that failed otherwise (the claim's, of a waiting
+ * job), rejects.
  */
 export async function readStored(
   store: ProtocolContext,
@@ -47,8 +48,9 @@ export async function readStored(
     if (record.error instanceof NoNodeError) return undefined;
     throw record.error;
   }
-  if (!claim.ok && !(claim.error instanceof NoNodeError)) throw claim.error;
   const stored = { record: decodeRecord(record.data, path), version: record.stat.version };
+  // the claim matters to a waiting job only (a claim writes no record)
+  if (!claim.ok && !(claim.error instanceof NoNodeError) && stored.record.state === 'waiting') throw claim.error;
   return { stored, claim: claim.ok ? claim.data : undefined };
 }
 
