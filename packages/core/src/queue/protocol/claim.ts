@@ -287,8 +287,7 @@ function readClaimed(store: ProtocolContext, claims: CommittedClaim[], pointer: 
   return reads.length === 0 ? Promise.resolve([]) : store.session.readMulti(reads);
 }
 
-type GetData = { op: 'getData'; path: string };
-const getData = (path: string): GetData => ({ op: 'getData', path });
+const getData = (path: string) => ({ op: 'getData' as const, path });
 
 /**
  * Whether a claim node (its data and owner as read) is the one `claim`
@@ -357,8 +356,9 @@ export async function claimJobs(
 
 /**
  * A release whose pointer is gone deletes the claim at the version read all
- * the same: nobody revokes a claim without its pointer, nor claims the job,
- * so the node is still this attempt's (left, it would bar the id's next job).
+ * the same: no revocation writes a pointer that is gone, and no other claim
+ * of the id is made while this node stands, so it is still this attempt's
+ * (left, it would bar the id's next job until this session ends).
  */
 function withoutPointer(unit: TxUnit, error: unknown, op: ProtocolOp): TxUnit | undefined {
   if (!(error instanceof NoNodeError) || op.op !== 'check') return undefined;
