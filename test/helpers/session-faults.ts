@@ -21,7 +21,7 @@ import {
 } from '@zkq/core';
 import { QueueLayout } from '@zkq/core/internal';
 
-const METHODS = ['multi', 'create', 'delete', 'setData', 'getData', 'exists', 'getChildren'] as const;
+const METHODS = ['multi', 'create', 'delete', 'setData', 'getData', 'readMulti', 'exists', 'getChildren'] as const;
 type AnyMethod = (...args: unknown[]) => Promise<unknown>;
 type Multi = (ops: readonly Op[]) => Promise<OpResult[]>;
 

@@ -17,10 +17,8 @@ import { claimJobs, openSession, QueueStore, readCancelRequests, requestCancel, 
 import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../helpers/queue.js';
+import { fencing } from '../../helpers/tokens.js';
 import { waitFor } from '../../helpers/zk.js';
-
-/** The fencing token a processor's token string carries (after its pointer's name). */
-const fencing = (token: string | undefined) => token?.slice(token.indexOf('.') + 1);
 
 test('a request left by an attempt of an earlier job of the same id does not cancel the new job', async (t) => {
   const env = await queueEnv(t);

@@ -25,9 +25,10 @@ type Hooked = 'getData' | 'readMulti' | 'multi' | 'setData';
 const METHODS = ['getData', 'readMulti', 'multi', 'setData', 'exists', 'getChildren', 'create', 'delete'] as const;
 
 /**
- * The `nth` time `session` calls `method` (on `path`, if given), `action`
- * runs before the request is sent; every later request of the session waits
- * until it is done, so requests still reach the server in call order.
+ * The `nth` time `session` calls `method` (on `path`, or reading it, if
+ * given), `action` runs before the request is sent; every later request of
+ * the session waits until it is done, so requests still reach the server in
+ * call order.
  */
 function beforeFirst(session: Session, method: Hooked, action: () => Promise<unknown>, path?: string, nth = 1): void {
   const target = session as unknown as Record<(typeof METHODS)[number], (...args: unknown[]) => Promise<unknown>>;
@@ -36,13 +37,18 @@ function beforeFirst(session: Session, method: Hooked, action: () => Promise<unk
   for (const name of METHODS) {
     const original = target[name].bind(session);
     target[name] = async (...args: unknown[]) => {
-      if (seen < nth && name === method && (path === undefined || args[0] === path) && ++seen === nth) {
+      if (seen < nth && name === method && (path === undefined || reads(args[0], path)) && ++seen === nth) {
         running = action();
       }
       if (running) await running;
       return original(...args);
     };
   }
+}
+
+/** Whether a request's first argument is `path`, or a read-only multi's reads that read it. */
+function reads(arg: unknown, path: string): boolean {
+  return Array.isArray(arg) ? arg.some((r: { path?: string }) => r.path === path) : arg === path;
 }
 
 async function rawStore(t: { after: (fn: () => unknown) => void }, env: QueueTestEnv, queue: string) {
@@ -66,7 +72,7 @@ test('an add that read a key whose job then completed, while another add created
   // completes (its finish deletes the key) and another add creates the key again
   beforeFirst(
     await taker.client,
-    'getData',
+    'readMulti',
     async () => {
       release();
       await waitFor(async () => (await queue.getJobState(firstId)) === 'completed', { what: 'the first job done' });
@@ -101,7 +107,7 @@ test('an add that read a throttle key run out, while its job was removed and ano
   // with its key, and another add creates the key again with a long ttl
   beforeFirst(
     await taker.client,
-    'getData',
+    'readMulti',
     async () => {
       await queue.remove(firstId);
       newer = (await queue.add('j', { n: 1 }, { deduplication: { id: 'd', ttl: 600_000 } })).id;

@@ -36,11 +36,12 @@ import { Containers } from './protocol/containers.js';
 import type { ClaimInfo, Place, ProtocolContext, StoredJob } from './protocol/context.js';
 import { type Built, type ProtocolOp, TxExecutor } from './protocol/executor.js';
 import { takeIds } from './protocol/ids.js';
+import { readStored } from './protocol/job-reads.js';
 import { metaData, readMeta, writePaused } from './protocol/pause.js';
 import { publishEvents } from './protocol/publish.js';
 import { serverTime } from './protocol/server-time.js';
 import { registerWorker } from './protocol/worker-registration.js';
-import { decodeRecord, type JobRecord } from './record.js';
+import type { JobRecord } from './record.js';
 import type { Turn } from './runtime/call-order.js';
 import { ServerClock } from './runtime/server-clock.js';
 
@@ -286,28 +287,16 @@ export class QueueStore implements ProtocolContext {
 
   /**
    * The job's record and version, or undefined when there is no such job.
-   * A waiting job whose claim node is there (read next) reads `active`,
-   * with the claim's start and worker and its attempt counted.
+   * A waiting job whose claim node is there (read with it, in one
+   * read-only multi) reads `active`, with the claim's start and worker and
+   * its attempt counted (not the attempts that died before it: see
+   * `claimedView`).
    */
   async getJob(id: string): Promise<StoredJob | undefined> {
-    const path = this.layout.job(id);
-    let stored: StoredJob;
-    try {
-      const { data, stat } = await this.session.getData(path);
-      stored = { record: decodeRecord(data, path), version: stat.version };
-    } catch (err) {
-      if (err instanceof NoNodeError) return undefined;
-      throw err;
-    }
-    if (stored.record.state !== 'waiting') return stored;
+    const read = await readStored(this, id);
+    if (!read?.claim || read.stored.record.state !== 'waiting') return read?.stored;
     // a claim writes no record: a waiting job is active while its claim node is there, since the claim's time
-    try {
-      const { data } = await this.session.getData(this.layout.claim(id));
-      return { record: claimedView(stored.record, data), version: stored.version };
-    } catch (err) {
-      if (err instanceof NoNodeError) return stored;
-      throw err;
-    }
+    return { record: claimedView(read.stored.record, read.claim), version: read.stored.version };
   }
 
   /** The claim node of an active job (owner, lease, progress), or undefined. */

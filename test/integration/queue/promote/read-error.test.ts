@@ -42,7 +42,7 @@ for (const [code, times] of [
       { name: 'later', data: {}, opts: { delay: 500 } },
     ]);
     const faults = Array.from({ length: times }, () =>
-      proxy.rewriteError(request(OP.getData, store.layout.job(job?.id as string)), code),
+      proxy.rewriteError(request(OP.multiRead, store.layout.job(job?.id as string)), code),
     );
     await faults[0]?.fired;
     // the look that could not read the first job moved the other (a look a record unreadable

@@ -19,12 +19,10 @@ import { Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../../helpers/queue.js';
 import { reportChannel } from '../../../helpers/thread-reports.js';
+import { fencing } from '../../../helpers/tokens.js';
 import { waitFor } from '../../../helpers/zk.js';
 
 const PROCESSOR = fileURLToPath(new URL('../../../fixtures/processors/lingering.mjs', import.meta.url));
-
-/** The fencing token a Job's `token` string carries (after its pointer's name). */
-const fencing = (token: string) => token.slice(token.indexOf('.') + 1);
 
 interface Report {
   run: number;

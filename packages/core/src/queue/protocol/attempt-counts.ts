@@ -48,7 +48,10 @@ export function attemptRecord(
 /**
  * A waiting record as seen while its claim node (`claim`, its data) is
  * there: active, started when and by whom the claim says, its attempt
- * counted (stalls before it are counted by the attempt, not here).
+ * counted. Attempts that died before it (stalls) are not: they are told by
+ * the pointer's version, and the pointer's path is in the claim's data, so
+ * a read of a running job would need a second round trip for them. The
+ * attempt counts them in its own record, written at its finish.
  */
 export function claimedView(record: JobRecord, claim: Buffer): JobRecord {
   let info: Partial<ClaimInfo> = {};

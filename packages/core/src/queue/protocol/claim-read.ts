@@ -125,3 +125,18 @@ export async function readClaimed<
     return read;
   });
 }
+
+/** Claims settled by their receipts (no reply, no token): each one's pointer, record and claim node, in one read-only multi. */
+export function readWithPointer(
+  session: Session,
+  layout: QueueLayout,
+  claims: readonly { claim: { candidate: { id: string; pointer: string } } }[],
+) {
+  const reads = claims.flatMap(({ claim: { candidate } }) =>
+    [candidate.pointer, layout.job(candidate.id), layout.claim(candidate.id)].map((path) => ({
+      op: 'getData' as const,
+      path,
+    })),
+  );
+  return reads.length === 0 ? Promise.resolve([]) : session.readMulti(reads);
+}

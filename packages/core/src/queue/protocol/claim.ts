@@ -18,9 +18,9 @@ import type { QueueLayout } from '../layout.js';
 import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { attemptRecord, diedBefore } from './attempt-counts.js';
 import { pauseCheckOp } from './builders.js';
-import { BesideReads, CLAIM_READ_BATCH, type ClaimRead, readClaimed } from './claim-read.js';
+import { BesideReads, CLAIM_READ_BATCH, type ClaimRead, readClaimed, readWithPointer } from './claim-read.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
-import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
+import { FencedError, OutcomeUnknownError, type ProtocolOp, type TxUnit } from './executor.js';
 import { publishEvents } from './publish.js';
 
 /** Lane of jobs without priority. */
@@ -175,34 +175,31 @@ export async function settleClaims(
   for (let i = 0; i < committed.length; i += CLAIM_READ_BATCH) {
     const batch = committed.slice(i, i + CLAIM_READ_BATCH);
     const unknown = batch.filter((c) => c.token === undefined);
+    const known = batch.filter((c) => c.token !== undefined);
+    // each record with its claim node: a claim whose session was lost since it committed (its node gone
+    // with it, or another worker's by now) is no longer this worker's to start. Settled by a receipt,
+    // without the reply, the pointer first: it holds the token only while the claim node this claim
+    // created is there (read after it). A revocation deletes that node as it moves the pointer on, and
+    // the claim there by now may be another worker's, the pointer at its token.
+    const [first, second] = await Promise.all([
+      readWithPointer(session, layout, unknown),
+      readClaimed(session, layout, known, (c, node) =>
+        isOwnClaim(c.claim, node.data, node.stat.ephemeralOwner, session.sessionId),
+      ),
+    ]);
+    const read = new Map(known.map((c, j) => [c, second[j] as ClaimRead]));
     // claims settled by a receipt whose node is this claim's still: the version it was read at
     const own = new Map<CommittedClaim, number>();
-    if (unknown.length > 0) {
-      // settled by a receipt, without the reply: the pointer holds the token only while the claim node
-      // this claim created is there (read after the pointer). A revocation deletes it as it moves the
-      // pointer on, and the claim there by now may be another worker's, the pointer at its token.
-      const reads = await session.readMulti(
-        unknown.flatMap((c) => [
-          { op: 'getData' as const, path: c.claim.candidate.pointer },
-          { op: 'getData' as const, path: layout.claim(c.claim.candidate.id) },
-        ]),
-      );
-      unknown.forEach((c, j) => {
-        const pointer = reads[2 * j];
-        const claim = reads[2 * j + 1];
-        if (!claim?.ok || !isOwnClaim(c.claim, claim.data, claim.stat.ephemeralOwner, session.sessionId)) return;
-        own.set(c, claim.stat.version);
-        if (pointer?.ok) c.token = { version: pointer.stat.version, czxid: pointer.stat.czxid };
-      });
-    }
-    // each record with its claim node: a claim whose session was lost since it committed (its node gone
-    // with it, or another worker's by now) is no longer this worker's to start
-    const replies = await readClaimed(session, layout, batch, (c, node) =>
-      isOwnClaim(c.claim, node.data, node.stat.ephemeralOwner, session.sessionId),
-    );
-    batch.forEach((c, j) => {
+    unknown.forEach((c, j) => {
+      const [pointer, , claim] = first.slice(3 * j, 3 * j + 3);
+      read.set(c, first.slice(3 * j + 1, 3 * j + 3) as ClaimRead);
+      if (!claim?.ok || !isOwnClaim(c.claim, claim.data, claim.stat.ephemeralOwner, session.sessionId)) return;
+      own.set(c, claim.stat.version);
+      if (pointer?.ok) c.token = { version: pointer.stat.version, czxid: pointer.stat.czxid };
+    });
+    batch.forEach((c) => {
       const { candidate } = c.claim;
-      const [reply, held] = replies[j] as ClaimRead;
+      const [reply, held] = read.get(c) ?? [];
       if (
         c.token !== undefined &&
         !(held?.ok && isOwnClaim(c.claim, held.data, held.stat.ephemeralOwner, session.sessionId))
@@ -210,7 +207,10 @@ export async function settleClaims(
         result.skipped.push({ candidate }); // lost with its session: whoever holds it now runs it
         return;
       }
-      const release = () => releases.push(releaseOps(layout, { id: candidate.id, claimVersion: -1, slot: c.slot }));
+      // at the pointer's token: a claim revoked since (the pointer moved on) may be another worker's by now
+      const at = { pointer: candidate.pointer, token: c.token?.version ?? -1 };
+      const claimVersion = held?.ok ? held.stat.version : -1;
+      const release = () => releases.push(releaseOps(layout, { id: candidate.id, claimVersion, slot: c.slot, at }));
       if (c.token === undefined) {
         const version = own.get(c);
         if (version === undefined) {
@@ -273,7 +273,7 @@ export async function settleClaims(
     await store.executor
       .run(
         releases.map((ops) => ({ build: () => ({ ops }) })),
-        { receipt: false },
+        { receipt: false, onConflict: withoutPointer },
       )
       .catch(() => undefined); // left: the claim vanishes with the session, or the leader revokes it
   }
@@ -355,6 +355,17 @@ export async function claimJobs(
   return result;
 }
 
+/**
+ * A release whose pointer is gone deletes the claim at the version read all
+ * the same: no revocation writes a pointer that is gone, and no other claim
+ * of the id is made while this node stands, so it is still this attempt's
+ * (left, it would bar the id's next job until this session ends).
+ */
+function withoutPointer(unit: TxUnit, error: unknown, op: ProtocolOp): TxUnit | undefined {
+  if (!(error instanceof NoNodeError) || op.op !== 'check') return undefined;
+  return { build: async () => ({ ops: (await unit.build()).ops.filter((o) => o.op !== 'check') }) };
+}
+
 /** An error that stopped a whole run (settled on every unit left), not the failure of one claim. */
 function stoppedRun(err: unknown): boolean {
   return !isConflict(err) && !(err instanceof PayloadTooLargeError) && !(err instanceof OutcomeUnknownError);
@@ -422,13 +433,16 @@ const EMPTY = Buffer.alloc(0);
 /**
  * Delete a claim node at the version read (-1: any), and the slot it names:
  * a claim of a job found not claimable after all, or a worker removing its
- * own re-claim after the finish was written without it.
+ * own re-claim after the finish was written without it. `at`: only while
+ * the attempt's pointer is at its token (a claim node's version starts at 0
+ * again, so only the pointer tells this claim from a later one).
  */
 export function releaseOps(
   layout: QueueLayout,
-  r: { id: string; claimVersion: number; slot?: string | undefined },
+  r: { id: string; claimVersion: number; slot?: string | undefined; at?: { pointer: string; token: number } },
 ): ProtocolOp[] {
-  const ops: ProtocolOp[] = [{ op: 'delete', path: layout.claim(r.id), version: r.claimVersion }];
+  const ops: ProtocolOp[] = r.at ? [{ op: 'check', path: r.at.pointer, version: r.at.token }] : [];
+  ops.push({ op: 'delete', path: layout.claim(r.id), version: r.claimVersion });
   if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
   return ops;
 }

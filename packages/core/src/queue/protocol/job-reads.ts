@@ -28,6 +28,32 @@ export function laneOfRecord(r: JobRecord): string {
   return r.lane ?? laneOf(r.priority ?? 0, r.opts?.lifo === true);
 }
 
+/**
+ * A job's record as stored, with its claim node's data when there (a claim
+ * writes no record: `getJob` reads a waiting job with it as active), in one
+ * read-only multi; undefined when there is no such job. A record that is
+ * not one, or a read that failed otherwise (the claim's, of a waiting
+ * job), rejects.
+ */
+export async function readStored(
+  store: ProtocolContext,
+  id: string,
+): Promise<{ stored: StoredJob; claim: Buffer | undefined } | undefined> {
+  const path = store.layout.job(id);
+  const [record, claim] = await store.session.readMulti([
+    { op: 'getData', path },
+    { op: 'getData', path: store.layout.claim(id) },
+  ] as const);
+  if (!record.ok) {
+    if (record.error instanceof NoNodeError) return undefined;
+    throw record.error;
+  }
+  const stored = { record: decodeRecord(record.data, path), version: record.stat.version };
+  // the claim matters to a waiting job only (a claim writes no record)
+  if (!claim.ok && !(claim.error instanceof NoNodeError) && stored.record.state === 'waiting') throw claim.error;
+  return { stored, claim: claim.ok ? claim.data : undefined };
+}
+
 /** The path of the job's one pointer, found from what its record says, or undefined. */
 export async function findPointer(store: ProtocolContext, r: JobRecord): Promise<string | undefined> {
   const { layout } = store;

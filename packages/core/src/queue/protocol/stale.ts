@@ -7,13 +7,13 @@
  * wins. Called by the Housekeeper.
  */
 import { performance } from 'node:perf_hooks';
-import { NoNodeError } from '../../zk/errors.js';
 import { LostJobError } from '../errors.js';
 import type { QueueLayout } from '../layout.js';
-import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
+import { encodeRecord, type JobRecord } from '../record.js';
 import { attemptRecord } from './attempt-counts.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
+import { readStored } from './job-reads.js';
 
 /** A claim judged stale: its node's version, the attempt's ready pointer, and the slot it names. */
 export interface StaleClaim {
@@ -100,13 +100,14 @@ export async function revokeClaims(
   const units = stale.map((s) => ({
     id: s.id,
     build: async () => {
-      // the record as stored (getJob reads a claimed job as its attempt sees it)
-      const [stored, pointer] = await Promise.all([readRecord(store, s.id), store.session.exists(s.pointer)]);
+      // the record as stored (not getJob's view of a claimed job)
+      const [read, pointer] = await Promise.all([readStored(store, s.id), store.session.exists(s.pointer)]);
       // the claim judged, read after the pointer: still there, the pointer was at its attempt's token. A job
       // given back in place keeps its pointer, and its next claim counts from version 0 again.
       const claim = await store.session.exists(store.layout.claim(s.id));
       const judged = claim?.version === s.version && (s.czxid === undefined || claim.czxid === s.czxid);
-      if (!stored || !pointer || !judged) throw new LostJobError(s.id); // finished, moved or gone: not this attempt
+      if (!read || !pointer || !judged) throw new LostJobError(s.id); // finished, moved or gone: not this attempt
+      const { stored } = read;
       const token = pointer.version;
       const attempt = attemptRecord(stored.record, {
         pointer: s.pointer,
@@ -135,17 +136,6 @@ export async function revokeClaims(
   }));
   const results = await store.executor.run(units, { fence, receipt: false });
   return stale.filter((_, i) => results[i]?.ok).map((s) => s.id);
-}
-
-async function readRecord(store: ProtocolContext, id: string) {
-  const path = store.layout.job(id);
-  try {
-    const { data, stat } = await store.session.getData(path);
-    return { record: decodeRecord(data, path), version: stat.version };
-  } catch (err) {
-    if (err instanceof NoNodeError) return undefined;
-    throw err;
-  }
 }
 
 /**

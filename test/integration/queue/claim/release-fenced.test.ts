@@ -1,0 +1,81 @@
+/**
+ * A claim of a job found not claimable after all (its record gone, here) is
+ * released again. The release must delete this attempt's claim node only:
+ * when the worker was away long enough for the leader to revoke the claim
+ * and another worker to claim the same job, the node at `claims/<id>` is
+ * that worker's, and deleting it would let a third take the job beside it.
+ * The moments are staged on the server between the claim's read of the
+ * record and its release, as a frozen link would let them happen.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { claimJobs, claimOps, claimPayload, lookAtHead, QueueStore, type Session } from '@zkq/core/internal';
+import { Queue } from '@zkq/producer';
+import { queueEnv } from '../../../helpers/queue.js';
+import { prefixSession } from '../../../helpers/znodes.js';
+
+/** Runs `between` once, right after the first read-only multi of `session` (the claim's read of its records). */
+function afterFirstRead(session: Session, between: () => Promise<void>): void {
+  const readMulti = session.readMulti.bind(session);
+  let staged = false;
+  session.readMulti = (async (reads: Parameters<typeof readMulti>[0]) => {
+    const replies = await readMulti(reads);
+    if (!staged) {
+      staged = true;
+      await between();
+    }
+    return replies;
+  }) as typeof session.readMulti;
+}
+
+test('a claim released after a revocation does not delete the claim another worker made since', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('release-fenced', env);
+  t.after(() => queue.close());
+  await queue.add('j', {}, { jobId: 'x' });
+  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
+  const store = new QueueStore(mine, 'release-fenced');
+  await store.init();
+  const { layout } = store;
+  await other.delete(layout.job('x')); // a pointer left without its record: the claim is released
+  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
+  const [candidate] = candidates;
+  assert.ok(candidate);
+  afterFirstRead(mine, async () => {
+    // the leader revokes this claim (at the version judged, the pointer at its token)...
+    const pointer = await other.exists(candidate.pointer);
+    assert.ok(pointer);
+    await other.multi([
+      { op: 'delete', path: layout.claim('x'), version: 0 },
+      { op: 'setData', path: candidate.pointer, data: Buffer.alloc(0), version: pointer.version },
+    ]);
+    // ...and another worker claims the job
+    const claim = claimPayload({ worker: 'other', pointer: candidate.pointer, lockDuration: 600_000, at: Date.now() });
+    await other.multi(claimOps(layout, { id: 'x', pointer: candidate.pointer, claim }));
+  });
+  const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
+  assert.deepEqual(got.claimed, []);
+  const held = await other.exists(layout.claim('x'));
+  assert.ok(held, "the other worker's claim node is there still");
+  assert.equal(held.ephemeralOwner, other.sessionId);
+});
+
+test('a claim released after its pointer went is still released', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('release-no-pointer', env);
+  t.after(() => queue.close());
+  await queue.add('j', {}, { jobId: 'x' });
+  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
+  const store = new QueueStore(mine, 'release-no-pointer');
+  await store.init();
+  const { layout } = store;
+  await other.delete(layout.job('x'));
+  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
+  const [candidate] = candidates;
+  assert.ok(candidate);
+  // the pointer left without its record is dropped (a trim) before the release
+  afterFirstRead(mine, () => other.delete(candidate.pointer));
+  const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
+  assert.deepEqual(got.claimed, []);
+  assert.equal(await other.exists(layout.claim('x')), null, 'the claim node is not left behind');
+});
