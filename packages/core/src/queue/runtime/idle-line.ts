@@ -54,8 +54,10 @@ export class IdleLine {
   private mine: string | undefined;
   /** The paths of the two ahead of it it watches since its last look. */
   private ahead: { predecessor?: string; second?: string } = {};
-  /** It saw the one before its predecessor leave (not its predecessor): taken to stand right behind the first now. */
-  private movedUpToNext = false;
+  /** Where the last look found it. */
+  private place: 'head' | 'next' | 'waiting' | undefined;
+  /** Where a departure seen since puts it, known without a read (see onAhead). */
+  private movedUp: 'head' | 'next' | undefined;
   /** The caller's watch, told of every move seen. */
   private told: Watcher | undefined;
   /** The first in line and `head`'s mzxid at the last Backstop read, and whether work was announced after the line last changed. */
@@ -72,13 +74,18 @@ export class IdleLine {
    * leaves, or the session is lost).
    */
   async position(watch: Watcher): Promise<'head' | 'next' | 'waiting'> {
-    const { session, layout } = this.store;
     this.told = watch;
-    if (this.movedUpToNext) {
-      // its predecessor is still watched (its watch has not fired): no read needed
-      this.movedUpToNext = false;
-      return 'next';
+    if (this.movedUp) {
+      this.place = this.movedUp;
+      this.movedUp = undefined;
+      return this.place;
     }
+    this.place = await this.look();
+    return this.place;
+  }
+
+  private async look(): Promise<'head' | 'next' | 'waiting'> {
+    const { session, layout } = this.store;
     for (;;) {
       const node = await this.join();
       const mine = node.slice(node.lastIndexOf('/') + 1);
@@ -106,19 +113,26 @@ export class IdleLine {
     }
   }
 
-  /** One stable watcher on the two ahead (so re-arming registers nothing twice): tells the caller. */
+  /**
+   * One stable watcher on the two ahead (so re-arming registers nothing
+   * twice): tells the caller, and notes where a departure puts this worker
+   * when that is known without a read. Right behind the first, its
+   * predecessor leaving makes it the first. Further back, the one before its
+   * predecessor leaving mostly means the first left (the one that leaves an
+   * idle line is mostly its first, to work): it stands right behind the
+   * first now, its predecessor still watched. Taken so without a read: if
+   * one further ahead left instead, it polls the head as the one right
+   * behind the first does, until its poll's look at the line puts it back.
+   */
   private readonly onAhead: Watcher = (event) => {
     const { predecessor, second } = this.ahead;
+    const deleted = event.type === 'deleted';
     if (event.path === predecessor) {
-      this.movedUpToNext = false;
+      this.movedUp = deleted && this.place === 'next' && !second ? 'head' : undefined;
       this.ahead = {};
     } else if (event.path === second) {
-      // Mostly the first left (the one that leaves an idle line is mostly its first, to work): it
-      // stands right behind the first now, its predecessor still watched. Taken so without a read:
-      // if one further ahead left instead, it polls the head as the next one does until its poll's
-      // look at the line puts it back.
-      this.movedUpToNext = event.type === 'deleted';
-      this.ahead = this.movedUpToNext ? { predecessor } : {};
+      this.movedUp = deleted ? 'next' : undefined;
+      this.ahead = this.movedUp ? { predecessor } : {};
     }
     this.told?.(event);
   };
@@ -165,7 +179,8 @@ export class IdleLine {
     this.node = undefined;
     this.mine = undefined;
     this.front = undefined;
-    this.movedUpToNext = false;
+    this.movedUp = undefined;
+    this.place = undefined;
     this.ahead = {};
     void node?.then((path) => leaveIdleLine(this.store, path)).catch(() => undefined);
   }
