@@ -51,6 +51,8 @@ export class Backstop {
   private readonly parts = new Set<BackstopPart>();
   private timer: NodeJS.Timeout | undefined;
   private looking = false;
+  /** `soon()` came during a look (which may have read before its part was in): look again at once. */
+  private again = false;
   private lastLook = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly store: QueueStore) {}
@@ -76,6 +78,7 @@ export class Backstop {
 
   /** Looks soon (a part that just joined, or changed what it reads), unless a look is under way. */
   soon(): void {
+    if (this.looking) this.again = true;
     if (this.looking || this.parts.size === 0) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.look(), 0);
@@ -108,7 +111,10 @@ export class Backstop {
       }
     } finally {
       this.looking = false;
-      this.arm();
+      if (this.again) {
+        this.again = false;
+        this.soon();
+      } else this.arm();
     }
   }
 }
