@@ -129,3 +129,21 @@ test("election: the leader's own node rewritten from outside, then deleted: the 
   await waitFor(() => elections[1]!.isLeader, { what: 'p1 to take over' });
   assert.equal(elections[0]!.isLeader, false, 'two leaders: p0 never noticed its node was deleted');
 });
+
+test('election: placeAmong tells each participant its place in a listing, 0 the leader', async (t) => {
+  const { sessions } = await sessionsOn(t, 4, STEADY_SESSION_TIMEOUT_MS);
+  const { elections } = await participants(sessions.slice(0, 3));
+  const observer = new LeaderElection(sessions[3]!, '/election', { id: 'observer' });
+  const listing = await sessions[3]!.getChildren('/election');
+  assert.deepEqual(
+    elections.map((e) => e.placeAmong(listing)),
+    [0, 1, 2],
+  );
+  assert.equal(observer.placeAmong(listing), undefined, 'not joined');
+  await elections[0]!.resign();
+  const after = await sessions[3]!.getChildren('/election');
+  assert.deepEqual(
+    elections.map((e) => e.placeAmong(after)),
+    [undefined, 0, 1],
+  );
+});

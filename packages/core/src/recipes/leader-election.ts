@@ -37,6 +37,7 @@
 import { EventEmitter } from 'node:events';
 import { AbortedError, ClosedError } from '../errors.js';
 import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
+import { sortBySequence } from '../zk/sequence.js';
 import type { Session } from '../zk/session.js';
 import type { Op } from '../zk/types.js';
 import { type ElectionTrace, traceElection, traceError } from './election-trace.js';
@@ -164,6 +165,20 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   /** The id of the current leader, or undefined when nobody takes part. Works for observers too. */
   leader(): Promise<string | undefined> {
     return currentHolder(this.session, this.path, exclusiveDriver);
+  }
+
+  /**
+   * This participant's place in line among `names`, a listing of the
+   * election's path: 0 leads, 1 is next, and so on; undefined when its node
+   * is not among them (not joined, or the listing is older than its node).
+   * A place learnt so only ever shrinks while the node lives: the ones
+   * ahead leave, newcomers join behind.
+   */
+  placeAmong(names: readonly string[]): number | undefined {
+    const own = this.node === undefined ? undefined : baseName(this.node);
+    if (own === undefined) return undefined;
+    const at = sortBySequence(names.filter((n) => exclusiveDriver.participates(n))).indexOf(own);
+    return at < 0 ? undefined : at;
   }
 
   /**

@@ -11,19 +11,39 @@
  * measure (ServerClock.earliest), so a promoter with a skewed clock is
  * neither early nor late. Promotions
  * are fenced by the jobs themselves (see promoteDue): two promoters never
- * both move a job. So that they do not all act at each due time:
+ * both move a job. So that they do not all act at each due time, nor all
+ * look while nothing is due:
  * - the leader promotes at the due time: it sleeps until the earliest one (at
  *   most PROMOTE_POLL_MS), woken early by watches on the delayed containers;
- * - any other worker is a standby: it sets no watch and promotes only what
- *   is overdue by STANDBY_GRACE_MS (plus a random share of it, so standbys
- *   do not all wake together), waking at the earliest due time it knows
- *   (from its last look, or noted by its own writes: `noteDue`) plus that
- *   grace, and looks again at least every STANDBY_POLL_MS. While the leader
- *   works, a standby's look finds nothing to do; once it is gone, the first
- *   standby to look promotes.
+ * - the first STANDBYS workers behind it in the election's line are
+ *   standbys: they set no watch and promote only what is overdue by
+ *   STANDBY_GRACE_MS (plus a random share of it, so standbys do not all wake
+ *   together), waking at the earliest due time they know (from their last
+ *   look, or noted by their own writes: `noteDue`) plus that grace, and look
+ *   again at least every STANDBY_POLL_MS. While the leader works, a
+ *   standby's look finds nothing to do; once it is gone, the first standby
+ *   to look promotes;
+ * - every other worker is a reserve: it looks only when its Backstop's read
+ *   (one read-only multi per session, about every third of the session
+ *   timeout, in place of the session's own probe) finds delayed containers
+ *   (or schedulers, at most every RESERVE_HEAL_EVERY_MS), and reads there
+ *   its place in the election's line too: a reserve that comes to stand
+ *   among the first STANDBYS behind the leader (those ahead left) becomes a
+ *   standby. A reserve whose look promoted stands in for the front that did
+ *   not: it keeps to the due times as a standby does, until a look at a due
+ *   time finds the job promoted by another, or nothing is left to promote.
+ * So a dead leader (its session lingering) costs delayed jobs a standby's
+ * grace; a leader dead together with its standbys (one process holding the
+ * first places of the line, SIGKILLed or stopped) costs them at most a
+ * Backstop period (BACKSTOP_MAX_MS, 10 s) plus the grace, not a session
+ * timeout. Idle, with no delayed job and no scheduler, the queue's
+ * promoters send the leader's and the standbys' polls and one Backstop read
+ * per other worker, whatever their number. Delayed containers left empty
+ * stay until their day (hour) is past, when a promoter removes them: until
+ * then a reserve's Backstop read finds them, and it looks (a few listings).
  * A failed promotion is retried after a pause. Promoters also check the
  * schedulers (healSchedulers), the leader every HEAL_EVERY_MS, a standby
- * every STANDBY_HEAL_EVERY_MS.
+ * every STANDBY_HEAL_EVERY_MS, a reserve every RESERVE_HEAL_EVERY_MS.
  *
  * Worker daemons join the election under `leader/` (LeaderElection). The
  * leader alone also
@@ -43,6 +63,7 @@
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { LeaderElection } from '../../recipes/leader-election.js';
+import type { ReadOp, ReadResult } from '../../zk/multi-size.js';
 import {
   DEDUP_SWEEP_SHARDS,
   FencedError,
@@ -61,6 +82,7 @@ import {
 } from '../protocol/index.js';
 import { healSchedulers } from '../schedulers.js';
 import type { QueueStore } from '../store.js';
+import { type Backstop, backstopOf } from './backstop.js';
 import type { ServerClock } from './server-clock.js';
 
 /** Longest sleep of the leader's promoter while delayed jobs may exist, ms. */
@@ -77,6 +99,10 @@ const STANDBY_POLL_MS = 2000;
 const HEAL_EVERY_MS = 2000;
 /** How often a standby checks the schedulers, ms. */
 const STANDBY_HEAL_EVERY_MS = 10_000;
+/** How often a reserve checks the schedulers (when there are any), ms. */
+const RESERVE_HEAL_EVERY_MS = 60_000;
+/** How many workers right behind the leader in the election's line are standbys. */
+export const STANDBYS = 2;
 /** How often receipts are swept, ms. */
 const RECEIPT_SWEEP_MS = 60_000;
 
@@ -115,6 +141,14 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   /** How long past due the standby's next look leaves jobs to the leader, ms. */
   private grace = STANDBY_GRACE_MS;
   private leading = false;
+  /** Among the first STANDBYS behind the leader, as of the last Backstop read. */
+  private standby = false;
+  /** A reserve whose look promoted: it looks as a standby does (see the header). */
+  private standingIn = false;
+  /** The Backstop's read found something for a reserve to look at. */
+  private called = false;
+  private readonly backstop: Backstop;
+  private leaveBackstop: (() => void) | undefined;
   private closed = false;
   private checking = false;
   private lastSweep = 0;
@@ -139,6 +173,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.election = new LeaderElection(store.session, store.layout.leaderDir, { id: workerId });
     this.election.on('elected', () => this.lead());
     this.election.on('deposed', () => this.stepDown());
+    this.backstop = backstopOf(store);
   }
 
   get isLeader(): boolean {
@@ -149,6 +184,41 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   async start(): Promise<void> {
     this.promoting ??= this.promoteLoop();
     await this.election.start();
+    if (this.closed || this.leaveBackstop) return;
+    this.leaveBackstop = this.backstop.add({ reads: () => this.backstopReads(), seen: (r) => this.backstopSeen(r) });
+    this.backstop.soon(); // learn this worker's place now: a standby acts from the start
+  }
+
+  /** A standby (or a reserve standing in) looks at the due times; a reserve waits for the Backstop. */
+  private get reserve(): boolean {
+    return !this.leading && !this.standby && !this.standingIn;
+  }
+
+  private backstopReads(): ReadOp[] {
+    if (this.leading) return [];
+    const { leaderDir, delayedDir, schedulersDir } = this.store.layout;
+    return [
+      { op: 'getChildren', path: leaderDir },
+      { op: 'getChildren', path: delayedDir },
+      { op: 'getChildren', path: schedulersDir },
+    ];
+  }
+
+  private backstopSeen([line, delayed, schedulers]: ReadResult[]): void {
+    if (line?.ok && 'children' in line) {
+      const place = this.election.placeAmong(line.children);
+      const standby = place !== undefined && place >= 1 && place <= STANDBYS;
+      const woken = standby && !this.standby;
+      this.standby = standby;
+      if (woken) this.sleeper?.wake();
+    }
+    if (!this.reserve) return;
+    const some = (r: ReadResult | undefined) => r?.ok === true && 'children' in r && r.children.length > 0;
+    const healDue = performance.now() - this.lastHeal >= RESERVE_HEAL_EVERY_MS;
+    if (some(delayed) || (some(schedulers) && healDue)) {
+      this.called = true;
+      this.sleeper?.wake();
+    }
   }
 
   /**
@@ -162,6 +232,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
    */
   async close(): Promise<void> {
     this.closed = true;
+    this.leaveBackstop?.();
     this.stepDown();
     this.sleeper?.wake();
     await this.election.close();
@@ -238,6 +309,11 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private async promoteLoop(): Promise<void> {
     while (!this.closed) {
       const leading = this.leading;
+      if (this.reserve && !this.called) {
+        await this.sleep(() => Number.POSITIVE_INFINITY); // until the Backstop calls, or a new role
+        continue;
+      }
+      this.called = false;
       this.delayedChanged = false;
       let wait: () => number;
       try {
@@ -263,11 +339,17 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     // a standby judges with the grace it woke for, and draws the next one
     const grace = leading ? 0 : this.grace;
     this.grace = STANDBY_GRACE_MS * (1 + Math.random());
+    // a due time known to have come: a look that finds it promoted already saw the front at work
+    const dueCame = this.knownDue !== undefined && this.knownDue <= now - grace;
     const { promoted, nextDue, failure } = leading
       ? await promoteDue(this.store, this.fence, this.onDelayedChange, now)
       : await promoteDue(this.store, undefined, undefined, now - grace);
     if (promoted.length > 0) this.emit('promoted', promoted);
     this.knownDue = nextDue;
+    if (!leading && !this.standby) {
+      if (promoted.length > 0) this.standingIn = true;
+      else if (dueCame || nextDue === undefined) this.standingIn = false;
+    }
     await this.maybeHeal(leading, now);
     // a due job whose record could not be read: reported, and looked at again after a pause
     if (failure !== undefined) {
@@ -280,6 +362,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
       if (promoted.length > 0) return () => 0;
       return () => Math.min(this.promotePollMs, this.untilKnownDue(0));
     }
+    // a reserve waits for its Backstop to call again
+    if (this.reserve) return () => Number.POSITIVE_INFINITY;
     // a standby that promoted stands in for a leader that does not: it keeps to the due times
     const gap = promoted.length > 0 ? 0 : STANDBY_GAP_MS;
     return () =>
@@ -295,7 +379,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   }
 
   private async maybeHeal(leading: boolean, now: number): Promise<void> {
-    const every = leading ? HEAL_EVERY_MS : STANDBY_HEAL_EVERY_MS;
+    const every = leading ? HEAL_EVERY_MS : this.standby ? STANDBY_HEAL_EVERY_MS : RESERVE_HEAL_EVERY_MS;
     if (performance.now() - this.lastHeal < every) return;
     this.lastHeal = performance.now();
     try {

@@ -8,11 +8,13 @@
  * claimable) and polls every `drainDelay` (a dead worker's job, claimable
  * again once its session ends, and a safety net); the others wait for their
  * turn, so a new job wakes one worker, not all. The one right behind the
- * first polls too, and the ones further back read the line at the poll (the
- * first one leaving moves them up unheard), so a first one that cannot act
- * (partitioned, stopped, killed) holds the others back no longer than about
- * that; and any reconnection makes a waiting worker look at the line (and
- * the head) again, re-arming what the connection may have lost. Candidates
+ * first polls too, so a first one that cannot act (partitioned, stopped,
+ * killed) holds the others back no longer than about that; the ones further
+ * back poll not at all: their watches tell them when they come to stand
+ * right behind the first, and their session's Backstop read tells them
+ * when the whole front of the line may be cut off (see IdleLine). Any
+ * reconnection makes a waiting worker look at the line (and the head)
+ * again, re-arming what the connection may have lost. Candidates
  * come from the HeadView (a short view of the head, spread at random after
  * collisions).
  *
@@ -30,7 +32,6 @@
  * concurrency reached waits in the same line, its first member watching the
  * claims (every slot is released with a claim) instead of the head.
  */
-import { performance } from 'node:perf_hooks';
 import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import { MalformedJobError } from '../errors.js';
 import { type Candidate, type ClaimedJob, type ClaimResult, claimJobs } from '../protocol/claim.js';
@@ -38,6 +39,7 @@ import { admit, claimLimited, readLimitState } from '../protocol/limited-claims.
 import { effectiveLimits, type RateLimit } from '../protocol/limits.js';
 import { quarantineMalformed } from '../protocol/quarantine.js';
 import type { QueueStore } from '../store.js';
+import { backstopOf } from './backstop.js';
 import { HeadView } from './head-view.js';
 import { IdleLine } from './idle-line.js';
 import { LimitsView } from './limits-view.js';
@@ -71,16 +73,12 @@ export const DEFAULT_MAX_RATE_LIMIT_DELAY_MS = 30_000;
 const LIMITED_ROUNDS = 3;
 /** Pause before looking at the line again after a failed look, ms. */
 const LINE_RETRY_MS = 500;
-/** Least time between two reads of the line by a worker further back (a caller's poll may be ~1 ms), ms. */
-const LINE_READ_MIN_MS = 100;
 
 export class JobSource {
   private readonly head: HeadView;
   private wake: (() => void) | undefined;
   /** A poke that came while no wait was armed. */
   private poked = false;
-  /** When this worker, further back in the idle line, last looked at the head past a line that did not move (ms, monotonic). */
-  private backLookAt = Number.NEGATIVE_INFINITY;
   private lineMoved: (() => void) | undefined;
   /** Told to stay out of the line (paused, closing) until the next idle wait. */
   private outOfLine = false;
@@ -232,15 +230,15 @@ export class JobSource {
   /**
    * Waits for a change at the head or in the claims (first in line), a poke,
    * or the idle poll (`pollMs`, default `idlePollMs`; also right behind the
-   * first). Further back in line, it waits for the predecessor to leave, a
-   * reconnection or the idle poll, and looks at the line again, without
-   * returning: a waiting worker reads only the line, until it finds itself
-   * right behind the first.
+   * first). Further back in line, it waits for one of the two ahead of it to
+   * leave, a reconnection or its Backstop's read, and looks at the line again,
+   * without returning (but when the front may be cut off: see IdleLine): a
+   * waiting worker reads only the line, until it finds itself right behind
+   * the first.
    */
   async waitForWork(pollMs = this.o.idlePollMs): Promise<void> {
     this.outOfLine = false;
-    const seen = { behind: false };
-    while ((await this.waitOnce(pollMs, seen)) === 'line') {
+    while ((await this.waitOnce(pollMs)) === 'line') {
       // moved up the line: look where we stand now
     }
     this.head.outdate();
@@ -273,8 +271,7 @@ export class JobSource {
     if (admission.kind !== 'maxed') this.poke();
   }
 
-  /** `seen.behind`: an earlier look of this wait found it further back than right behind the first. */
-  private waitOnce(pollMs: number, seen: { behind: boolean }): Promise<'wake' | 'line'> {
+  private waitOnce(pollMs: number): Promise<'wake' | 'line'> {
     if (this.poked) {
       this.poked = false;
       return Promise.resolve('wake');
@@ -282,10 +279,12 @@ export class JobSource {
     const { session } = this.store;
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined;
+      let leaveBackstop: (() => void) | undefined;
       // A watch may have been lost with the connection: look at the line (and the head) again.
       const reconnected = () => done('line');
       const done = (why: 'wake' | 'line') => {
         clearTimeout(timer);
+        leaveBackstop?.();
         session.off('reconnected', reconnected);
         if (this.wake === wake) this.wake = undefined;
         if (this.lineMoved === moved) this.lineMoved = undefined;
@@ -307,23 +306,19 @@ export class JobSource {
           if (this.outOfLine) return this.line.leave();
           if (this.wake !== wake) return;
           if (where === 'waiting') {
-            // Only its predecessor is watched: the first one leaving moves it up unheard. It reads the
-            // line again at the idle poll, so it finds out it stands right behind the first.
-            seen.behind = true;
-            // A line whose front has not moved for two polls may be held by workers that cannot act
-            // (the first and the one behind it cut off together): look at the head, at most that often.
-            const still = Math.max(2 * pollMs, 2 * LINE_READ_MIN_MS);
-            if (this.line.stillFor() >= still && performance.now() - this.backLookAt >= still) {
-              this.backLookAt = performance.now();
-              return this.poke();
-            }
-            clearTimeout(timer);
-            timer = setTimeout(moved, Math.max(pollMs, LINE_READ_MIN_MS));
+            // Told by its watches when it comes to stand right behind the first; the session's rare
+            // Backstop read covers a front of the line cut off as a whole, and watches missed (then
+            // it looks at the head and the line again).
+            leaveBackstop = backstopOf(this.store).add({
+              reads: () => this.line.backstopReads(),
+              seen: (replies) => {
+                if (this.line.frontStuck(replies) !== undefined && this.wake === wake) this.poke();
+              },
+            });
             return;
           }
-          // Moved up from further back to right behind the first (maybe a poll late): look at the head
-          // now. (Moved up to the first, it looks below, once its watch is set.)
-          if (seen.behind && where === 'next') return this.poke();
+          // Right behind the first since it was told (its watches): its idle poll is soon enough.
+          // (Moved up to the first, it looks below, once its watch is set.)
           later(pollMs);
           // Right behind the head: a backup for a first one that cannot act, it looks at the idle poll.
           if (where === 'next') return;
