@@ -4,6 +4,9 @@
  * when the worker was away long enough for the leader to revoke the claim
  * and another worker to claim the same job, the node at `claims/<id>` is
  * that worker's, and deleting it would let a third take the job beside it.
+ * With its pointer gone too (dropped, the job added again under its id and
+ * claimed by another worker), no token tells the nodes apart: the node is
+ * deleted only while it is this claim's own.
  * The moments are staged on the server between the claim's read of the
  * record and its release, as a frozen link would let them happen.
  */
@@ -78,4 +81,40 @@ test('a claim released after its pointer went is still released', async (t) => {
   const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
   assert.deepEqual(got.claimed, []);
   assert.equal(await other.exists(layout.claim('x')), null, 'the claim node is not left behind');
+});
+
+test('a claim released after its pointer went does not delete the claim of the job added again since', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('release-readded', env);
+  t.after(() => queue.close());
+  await queue.add('j', {}, { jobId: 'x' });
+  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
+  const store = new QueueStore(mine, 'release-readded');
+  await store.init();
+  const { layout } = store;
+  await other.delete(layout.job('x'));
+  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
+  const [candidate] = candidates;
+  assert.ok(candidate);
+  afterFirstRead(mine, async () => {
+    // the leader revokes this claim, the pointer left without its record is dropped (a trim)...
+    const pointer = await other.exists(candidate.pointer);
+    assert.ok(pointer);
+    await other.multi([
+      { op: 'delete', path: layout.claim('x'), version: 0 },
+      { op: 'setData', path: candidate.pointer, data: Buffer.alloc(0), version: pointer.version },
+    ]);
+    await other.delete(candidate.pointer);
+    // ...the job is added again, with a pointer of its own, and another worker claims it
+    await queue.add('j', {}, { jobId: 'x' });
+    const [next] = (await lookAtHead(new QueueStore(other, 'release-readded'), { limit: 10, exclude: [] })).candidates;
+    assert.ok(next && next.pointer !== candidate.pointer);
+    const claim = claimPayload({ worker: 'other', pointer: next.pointer, lockDuration: 600_000, at: Date.now() });
+    await other.multi(claimOps(layout, { id: 'x', pointer: next.pointer, claim }));
+  });
+  const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
+  assert.deepEqual(got.claimed, []);
+  const held = await other.exists(layout.claim('x'));
+  assert.ok(held, "the other worker's claim node is there still");
+  assert.equal(held.ephemeralOwner, other.sessionId);
 });

@@ -19,8 +19,9 @@ import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { attemptRecord, diedBefore } from './attempt-counts.js';
 import { pauseCheckOp } from './builders.js';
 import { BesideReads, CLAIM_READ_BATCH, type ClaimRead, readClaimed, readWithPointer } from './claim-read.js';
+import { isOwnClaim, releaseWithoutPointer } from './claim-release.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
-import { FencedError, OutcomeUnknownError, type ProtocolOp, type TxUnit } from './executor.js';
+import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
 import { publishEvents } from './publish.js';
 
 /** Lane of jobs without priority. */
@@ -171,7 +172,8 @@ export async function settleClaims(
   result: ClaimResult,
 ): Promise<void> {
   const { session, layout } = store;
-  const releases: ProtocolOp[][] = [];
+  const releases: { ops: ProtocolOp[]; c: CommittedClaim }[] = [];
+  const pointerGone: CommittedClaim[] = []; // released by claim-release.ts
   for (let i = 0; i < committed.length; i += CLAIM_READ_BATCH) {
     const batch = committed.slice(i, i + CLAIM_READ_BATCH);
     const unknown = batch.filter((c) => c.token === undefined);
@@ -188,13 +190,13 @@ export async function settleClaims(
       ),
     ]);
     const read = new Map(known.map((c, j) => [c, second[j] as ClaimRead]));
-    // claims settled by a receipt whose node is this claim's still: the version it was read at
-    const own = new Map<CommittedClaim, number>();
+    // claims settled by a receipt whose node is this claim's still
+    const own = new Set<CommittedClaim>();
     unknown.forEach((c, j) => {
       const [pointer, , claim] = first.slice(3 * j, 3 * j + 3);
       read.set(c, first.slice(3 * j + 1, 3 * j + 3) as ClaimRead);
       if (!claim?.ok || !isOwnClaim(c.claim, claim.data, claim.stat.ephemeralOwner, session.sessionId)) return;
-      own.set(c, claim.stat.version);
+      own.add(c);
       if (pointer?.ok) c.token = { version: pointer.stat.version, czxid: pointer.stat.czxid };
     });
     batch.forEach((c) => {
@@ -210,15 +212,15 @@ export async function settleClaims(
       // at the pointer's token: a claim revoked since (the pointer moved on) may be another worker's by now
       const at = { pointer: candidate.pointer, token: c.token?.version ?? -1 };
       const claimVersion = held?.ok ? held.stat.version : -1;
-      const release = () => releases.push(releaseOps(layout, { id: candidate.id, claimVersion, slot: c.slot, at }));
+      const release = () =>
+        releases.push({ ops: releaseOps(layout, { id: candidate.id, claimVersion, slot: c.slot, at }), c });
       if (c.token === undefined) {
-        const version = own.get(c);
-        if (version === undefined) {
+        if (!own.has(c)) {
           // revoked meanwhile: another worker's claim may stand there now, not ours to delete
           result.skipped.push({ candidate });
           return;
         }
-        releases.push(releaseOps(layout, { id: candidate.id, claimVersion: version, slot: c.slot }));
+        pointerGone.push(c);
         result.skipped.push({ candidate, gone: true });
         return;
       }
@@ -268,15 +270,18 @@ export async function settleClaims(
       result.claimed.push(job);
     });
   }
-  if (releases.length > 0) {
-    // safe to send twice: a claim already deleted fails the delete, and nothing is applied again
-    await store.executor
-      .run(
-        releases.map((ops) => ({ build: () => ({ ops }) })),
-        { receipt: false, onConflict: withoutPointer },
-      )
-      .catch(() => undefined); // left: the claim vanishes with the session, or the leader revokes it
-  }
+  // safe to send twice: while the pointer is at the token, the claim node is this attempt's
+  const released = await store.executor
+    .run(
+      releases.map(({ ops }) => ({ build: () => ({ ops }) })),
+      { receipt: false },
+    )
+    .catch(() => []); // left: the claim vanishes with the session, or the leader revokes it
+  released.forEach((r, i) => {
+    if (!r.ok && r.error instanceof NoNodeError && r.op?.op === 'check')
+      pointerGone.push(releases[i]?.c as CommittedClaim);
+  });
+  if (pointerGone.length > 0) await releaseWithoutPointer(store, pointerGone).catch(() => undefined);
   const stalled = result.claimed.filter((j) => j.stalled);
   if (stalled.length > 0) {
     const ts = Date.now();
@@ -285,21 +290,6 @@ export async function settleClaims(
       store,
       stalled.map((j) => ({ event: 'stalled', jobId: j.record.id, prev: 'active', ts })),
     ).catch(() => undefined);
-  }
-}
-
-/**
- * Whether a claim node (its data and owner as read) is the one `claim`
- * created: this session's, naming this worker and this claim's time. Only
- * this attempt renews it, and not before its claim is settled.
- */
-function isOwnClaim(claim: PreparedClaim, data: Buffer, owner: string, session: string): boolean {
-  if (owner !== session) return false;
-  try {
-    const info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
-    return info.worker === claim.claim.worker && info.at === claim.claim.at;
-  } catch {
-    return false;
   }
 }
 
@@ -353,17 +343,6 @@ export async function claimJobs(
   if (stopped !== undefined && committed.length === 0) throw stopped;
   await settleClaims(store, committed, claimedAt, result);
   return result;
-}
-
-/**
- * A release whose pointer is gone deletes the claim at the version read all
- * the same: no revocation writes a pointer that is gone, and no other claim
- * of the id is made while this node stands, so it is still this attempt's
- * (left, it would bar the id's next job until this session ends).
- */
-function withoutPointer(unit: TxUnit, error: unknown, op: ProtocolOp): TxUnit | undefined {
-  if (!(error instanceof NoNodeError) || op.op !== 'check') return undefined;
-  return { build: async () => ({ ops: (await unit.build()).ops.filter((o) => o.op !== 'check') }) };
 }
 
 /** An error that stopped a whole run (settled on every unit left), not the failure of one claim. */
