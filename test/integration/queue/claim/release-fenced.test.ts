@@ -168,3 +168,43 @@ test('a claim settled by its receipt, its pointer gone, is not released on the n
   assert.ok(held, "the other worker's claim node is there still");
   assert.equal(held.ephemeralOwner, other.sessionId);
 });
+
+test('a release lost with its session is not sent again on the next session over the claim made since', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('release-resent', env);
+  t.after(() => queue.close());
+  await queue.add('j', {}, { jobId: 'x' });
+  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
+  const store = new QueueStore(mine, 'release-resent');
+  await store.init();
+  const { layout } = store;
+  await other.delete(layout.job('x')); // a pointer left without its record: the claim is released
+  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
+  const [candidate] = candidates;
+  assert.ok(candidate);
+  const multi = mine.multi.bind(mine);
+  let staged = false;
+  mine.multi = (async (ops: Parameters<typeof multi>[0]) => {
+    if (!staged && ops.some((op) => op.op === 'delete' && op.path === layout.claim('x'))) {
+      // the release is lost with its connection, and the session (its claim node with it, the pointer left
+      // at its token); the job is added again and another worker claims it
+      staged = true;
+      await expire(mine, env.connection.connectionString);
+      await queue.add('j', {}, { jobId: 'x' });
+      const [next] = (
+        await lookAtHead(new QueueStore(other, 'release-resent'), { limit: 10, exclude: [] })
+      ).candidates.filter((c) => c.pointer !== candidate.pointer);
+      assert.ok(next);
+      const claim = claimPayload({ worker: 'other', pointer: next.pointer, lockDuration: 600_000, at: Date.now() });
+      await other.multi(claimOps(layout, { id: 'x', pointer: next.pointer, claim }));
+      throw new ConnectionLossError(ops[0]?.path);
+    }
+    return multi(ops);
+  }) as typeof mine.multi;
+  const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
+  assert.ok(staged, 'the claim was released');
+  assert.deepEqual(got.claimed, []);
+  const held = await other.exists(layout.claim('x'));
+  assert.ok(held, "the other worker's claim node is there still");
+  assert.equal(held.ephemeralOwner, other.sessionId);
+});

@@ -19,7 +19,7 @@ import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { attemptRecord, diedBefore } from './attempt-counts.js';
 import { pauseCheckOp } from './builders.js';
 import { BesideReads, CLAIM_READ_BATCH, type ClaimRead, readClaimed, readWithPointer } from './claim-read.js';
-import { isOwnClaim, releaseWithoutPointer } from './claim-release.js';
+import { isOwnClaim, type Release, releaseClaims } from './claim-release.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
 import { publishEvents } from './publish.js';
@@ -172,8 +172,7 @@ export async function settleClaims(
   result: ClaimResult,
 ): Promise<void> {
   const { session, layout } = store;
-  const releases: { ops: ProtocolOp[]; c: CommittedClaim }[] = [];
-  const pointerGone: CommittedClaim[] = []; // released by claim-release.ts
+  const releases: Release[] = [];
   for (let i = 0; i < committed.length; i += CLAIM_READ_BATCH) {
     const batch = committed.slice(i, i + CLAIM_READ_BATCH);
     const unknown = batch.filter((c) => c.token === undefined);
@@ -209,18 +208,20 @@ export async function settleClaims(
         result.skipped.push({ candidate }); // lost with its session: whoever holds it now runs it
         return;
       }
-      // at the pointer's token: a claim revoked since (the pointer moved on) may be another worker's by now
-      const at = { pointer: candidate.pointer, token: c.token?.version ?? -1 };
-      const claimVersion = held?.ok ? held.stat.version : -1;
+      // at the pointer's token, while the node is this claim's own (claim-release.ts)
       const release = () =>
-        releases.push({ ops: releaseOps(layout, { id: candidate.id, claimVersion, slot: c.slot, at }), c });
+        releases.push({
+          claim: c.claim,
+          slot: c.slot,
+          at: { pointer: candidate.pointer, token: c.token?.version ?? -1 },
+        });
       if (c.token === undefined) {
         if (!own.has(c)) {
           // revoked meanwhile: another worker's claim may stand there now, not ours to delete
           result.skipped.push({ candidate });
           return;
         }
-        pointerGone.push(c);
+        releases.push({ claim: c.claim, slot: c.slot }); // its pointer gone
         result.skipped.push({ candidate, gone: true });
         return;
       }
@@ -270,18 +271,8 @@ export async function settleClaims(
       result.claimed.push(job);
     });
   }
-  // safe to send twice: while the pointer is at the token, the claim node is this attempt's
-  const released = await store.executor
-    .run(
-      releases.map(({ ops }) => ({ build: () => ({ ops }) })),
-      { receipt: false },
-    )
-    .catch(() => []); // left: the claim vanishes with the session, or the leader revokes it
-  released.forEach((r, i) => {
-    if (!r.ok && r.error instanceof NoNodeError && r.op?.op === 'check')
-      pointerGone.push(releases[i]?.c as CommittedClaim);
-  });
-  if (pointerGone.length > 0) await releaseWithoutPointer(store, pointerGone).catch(() => undefined);
+  // left (the reads failed): the claim goes with its session, or the leader revokes it
+  if (releases.length > 0) await releaseClaims(store, releases).catch(() => undefined);
   const stalled = result.claimed.filter((j) => j.stalled);
   if (stalled.length > 0) {
     const ts = Date.now();
@@ -409,19 +400,4 @@ export function claimOps(
 
 const EMPTY = Buffer.alloc(0);
 
-/**
- * Delete a claim node at the version read (-1: any), and the slot it names:
- * a claim of a job found not claimable after all, or a worker removing its
- * own re-claim after the finish was written without it. `at`: only while
- * the attempt's pointer is at its token (a claim node's version starts at 0
- * again, so only the pointer tells this claim from a later one).
- */
-export function releaseOps(
-  layout: QueueLayout,
-  r: { id: string; claimVersion: number; slot?: string | undefined; at?: { pointer: string; token: number } },
-): ProtocolOp[] {
-  const ops: ProtocolOp[] = r.at ? [{ op: 'check', path: r.at.pointer, version: r.at.token }] : [];
-  ops.push({ op: 'delete', path: layout.claim(r.id), version: r.claimVersion });
-  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
-  return ops;
-}
+export { releaseOps } from './claim-release.js';
