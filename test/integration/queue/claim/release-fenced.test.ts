@@ -4,14 +4,19 @@
  * when the worker was away long enough for the leader to revoke the claim
  * and another worker to claim the same job, the node at `claims/<id>` is
  * that worker's, and deleting it would let a third take the job beside it.
+ * With its pointer gone too (dropped, the job added again under its id and
+ * claimed by another worker), no token tells the nodes apart: the node is
+ * deleted only while it is this claim's own.
  * The moments are staged on the server between the claim's read of the
  * record and its release, as a frozen link would let them happen.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { ConnectionLossError } from '@zkq/core';
 import { claimJobs, claimOps, claimPayload, lookAtHead, QueueStore, type Session } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { queueEnv } from '../../../helpers/queue.js';
+import { expire } from '../../../helpers/zk.js';
 import { prefixSession } from '../../../helpers/znodes.js';
 
 /** Runs `between` once, right after the first read-only multi of `session` (the claim's read of its records). */
@@ -78,4 +83,128 @@ test('a claim released after its pointer went is still released', async (t) => {
   const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
   assert.deepEqual(got.claimed, []);
   assert.equal(await other.exists(layout.claim('x')), null, 'the claim node is not left behind');
+});
+
+test('a claim released after its pointer went does not delete the claim of the job added again since', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('release-readded', env);
+  t.after(() => queue.close());
+  await queue.add('j', {}, { jobId: 'x' });
+  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
+  const store = new QueueStore(mine, 'release-readded');
+  await store.init();
+  const { layout } = store;
+  await other.delete(layout.job('x'));
+  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
+  const [candidate] = candidates;
+  assert.ok(candidate);
+  afterFirstRead(mine, async () => {
+    // the leader revokes this claim, the pointer left without its record is dropped (a trim)...
+    const pointer = await other.exists(candidate.pointer);
+    assert.ok(pointer);
+    await other.multi([
+      { op: 'delete', path: layout.claim('x'), version: 0 },
+      { op: 'setData', path: candidate.pointer, data: Buffer.alloc(0), version: pointer.version },
+    ]);
+    await other.delete(candidate.pointer);
+    // ...the job is added again, with a pointer of its own, and another worker claims it
+    await queue.add('j', {}, { jobId: 'x' });
+    const [next] = (await lookAtHead(new QueueStore(other, 'release-readded'), { limit: 10, exclude: [] })).candidates;
+    assert.ok(next && next.pointer !== candidate.pointer);
+    const claim = claimPayload({ worker: 'other', pointer: next.pointer, lockDuration: 600_000, at: Date.now() });
+    await other.multi(claimOps(layout, { id: 'x', pointer: next.pointer, claim }));
+  });
+  const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
+  assert.deepEqual(got.claimed, []);
+  const held = await other.exists(layout.claim('x'));
+  assert.ok(held, "the other worker's claim node is there still");
+  assert.equal(held.ephemeralOwner, other.sessionId);
+});
+
+test('a claim settled by its receipt, its pointer gone, is not released on the next session over the claim made since', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('release-next-session', env);
+  t.after(() => queue.close());
+  await queue.add('j', {}, { jobId: 'x' });
+  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
+  const store = new QueueStore(mine, 'release-next-session');
+  await store.init();
+  const { layout } = store;
+  await other.delete(layout.job('x'));
+  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
+  const [candidate] = candidates;
+  assert.ok(candidate);
+  const multi = mine.multi.bind(mine);
+  let lost = false;
+  let staged = false;
+  mine.multi = (async (ops: Parameters<typeof multi>[0]) => {
+    if (!lost) {
+      // the claim commits and its reply is lost (settled by its receipt); the pointer left without its
+      // record is dropped meanwhile (a trim), so the read after it finds this claim's node and no pointer
+      lost = true;
+      await multi(ops);
+      await other.delete(candidate.pointer);
+      throw new ConnectionLossError(ops[0]?.path);
+    }
+    if (!staged && ops.some((op) => op.op === 'delete' && op.path === layout.claim('x'))) {
+      // the release is lost with its connection, and the session (its claim node with it); the job is
+      // added again and another worker claims it
+      staged = true;
+      await expire(mine, env.connection.connectionString);
+      await queue.add('j', {}, { jobId: 'x' });
+      const [next] = (await lookAtHead(new QueueStore(other, 'release-next-session'), { limit: 10, exclude: [] }))
+        .candidates;
+      assert.ok(next && next.pointer !== candidate.pointer);
+      const claim = claimPayload({ worker: 'other', pointer: next.pointer, lockDuration: 600_000, at: Date.now() });
+      await other.multi(claimOps(layout, { id: 'x', pointer: next.pointer, claim }));
+      throw new ConnectionLossError(ops[0]?.path);
+    }
+    return multi(ops);
+  }) as typeof mine.multi;
+  const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
+  assert.ok(staged, 'the claim was released');
+  assert.deepEqual(got.claimed, []);
+  const held = await other.exists(layout.claim('x'));
+  assert.ok(held, "the other worker's claim node is there still");
+  assert.equal(held.ephemeralOwner, other.sessionId);
+});
+
+test('a release lost with its session is not sent again on the next session over the claim made since', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('release-resent', env);
+  t.after(() => queue.close());
+  await queue.add('j', {}, { jobId: 'x' });
+  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
+  const store = new QueueStore(mine, 'release-resent');
+  await store.init();
+  const { layout } = store;
+  await other.delete(layout.job('x')); // a pointer left without its record: the claim is released
+  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
+  const [candidate] = candidates;
+  assert.ok(candidate);
+  const multi = mine.multi.bind(mine);
+  let staged = false;
+  mine.multi = (async (ops: Parameters<typeof multi>[0]) => {
+    if (!staged && ops.some((op) => op.op === 'delete' && op.path === layout.claim('x'))) {
+      // the release is lost with its connection, and the session (its claim node with it, the pointer left
+      // at its token); the job is added again and another worker claims it
+      staged = true;
+      await expire(mine, env.connection.connectionString);
+      await queue.add('j', {}, { jobId: 'x' });
+      const [next] = (
+        await lookAtHead(new QueueStore(other, 'release-resent'), { limit: 10, exclude: [] })
+      ).candidates.filter((c) => c.pointer !== candidate.pointer);
+      assert.ok(next);
+      const claim = claimPayload({ worker: 'other', pointer: next.pointer, lockDuration: 600_000, at: Date.now() });
+      await other.multi(claimOps(layout, { id: 'x', pointer: next.pointer, claim }));
+      throw new ConnectionLossError(ops[0]?.path);
+    }
+    return multi(ops);
+  }) as typeof mine.multi;
+  const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
+  assert.ok(staged, 'the claim was released');
+  assert.deepEqual(got.claimed, []);
+  const held = await other.exists(layout.claim('x'));
+  assert.ok(held, "the other worker's claim node is there still");
+  assert.equal(held.ephemeralOwner, other.sessionId);
 });

@@ -19,8 +19,9 @@ import { decodeRecord, encodeRecord, type JobRecord } from '../record.js';
 import { attemptRecord, diedBefore } from './attempt-counts.js';
 import { pauseCheckOp } from './builders.js';
 import { BesideReads, CLAIM_READ_BATCH, type ClaimRead, readClaimed, readWithPointer } from './claim-read.js';
+import { isOwnClaim, type Release, releaseClaims } from './claim-release.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
-import { FencedError, OutcomeUnknownError, type ProtocolOp, type TxUnit } from './executor.js';
+import { FencedError, OutcomeUnknownError, type ProtocolOp } from './executor.js';
 import { publishEvents } from './publish.js';
 
 /** Lane of jobs without priority. */
@@ -171,7 +172,7 @@ export async function settleClaims(
   result: ClaimResult,
 ): Promise<void> {
   const { session, layout } = store;
-  const releases: ProtocolOp[][] = [];
+  const releases: Release[] = [];
   for (let i = 0; i < committed.length; i += CLAIM_READ_BATCH) {
     const batch = committed.slice(i, i + CLAIM_READ_BATCH);
     const unknown = batch.filter((c) => c.token === undefined);
@@ -188,13 +189,13 @@ export async function settleClaims(
       ),
     ]);
     const read = new Map(known.map((c, j) => [c, second[j] as ClaimRead]));
-    // claims settled by a receipt whose node is this claim's still: the version it was read at
-    const own = new Map<CommittedClaim, number>();
+    // claims settled by a receipt whose node is this claim's still
+    const own = new Set<CommittedClaim>();
     unknown.forEach((c, j) => {
       const [pointer, , claim] = first.slice(3 * j, 3 * j + 3);
       read.set(c, first.slice(3 * j + 1, 3 * j + 3) as ClaimRead);
       if (!claim?.ok || !isOwnClaim(c.claim, claim.data, claim.stat.ephemeralOwner, session.sessionId)) return;
-      own.set(c, claim.stat.version);
+      own.add(c);
       if (pointer?.ok) c.token = { version: pointer.stat.version, czxid: pointer.stat.czxid };
     });
     batch.forEach((c) => {
@@ -207,18 +208,20 @@ export async function settleClaims(
         result.skipped.push({ candidate }); // lost with its session: whoever holds it now runs it
         return;
       }
-      // at the pointer's token: a claim revoked since (the pointer moved on) may be another worker's by now
-      const at = { pointer: candidate.pointer, token: c.token?.version ?? -1 };
-      const claimVersion = held?.ok ? held.stat.version : -1;
-      const release = () => releases.push(releaseOps(layout, { id: candidate.id, claimVersion, slot: c.slot, at }));
+      // at the pointer's token, while the node is this claim's own (claim-release.ts)
+      const release = () =>
+        releases.push({
+          claim: c.claim,
+          slot: c.slot,
+          at: { pointer: candidate.pointer, token: c.token?.version ?? -1 },
+        });
       if (c.token === undefined) {
-        const version = own.get(c);
-        if (version === undefined) {
+        if (!own.has(c)) {
           // revoked meanwhile: another worker's claim may stand there now, not ours to delete
           result.skipped.push({ candidate });
           return;
         }
-        releases.push(releaseOps(layout, { id: candidate.id, claimVersion: version, slot: c.slot }));
+        releases.push({ claim: c.claim, slot: c.slot }); // its pointer gone
         result.skipped.push({ candidate, gone: true });
         return;
       }
@@ -268,15 +271,8 @@ export async function settleClaims(
       result.claimed.push(job);
     });
   }
-  if (releases.length > 0) {
-    // safe to send twice: a claim already deleted fails the delete, and nothing is applied again
-    await store.executor
-      .run(
-        releases.map((ops) => ({ build: () => ({ ops }) })),
-        { receipt: false, onConflict: withoutPointer },
-      )
-      .catch(() => undefined); // left: the claim vanishes with the session, or the leader revokes it
-  }
+  // left (the reads failed): the claim goes with its session, or the leader revokes it
+  if (releases.length > 0) await releaseClaims(store, releases).catch(() => undefined);
   const stalled = result.claimed.filter((j) => j.stalled);
   if (stalled.length > 0) {
     const ts = Date.now();
@@ -285,21 +281,6 @@ export async function settleClaims(
       store,
       stalled.map((j) => ({ event: 'stalled', jobId: j.record.id, prev: 'active', ts })),
     ).catch(() => undefined);
-  }
-}
-
-/**
- * Whether a claim node (its data and owner as read) is the one `claim`
- * created: this session's, naming this worker and this claim's time. Only
- * this attempt renews it, and not before its claim is settled.
- */
-function isOwnClaim(claim: PreparedClaim, data: Buffer, owner: string, session: string): boolean {
-  if (owner !== session) return false;
-  try {
-    const info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
-    return info.worker === claim.claim.worker && info.at === claim.claim.at;
-  } catch {
-    return false;
   }
 }
 
@@ -353,17 +334,6 @@ export async function claimJobs(
   if (stopped !== undefined && committed.length === 0) throw stopped;
   await settleClaims(store, committed, claimedAt, result);
   return result;
-}
-
-/**
- * A release whose pointer is gone deletes the claim at the version read all
- * the same: no revocation writes a pointer that is gone, and no other claim
- * of the id is made while this node stands, so it is still this attempt's
- * (left, it would bar the id's next job until this session ends).
- */
-function withoutPointer(unit: TxUnit, error: unknown, op: ProtocolOp): TxUnit | undefined {
-  if (!(error instanceof NoNodeError) || op.op !== 'check') return undefined;
-  return { build: async () => ({ ops: (await unit.build()).ops.filter((o) => o.op !== 'check') }) };
 }
 
 /** An error that stopped a whole run (settled on every unit left), not the failure of one claim. */
@@ -430,19 +400,4 @@ export function claimOps(
 
 const EMPTY = Buffer.alloc(0);
 
-/**
- * Delete a claim node at the version read (-1: any), and the slot it names:
- * a claim of a job found not claimable after all, or a worker removing its
- * own re-claim after the finish was written without it. `at`: only while
- * the attempt's pointer is at its token (a claim node's version starts at 0
- * again, so only the pointer tells this claim from a later one).
- */
-export function releaseOps(
-  layout: QueueLayout,
-  r: { id: string; claimVersion: number; slot?: string | undefined; at?: { pointer: string; token: number } },
-): ProtocolOp[] {
-  const ops: ProtocolOp[] = r.at ? [{ op: 'check', path: r.at.pointer, version: r.at.token }] : [];
-  ops.push({ op: 'delete', path: layout.claim(r.id), version: r.claimVersion });
-  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
-  return ops;
-}
+export { releaseOps } from './claim-release.js';

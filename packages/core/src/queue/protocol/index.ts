@@ -44,6 +44,9 @@
  *                        ready pointer's new version the attempt's token (JobSource).
  * - `claim-read.ts`      the claimed records read in the claim multi's flight,
  *                        used only when certainly read after the claim.
+ * - `claim-release.ts`   a claim of a job found not claimable released at its
+ *                        pointer's token, only while its node, read again,
+ *                        is its own.
  * - `attempt-counts.ts`  what an attempt counts (starts, stalls) by its pointer's
  *                        version, and how a claimed job reads; pure.
  * - `limited-claims.ts`  the same under global limits, slot and window

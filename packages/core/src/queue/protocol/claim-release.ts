@@ -1,0 +1,107 @@
+/**
+ * The release of claims of jobs found not claimable after all (claim.ts
+ * `settleClaims`: a record gone, unreadable, or in a state no ready pointer
+ * goes with). A claim node's version starts at 0 again with every claim of
+ * an id, so a delete at the version read could meet another attempt's node:
+ *
+ * - the node is deleted only while the pointer is at the attempt's token
+ *   (`at`): a claim revoked since (the pointer moved on) may be another
+ *   worker's claim of the same job by then;
+ * - and only while it is this claim's own, read again first (this
+ *   session's, naming this claim's worker and time). The pointer alone does
+ *   not tell: a session lost takes its node and leaves the pointer at the
+ *   token, and one gone (dropped, the job added again under its id with a
+ *   pointer of its own) tells nothing; either way the id's next claim may
+ *   be another worker's, at the same version. Read as this claim's own, the
+ *   node is deleted in the same session (no timer or reply can change the
+ *   session between the read's reply and the delete's hand-over), and with
+ *   the pointer gone nothing else deletes it meanwhile (a revocation and a
+ *   finish both need the pointer).
+ *
+ * A release whose outcome is unknown is not sent again as it was, since it
+ * would go out on the next session: the node is read again.
+ */
+import { NoNodeError } from '../../zk/errors.js';
+import type { QueueLayout } from '../layout.js';
+import type { ClaimInfo, ProtocolContext } from './context.js';
+import { OutcomeUnknownError, type ProtocolOp } from './executor.js';
+
+/** Reads and releases of a claim (its outcome unknown, its pointer found gone), before it is left to its session. */
+const RELEASE_ROUNDS = 3;
+
+/** A claim as made (claim.ts `PreparedClaim`): its job and the data its node was created with. */
+interface MadeClaim {
+  candidate: { id: string };
+  claim: ClaimInfo;
+}
+
+/**
+ * Whether a claim node (its data and owner as read) is the one `claim`
+ * created: this session's, naming this worker and this claim's time. Only
+ * this attempt renews it, and not before its claim is settled.
+ */
+export function isOwnClaim(claim: MadeClaim, data: Buffer, owner: string, session: string): boolean {
+  if (owner !== session) return false;
+  try {
+    const info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
+    return info.worker === claim.claim.worker && info.at === claim.claim.at;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Delete a claim node at the version read (-1: any), and the slot it names:
+ * a claim of a job found not claimable after all, or a worker removing its
+ * own re-claim after the finish was written without it. `at`: only while
+ * the attempt's pointer is at its token (a claim node's version starts at 0
+ * again, so only the pointer tells this claim from a later one).
+ */
+export function releaseOps(
+  layout: QueueLayout,
+  r: { id: string; claimVersion: number; slot?: string | undefined; at?: { pointer: string; token: number } },
+): ProtocolOp[] {
+  const ops: ProtocolOp[] = r.at ? [{ op: 'check', path: r.at.pointer, version: r.at.token }] : [];
+  ops.push({ op: 'delete', path: layout.claim(r.id), version: r.claimVersion });
+  if (r.slot) ops.push({ op: 'delete', path: layout.slot(r.slot) });
+  return ops;
+}
+
+/** A claim to release: at its pointer's token while that pointer is there (`at`). */
+export interface Release {
+  claim: MadeClaim;
+  slot?: string | undefined;
+  at?: { pointer: string; token: number } | undefined;
+}
+
+/** Releases each claim while its node is that claim's own (see the header). */
+export async function releaseClaims(store: ProtocolContext, claims: readonly Release[]): Promise<void> {
+  const { session, layout } = store;
+  let left = claims;
+  for (let round = 0; round < RELEASE_ROUNDS && left.length > 0; round++) {
+    const reads = await session.readMulti(
+      left.map((c) => ({ op: 'getData' as const, path: layout.claim(c.claim.candidate.id) })),
+    );
+    const own = left.flatMap((c, i) => {
+      const node = reads[i];
+      return node?.ok && isOwnClaim(c.claim, node.data, node.stat.ephemeralOwner, session.sessionId)
+        ? [{ c, version: node.stat.version }]
+        : [];
+    });
+    const results = await store.executor.run(
+      own.map(({ c, version }) => {
+        const ops = releaseOps(layout, { id: c.claim.candidate.id, claimVersion: version, slot: c.slot, at: c.at });
+        return { build: () => ({ ops }) };
+      }),
+      { receipt: false, resend: false },
+    );
+    left = own.flatMap(({ c }, i) => {
+      const r = results[i];
+      if (r === undefined || r.ok) return [];
+      if (r.error instanceof OutcomeUnknownError) return [c];
+      // the pointer went: its node, read again, may be released without it
+      if (r.error instanceof NoNodeError && r.op?.op === 'check') return [{ ...c, at: undefined }];
+      return []; // revoked since (the pointer moved on), or gone
+    });
+  }
+}
