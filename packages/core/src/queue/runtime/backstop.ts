@@ -19,6 +19,9 @@
  * none of them writes here.
  */
 import { performance } from 'node:perf_hooks';
+// node:timers' own functions, not the globals: a test that fakes the global timers (sinon, as BullMQ's
+// suite does) and jumps its clock a month must not run a month of looks, one after the other, in the jump
+import { clearTimeout, setTimeout } from 'node:timers';
 import type { ReadOp, ReadResult } from '../../zk/multi-size.js';
 import type { QueueStore } from '../store.js';
 
