@@ -13,11 +13,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConnectionLossError } from '@zkq/core';
-import { claimJobs, claimOps, claimPayload, lookAtHead, QueueStore, type Session } from '@zkq/core/internal';
-import { Queue } from '@zkq/producer';
-import { queueEnv } from '../../../helpers/queue.js';
+import { claimJobs, claimOps, claimPayload, lookAtHead, type Session } from '@zkq/core/internal';
+import { otherHoldsX, readdedAndClaimed, twoWorkers } from '../../../helpers/claim-race.js';
 import { expire } from '../../../helpers/zk.js';
-import { prefixSession } from '../../../helpers/znodes.js';
 
 /** Runs `between` once, right after the first read-only multi of `session` (the claim's read of its records). */
 function afterFirstRead(session: Session, between: () => Promise<void>): void {
@@ -34,14 +32,7 @@ function afterFirstRead(session: Session, between: () => Promise<void>): void {
 }
 
 test('a claim released after a revocation does not delete the claim another worker made since', async (t) => {
-  const env = await queueEnv(t);
-  const queue = new Queue('release-fenced', env);
-  t.after(() => queue.close());
-  await queue.add('j', {}, { jobId: 'x' });
-  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
-  const store = new QueueStore(mine, 'release-fenced');
-  await store.init();
-  const { layout } = store;
+  const { mine, other, store, layout } = await twoWorkers(t, 'release-fenced');
   await other.delete(layout.job('x')); // a pointer left without its record: the claim is released
   const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
   const [candidate] = candidates;
@@ -60,20 +51,11 @@ test('a claim released after a revocation does not delete the claim another work
   });
   const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
   assert.deepEqual(got.claimed, []);
-  const held = await other.exists(layout.claim('x'));
-  assert.ok(held, "the other worker's claim node is there still");
-  assert.equal(held.ephemeralOwner, other.sessionId);
+  await otherHoldsX(other, layout);
 });
 
 test('a claim released after its pointer went is still released', async (t) => {
-  const env = await queueEnv(t);
-  const queue = new Queue('release-no-pointer', env);
-  t.after(() => queue.close());
-  await queue.add('j', {}, { jobId: 'x' });
-  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
-  const store = new QueueStore(mine, 'release-no-pointer');
-  await store.init();
-  const { layout } = store;
+  const { mine, other, store, layout } = await twoWorkers(t, 'release-no-pointer');
   await other.delete(layout.job('x'));
   const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
   const [candidate] = candidates;
@@ -86,14 +68,7 @@ test('a claim released after its pointer went is still released', async (t) => {
 });
 
 test('a claim released after its pointer went does not delete the claim of the job added again since', async (t) => {
-  const env = await queueEnv(t);
-  const queue = new Queue('release-readded', env);
-  t.after(() => queue.close());
-  await queue.add('j', {}, { jobId: 'x' });
-  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
-  const store = new QueueStore(mine, 'release-readded');
-  await store.init();
-  const { layout } = store;
+  const { queue, mine, other, store, layout } = await twoWorkers(t, 'release-readded');
   await other.delete(layout.job('x'));
   const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
   const [candidate] = candidates;
@@ -108,28 +83,15 @@ test('a claim released after its pointer went does not delete the claim of the j
     ]);
     await other.delete(candidate.pointer);
     // ...the job is added again, with a pointer of its own, and another worker claims it
-    await queue.add('j', {}, { jobId: 'x' });
-    const [next] = (await lookAtHead(new QueueStore(other, 'release-readded'), { limit: 10, exclude: [] })).candidates;
-    assert.ok(next && next.pointer !== candidate.pointer);
-    const claim = claimPayload({ worker: 'other', pointer: next.pointer, lockDuration: 600_000, at: Date.now() });
-    await other.multi(claimOps(layout, { id: 'x', pointer: next.pointer, claim }));
+    await readdedAndClaimed(queue, other, layout, candidate.pointer);
   });
   const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
   assert.deepEqual(got.claimed, []);
-  const held = await other.exists(layout.claim('x'));
-  assert.ok(held, "the other worker's claim node is there still");
-  assert.equal(held.ephemeralOwner, other.sessionId);
+  await otherHoldsX(other, layout);
 });
 
 test('a claim settled by its receipt, its pointer gone, is not released on the next session over the claim made since', async (t) => {
-  const env = await queueEnv(t);
-  const queue = new Queue('release-next-session', env);
-  t.after(() => queue.close());
-  await queue.add('j', {}, { jobId: 'x' });
-  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
-  const store = new QueueStore(mine, 'release-next-session');
-  await store.init();
-  const { layout } = store;
+  const { env, queue, mine, other, store, layout } = await twoWorkers(t, 'release-next-session');
   await other.delete(layout.job('x'));
   const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
   const [candidate] = candidates;
@@ -151,12 +113,7 @@ test('a claim settled by its receipt, its pointer gone, is not released on the n
       // added again and another worker claims it
       staged = true;
       await expire(mine, env.connection.connectionString);
-      await queue.add('j', {}, { jobId: 'x' });
-      const [next] = (await lookAtHead(new QueueStore(other, 'release-next-session'), { limit: 10, exclude: [] }))
-        .candidates;
-      assert.ok(next && next.pointer !== candidate.pointer);
-      const claim = claimPayload({ worker: 'other', pointer: next.pointer, lockDuration: 600_000, at: Date.now() });
-      await other.multi(claimOps(layout, { id: 'x', pointer: next.pointer, claim }));
+      await readdedAndClaimed(queue, other, layout, candidate.pointer);
       throw new ConnectionLossError(ops[0]?.path);
     }
     return multi(ops);
@@ -164,20 +121,11 @@ test('a claim settled by its receipt, its pointer gone, is not released on the n
   const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
   assert.ok(staged, 'the claim was released');
   assert.deepEqual(got.claimed, []);
-  const held = await other.exists(layout.claim('x'));
-  assert.ok(held, "the other worker's claim node is there still");
-  assert.equal(held.ephemeralOwner, other.sessionId);
+  await otherHoldsX(other, layout);
 });
 
 test('a release lost with its session is not sent again on the next session over the claim made since', async (t) => {
-  const env = await queueEnv(t);
-  const queue = new Queue('release-resent', env);
-  t.after(() => queue.close());
-  await queue.add('j', {}, { jobId: 'x' });
-  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
-  const store = new QueueStore(mine, 'release-resent');
-  await store.init();
-  const { layout } = store;
+  const { env, queue, mine, other, store, layout } = await twoWorkers(t, 'release-resent');
   await other.delete(layout.job('x')); // a pointer left without its record: the claim is released
   const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
   const [candidate] = candidates;
@@ -190,13 +138,7 @@ test('a release lost with its session is not sent again on the next session over
       // at its token); the job is added again and another worker claims it
       staged = true;
       await expire(mine, env.connection.connectionString);
-      await queue.add('j', {}, { jobId: 'x' });
-      const [next] = (
-        await lookAtHead(new QueueStore(other, 'release-resent'), { limit: 10, exclude: [] })
-      ).candidates.filter((c) => c.pointer !== candidate.pointer);
-      assert.ok(next);
-      const claim = claimPayload({ worker: 'other', pointer: next.pointer, lockDuration: 600_000, at: Date.now() });
-      await other.multi(claimOps(layout, { id: 'x', pointer: next.pointer, claim }));
+      await readdedAndClaimed(queue, other, layout, candidate.pointer);
       throw new ConnectionLossError(ops[0]?.path);
     }
     return multi(ops);
@@ -204,7 +146,5 @@ test('a release lost with its session is not sent again on the next session over
   const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
   assert.ok(staged, 'the claim was released');
   assert.deepEqual(got.claimed, []);
-  const held = await other.exists(layout.claim('x'));
-  assert.ok(held, "the other worker's claim node is there still");
-  assert.equal(held.ephemeralOwner, other.sessionId);
+  await otherHoldsX(other, layout);
 });

@@ -10,32 +10,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConnectionLossError } from '@zkq/core';
-import {
-  claimJobs,
-  claimOps,
-  claimPayload,
-  finishJobs,
-  leaseOf,
-  lookAtHead,
-  QueueStore,
-  renewLeases,
-} from '@zkq/core/internal';
-import { Queue } from '@zkq/producer';
-import { queueEnv } from '../../../helpers/queue.js';
+import { claimJobs, finishJobs, leaseOf, lookAtHead, renewLeases } from '@zkq/core/internal';
+import { otherHoldsX, readdedAndClaimed, twoWorkers } from '../../../helpers/claim-race.js';
 import { expire } from '../../../helpers/zk.js';
-import { prefixSession } from '../../../helpers/znodes.js';
 
 const OPTS = { workerId: 'mine', lockDuration: 600_000 };
 
 test("a re-claim's removal lost with its session is not sent again over the claim made since", async (t) => {
-  const env = await queueEnv(t);
-  const queue = new Queue('reclaim-removed', env);
-  t.after(() => queue.close());
-  await queue.add('j', {}, { jobId: 'x' });
-  const [mine, other] = [await prefixSession(t, env), await prefixSession(t, env)];
-  const store = new QueueStore(mine, 'reclaim-removed');
-  await store.init();
-  const { layout } = store;
+  const { env, queue, mine, other, store, layout } = await twoWorkers(t, 'reclaim-removed');
   const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
   const {
     claimed: [job],
@@ -58,12 +40,7 @@ test("a re-claim's removal lost with its session is not sent again over the clai
       // again under its id, and another worker claims it
       stage = 'staged';
       await expire(mine, env.connection.connectionString);
-      await queue.add('j', {}, { jobId: 'x' });
-      const [next] = (await lookAtHead(new QueueStore(other, 'reclaim-removed'), { limit: 10, exclude: [] }))
-        .candidates;
-      assert.ok(next);
-      const claim = claimPayload({ worker: 'other', pointer: next.pointer, lockDuration: 600_000, at: Date.now() });
-      await other.multi(claimOps(layout, { id: 'x', pointer: next.pointer, claim }));
+      await readdedAndClaimed(queue, other, layout);
       throw new ConnectionLossError(ops[0]?.path);
     }
     return multi(ops);
@@ -72,7 +49,5 @@ test("a re-claim's removal lost with its session is not sent again over the clai
   const [result] = await finishJobs(store, [{ job, outcome: { kind: 'completed', returnvalue: null, remove: true } }]);
   assert.deepEqual(result, { ok: true });
   assert.equal(stage, 'staged', 'the re-claim was made, then its removal lost with the session');
-  const held = await other.exists(layout.claim('x'));
-  assert.ok(held, "the other worker's claim node is there still");
-  assert.equal(held.ephemeralOwner, other.sessionId);
+  await otherHoldsX(other, layout);
 });
