@@ -32,3 +32,19 @@ test('the connection number stays while the connection lives and moves on at a d
   await expire(s, proxy.connectionString);
   assert.ok(s.connection > again, 'moved on with a new session');
 });
+
+test('a silent partition (nothing answered, no close): the number moves on when the heartbeat drops the connection', async (t) => {
+  const { proxy, session: s } = await sessionThroughProxy(t, { sessionTimeout: 6000, requestTimeout: 1000 });
+  await s.create('/a');
+  const first = s.connection;
+  const suspended = nextEvent(s, 'suspended', 30_000);
+  proxy.freeze(); // bytes and the server's close both held, as with a pulled cable
+  await suspended;
+  const down = s.connection;
+  assert.ok(down > first, 'moved on when the connection was given up');
+  const reconnected = nextEvent(s, 'reconnected', 30_000);
+  proxy.restore();
+  await reconnected;
+  assert.ok(s.connection > down, 'moved on when the connection was made again');
+  await s.getData('/a');
+});
