@@ -31,12 +31,48 @@ function afterFirstRead(session: Session, between: () => Promise<void>): void {
   }) as typeof session.readMulti;
 }
 
-test('a claim released after a revocation does not delete the claim another worker made since', async (t) => {
-  const { mine, other, store, layout } = await twoWorkers(t, 'release-fenced');
-  await other.delete(layout.job('x')); // a pointer left without its record: the claim is released
-  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
+/** Job `x`'s record deleted, its pointer left (a claim of it is released again): the worker's candidates. */
+async function pointerWithoutRecord(t: { after(fn: () => unknown): void; name?: string }, name: string) {
+  const w = await twoWorkers(t, name);
+  await w.other.delete(w.layout.job('x'));
+  const { candidates } = await lookAtHead(w.store, { limit: 10, exclude: [] });
   const [candidate] = candidates;
   assert.ok(candidate);
+  return { ...w, candidates, candidate };
+}
+
+/**
+ * The release of `x`'s claim is lost with its connection and the session
+ * (its claim node with it); the job is added again and the other worker
+ * claims it. `first`, when given, takes the worker's first multi instead.
+ */
+function loseReleaseWithSession(
+  w: Awaited<ReturnType<typeof pointerWithoutRecord>>,
+  first?: (send: () => Promise<unknown>) => Promise<never>,
+): { staged: boolean } {
+  const { mine, env, queue, other, layout, candidate } = w;
+  const multi = mine.multi.bind(mine);
+  const state = { staged: false };
+  let firstDone = first === undefined;
+  mine.multi = (async (ops: Parameters<typeof multi>[0]) => {
+    if (!firstDone && first) {
+      firstDone = true;
+      return first(() => multi(ops));
+    }
+    if (!state.staged && ops.some((op) => op.op === 'delete' && op.path === layout.claim('x'))) {
+      state.staged = true;
+      await expire(mine, env.connection.connectionString);
+      await readdedAndClaimed(queue, other, layout, candidate.pointer);
+      throw new ConnectionLossError(ops[0]?.path);
+    }
+    return multi(ops);
+  }) as typeof mine.multi;
+  return state;
+}
+
+test('a claim released after a revocation does not delete the claim another worker made since', async (t) => {
+  const w = await pointerWithoutRecord(t, 'release-fenced'); // a pointer left without its record: the claim is released
+  const { mine, other, store, layout, candidates, candidate } = w;
   afterFirstRead(mine, async () => {
     // the leader revokes this claim (at the version judged, the pointer at its token)...
     const pointer = await other.exists(candidate.pointer);
@@ -55,11 +91,8 @@ test('a claim released after a revocation does not delete the claim another work
 });
 
 test('a claim released after its pointer went is still released', async (t) => {
-  const { mine, other, store, layout } = await twoWorkers(t, 'release-no-pointer');
-  await other.delete(layout.job('x'));
-  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
-  const [candidate] = candidates;
-  assert.ok(candidate);
+  const w = await pointerWithoutRecord(t, 'release-no-pointer');
+  const { mine, other, store, layout, candidates, candidate } = w;
   // the pointer left without its record is dropped (a trim) before the release
   afterFirstRead(mine, () => other.delete(candidate.pointer));
   const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
@@ -68,11 +101,8 @@ test('a claim released after its pointer went is still released', async (t) => {
 });
 
 test('a claim released after its pointer went does not delete the claim of the job added again since', async (t) => {
-  const { queue, mine, other, store, layout } = await twoWorkers(t, 'release-readded');
-  await other.delete(layout.job('x'));
-  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
-  const [candidate] = candidates;
-  assert.ok(candidate);
+  const w = await pointerWithoutRecord(t, 'release-readded');
+  const { queue, mine, other, store, layout, candidates, candidate } = w;
   afterFirstRead(mine, async () => {
     // the leader revokes this claim, the pointer left without its record is dropped (a trim)...
     const pointer = await other.exists(candidate.pointer);
@@ -91,60 +121,27 @@ test('a claim released after its pointer went does not delete the claim of the j
 });
 
 test('a claim settled by its receipt, its pointer gone, is not released on the next session over the claim made since', async (t) => {
-  const { env, queue, mine, other, store, layout } = await twoWorkers(t, 'release-next-session');
-  await other.delete(layout.job('x'));
-  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
-  const [candidate] = candidates;
-  assert.ok(candidate);
-  const multi = mine.multi.bind(mine);
-  let lost = false;
-  let staged = false;
-  mine.multi = (async (ops: Parameters<typeof multi>[0]) => {
-    if (!lost) {
-      // the claim commits and its reply is lost (settled by its receipt); the pointer left without its
-      // record is dropped meanwhile (a trim), so the read after it finds this claim's node and no pointer
-      lost = true;
-      await multi(ops);
-      await other.delete(candidate.pointer);
-      throw new ConnectionLossError(ops[0]?.path);
-    }
-    if (!staged && ops.some((op) => op.op === 'delete' && op.path === layout.claim('x'))) {
-      // the release is lost with its connection, and the session (its claim node with it); the job is
-      // added again and another worker claims it
-      staged = true;
-      await expire(mine, env.connection.connectionString);
-      await readdedAndClaimed(queue, other, layout, candidate.pointer);
-      throw new ConnectionLossError(ops[0]?.path);
-    }
-    return multi(ops);
-  }) as typeof mine.multi;
+  const w = await pointerWithoutRecord(t, 'release-next-session');
+  const { other, store, layout, candidates, candidate } = w;
+  const state = loseReleaseWithSession(w, async (send) => {
+    // the claim commits and its reply is lost (settled by its receipt); the pointer left without its
+    // record is dropped meanwhile (a trim), so the read after it finds this claim's node and no pointer
+    await send();
+    await other.delete(candidate.pointer);
+    throw new ConnectionLossError();
+  });
   const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
-  assert.ok(staged, 'the claim was released');
+  assert.ok(state.staged, 'the claim was released');
   assert.deepEqual(got.claimed, []);
   await otherHoldsX(other, layout);
 });
 
 test('a release lost with its session is not sent again on the next session over the claim made since', async (t) => {
-  const { env, queue, mine, other, store, layout } = await twoWorkers(t, 'release-resent');
-  await other.delete(layout.job('x')); // a pointer left without its record: the claim is released
-  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
-  const [candidate] = candidates;
-  assert.ok(candidate);
-  const multi = mine.multi.bind(mine);
-  let staged = false;
-  mine.multi = (async (ops: Parameters<typeof multi>[0]) => {
-    if (!staged && ops.some((op) => op.op === 'delete' && op.path === layout.claim('x'))) {
-      // the release is lost with its connection, and the session (its claim node with it, the pointer left
-      // at its token); the job is added again and another worker claims it
-      staged = true;
-      await expire(mine, env.connection.connectionString);
-      await readdedAndClaimed(queue, other, layout, candidate.pointer);
-      throw new ConnectionLossError(ops[0]?.path);
-    }
-    return multi(ops);
-  }) as typeof mine.multi;
+  const w = await pointerWithoutRecord(t, 'release-resent');
+  const { other, store, layout, candidates } = w;
+  const state = loseReleaseWithSession(w);
   const got = await claimJobs(store, candidates, { workerId: 'mine', lockDuration: 600_000 });
-  assert.ok(staged, 'the claim was released');
+  assert.ok(state.staged, 'the claim was released');
   assert.deepEqual(got.claimed, []);
   await otherHoldsX(other, layout);
 });
