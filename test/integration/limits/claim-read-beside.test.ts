@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
-import { Session } from '@zkq/core';
+import type { Session } from '@zkq/core';
 import { admit, claimLimited, lookAtHead, QueueStore, readLimitState } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { TcpProxy } from '@zkq/testing';
@@ -84,13 +84,7 @@ test('a claim under a rate limit handed over while the connection was down has i
     (q) => q.setGlobalRateLimit(10, 60_000),
     async (env) => {
       proxy.it = await TcpProxy.start(env.connection.connectionString);
-      const session = await Session.connect({
-        connectionString: proxy.it.connectionString,
-        sessionTimeout: env.connection.sessionTimeout,
-        namespace: `/${env.prefix}`,
-      });
-      t.after(() => session.close());
-      return session;
+      return prefixSession(t, env, proxy.it.connectionString);
     },
   );
   assert.ok(admission.kind === 'open' && admission.window, 'the claim writes the window');

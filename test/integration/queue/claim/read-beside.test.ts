@@ -9,7 +9,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { Session } from '@zkq/core';
 import { claimJobs, lookAtHead, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { TcpProxy } from '@zkq/testing';
@@ -82,12 +81,7 @@ test('a claim handed over while the connection was down has its records read aga
   const queue = new Queue('down', env);
   t.after(() => queue.close());
   await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'j', data: { i } })));
-  const session = await Session.connect({
-    connectionString: proxy.connectionString,
-    sessionTimeout: env.connection.sessionTimeout,
-    namespace: `/${env.prefix}`,
-  });
-  t.after(() => session.close());
+  const session = await prefixSession(t, env, proxy.connectionString);
   const store = new QueueStore(session, 'down');
   await store.init();
   const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
