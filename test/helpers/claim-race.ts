@@ -1,7 +1,7 @@
 /**
  * Test helpers: two workers racing for job `x` of one queue, a claim of
- * which the first is about to release or remove while the second claims the
- * job added again under its id.
+ * which the first is about to release or remove while it is revoked by
+ * hand, or the second claims the job added again under its id.
  */
 
 import assert from 'node:assert/strict';
@@ -35,6 +35,20 @@ export async function readdedAndClaimed(
   assert.ok(next, 'the job added again has a pointer of its own');
   const claim = claimPayload({ worker: 'other', pointer: next.pointer, lockDuration: 600_000, at: Date.now() });
   await other.multi(claimOps(layout, { id: 'x', pointer: next.pointer, claim }));
+}
+
+/**
+ * The leader's revocation of job `x`'s claim on `pointer`, made by hand
+ * from `other`: the claim deleted at the version a fresh claim has, the
+ * pointer written at its token (the old holder's later writes fail).
+ */
+export async function revokeX(other: Session, layout: QueueLayout, pointer: string): Promise<void> {
+  const stat = await other.exists(pointer);
+  assert.ok(stat, 'the pointer is there to revoke at');
+  await other.multi([
+    { op: 'delete', path: layout.claim('x'), version: 0 },
+    { op: 'setData', path: pointer, data: Buffer.alloc(0), version: stat.version },
+  ]);
 }
 
 /** The claim node of job `x` is still `other`'s. */

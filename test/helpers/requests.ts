@@ -1,3 +1,5 @@
+import type { Session } from '@zkq/core';
+import type { QueueLayout } from '@zkq/core/internal';
 import { Worker } from '@zkq/worker';
 import type { QueueTestEnv } from './queue.js';
 import { waitFor } from './zk.js';
@@ -34,4 +36,28 @@ export async function workerRequestsPerJob(
   const perJob = (session.stats.requests - requests) / (done - from);
   await worker.close();
   return perJob;
+}
+
+/**
+ * Counts `session`'s read-only multis, and how many had been handed over
+ * when the reply (or failure) of each multi creating a claim node of
+ * `layout` came: a claim's records read in its flight are counted before it.
+ */
+export function countReadsAtClaims(session: Session, layout: QueueLayout): { reads: number; readsAtReply: number[] } {
+  const counts = { reads: 0, readsAtReply: [] as number[] };
+  const readMulti = session.readMulti.bind(session);
+  session.readMulti = ((reads: Parameters<typeof readMulti>[0]) => {
+    counts.reads++;
+    return readMulti(reads);
+  }) as typeof session.readMulti;
+  const multi = session.multi.bind(session);
+  session.multi = (async (ops: Parameters<typeof multi>[0]) => {
+    const claims = ops.some((op) => op.op === 'create' && op.path.startsWith(`${layout.claimsDir}/`));
+    try {
+      return await multi(ops);
+    } finally {
+      if (claims) counts.readsAtReply.push(counts.reads);
+    }
+  }) as typeof session.multi;
+  return counts;
 }

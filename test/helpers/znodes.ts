@@ -7,10 +7,17 @@
 import { Session } from '@zkq/core';
 import type { QueueTestEnv } from './queue.js';
 
-/** A plain session on the namespace a queue of `env` lives in; closed after the test. */
-export async function prefixSession(t: { after(fn: () => unknown): void }, env: QueueTestEnv): Promise<Session> {
+/**
+ * A plain session on the namespace a queue of `env` lives in (through
+ * `connectionString`, a proxy's say, when given); closed after the test.
+ */
+export async function prefixSession(
+  t: { after(fn: () => unknown): void },
+  env: QueueTestEnv,
+  connectionString = env.connection.connectionString,
+): Promise<Session> {
   const session = await Session.connect({
-    connectionString: env.connection.connectionString,
+    connectionString,
     sessionTimeout: env.connection.sessionTimeout,
     namespace: `/${env.prefix}`,
   });

@@ -9,33 +9,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createZooKeeperBackend } from '@zkq/bullmq';
-import { Session } from '@zkq/core';
 import { claimJobs, lookAtHead, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { TcpProxy } from '@zkq/testing';
 import { withBackend } from 'bullmq';
 import { queueEnv } from '../../../helpers/queue.js';
+import { countReadsAtClaims } from '../../../helpers/requests.js';
 import { nextEvent } from '../../../helpers/zk.js';
 import { prefixSession } from '../../../helpers/znodes.js';
 
 const claimOpts = { workerId: 'a', lockDuration: 600_000 };
-
-/** Counts `session`'s read-only multis, and how many had been sent when each multi's reply came. */
-function spy(session: Session) {
-  const counts = { reads: 0, readsAtReply: [] as number[] };
-  const readMulti = session.readMulti.bind(session);
-  session.readMulti = ((reads: Parameters<typeof readMulti>[0]) => {
-    counts.reads++;
-    return readMulti(reads);
-  }) as typeof session.readMulti;
-  const multi = session.multi.bind(session);
-  session.multi = (async (ops: Parameters<typeof multi>[0]) => {
-    const results = await multi(ops);
-    counts.readsAtReply.push(counts.reads);
-    return results;
-  }) as typeof session.multi;
-  return counts;
-}
 
 test('a claim round reads its records in the same flight as the claim, and reads nothing after it', async (t) => {
   const env = await queueEnv(t);
@@ -46,7 +29,7 @@ test('a claim round reads its records in the same flight as the claim, and reads
   const store = new QueueStore(session, 'flight');
   await store.init();
   const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
-  const counts = spy(session);
+  const counts = countReadsAtClaims(session, store.layout);
   const got = await claimJobs(store, candidates, claimOpts);
   assert.deepEqual(
     got.claimed.map((c) => c.record.data),
@@ -98,16 +81,11 @@ test('a claim handed over while the connection was down has its records read aga
   const queue = new Queue('down', env);
   t.after(() => queue.close());
   await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'j', data: { i } })));
-  const session = await Session.connect({
-    connectionString: proxy.connectionString,
-    sessionTimeout: env.connection.sessionTimeout,
-    namespace: `/${env.prefix}`,
-  });
-  t.after(() => session.close());
+  const session = await prefixSession(t, env, proxy.connectionString);
   const store = new QueueStore(session, 'down');
   await store.init();
   const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
-  const counts = spy(session);
+  const counts = countReadsAtClaims(session, store.layout);
   // the claim and the read beside it are handed over between two connections: sent on the next one,
   // in order, but not on the connection the claim was handed to
   const suspended = nextEvent(session, 'suspended');

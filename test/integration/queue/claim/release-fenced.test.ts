@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConnectionLossError } from '@zkq/core';
 import { claimJobs, claimOps, claimPayload, lookAtHead, type Session } from '@zkq/core/internal';
-import { otherHoldsX, readdedAndClaimed, twoWorkers } from '../../../helpers/claim-race.js';
+import { otherHoldsX, readdedAndClaimed, revokeX, twoWorkers } from '../../../helpers/claim-race.js';
 import { expire } from '../../../helpers/zk.js';
 
 /** Runs `between` once, right after the first read-only multi of `session` (the claim's read of its records). */
@@ -75,12 +75,7 @@ test('a claim released after a revocation does not delete the claim another work
   const { mine, other, store, layout, candidates, candidate } = w;
   afterFirstRead(mine, async () => {
     // the leader revokes this claim (at the version judged, the pointer at its token)...
-    const pointer = await other.exists(candidate.pointer);
-    assert.ok(pointer);
-    await other.multi([
-      { op: 'delete', path: layout.claim('x'), version: 0 },
-      { op: 'setData', path: candidate.pointer, data: Buffer.alloc(0), version: pointer.version },
-    ]);
+    await revokeX(other, layout, candidate.pointer);
     // ...and another worker claims the job
     const claim = claimPayload({ worker: 'other', pointer: candidate.pointer, lockDuration: 600_000, at: Date.now() });
     await other.multi(claimOps(layout, { id: 'x', pointer: candidate.pointer, claim }));
@@ -105,12 +100,7 @@ test('a claim released after its pointer went does not delete the claim of the j
   const { queue, mine, other, store, layout, candidates, candidate } = w;
   afterFirstRead(mine, async () => {
     // the leader revokes this claim, the pointer left without its record is dropped (a trim)...
-    const pointer = await other.exists(candidate.pointer);
-    assert.ok(pointer);
-    await other.multi([
-      { op: 'delete', path: layout.claim('x'), version: 0 },
-      { op: 'setData', path: candidate.pointer, data: Buffer.alloc(0), version: pointer.version },
-    ]);
+    await revokeX(other, layout, candidate.pointer);
     await other.delete(candidate.pointer);
     // ...the job is added again, with a pointer of its own, and another worker claims it
     await readdedAndClaimed(queue, other, layout, candidate.pointer);

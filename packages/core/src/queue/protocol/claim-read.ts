@@ -36,7 +36,7 @@ import type { QueueLayout } from '../layout.js';
 
 /** A claim as read here: the candidate it took (claim.ts `PreparedClaim`). */
 interface Claim {
-  candidate: { id: string };
+  candidate: { id: string; pointer: string };
 }
 
 /** A claimed job's record and claim node, as a read-only multi gives them. */
@@ -48,12 +48,14 @@ export type ClaimRead = [
 /** Records read per request: a claim batch is read in one or a few read-only multis. */
 export const CLAIM_READ_BATCH = 50;
 
-/** The reads of `claims`: each record, then its claim node. */
-function claimReads(layout: QueueLayout, claims: readonly Claim[]) {
-  return claims.flatMap((c) => [
-    { op: 'getData' as const, path: layout.job(c.candidate.id) },
-    { op: 'getData' as const, path: layout.claim(c.candidate.id) },
-  ]);
+/** The reads of `claims`: each one's record, then its claim node; its ready pointer first `withPointer`. */
+function claimReads(layout: QueueLayout, claims: readonly Claim[], withPointer = false) {
+  return claims.flatMap(({ candidate }) =>
+    [...(withPointer ? [candidate.pointer] : []), layout.job(candidate.id), layout.claim(candidate.id)].map((path) => ({
+      op: 'getData' as const,
+      path,
+    })),
+  );
 }
 
 /**
@@ -127,16 +129,11 @@ export async function readClaimed<
 }
 
 /** Claims settled by their receipts (no reply, no token): each one's pointer, record and claim node, in one read-only multi. */
-export function readWithPointer(
-  session: Session,
-  layout: QueueLayout,
-  claims: readonly { claim: { candidate: { id: string; pointer: string } } }[],
-) {
-  const reads = claims.flatMap(({ claim: { candidate } }) =>
-    [candidate.pointer, layout.job(candidate.id), layout.claim(candidate.id)].map((path) => ({
-      op: 'getData' as const,
-      path,
-    })),
+export function readWithPointer(session: Session, layout: QueueLayout, claims: readonly { claim: Claim }[]) {
+  const reads = claimReads(
+    layout,
+    claims.map((c) => c.claim),
+    true,
   );
   return reads.length === 0 ? Promise.resolve([]) : session.readMulti(reads);
 }

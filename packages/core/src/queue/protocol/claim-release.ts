@@ -20,19 +20,38 @@
  *
  * A release whose outcome is unknown is not sent again as it was, since it
  * would go out on the next session: the node is read again.
+ *
+ * The same removal serves the finish (finish.ts): a re-claim the renewer
+ * made while a finish was written without its claim node is deleted, read
+ * as its own by its worker and token, this session's.
  */
 import { NoNodeError } from '../../zk/errors.js';
 import type { QueueLayout } from '../layout.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import { OutcomeUnknownError, type ProtocolOp } from './executor.js';
 
-/** Reads and releases of a claim (its outcome unknown, its pointer found gone), before it is left to its session. */
-const RELEASE_ROUNDS = 3;
+/** Reads and deletes of a claim node (its outcome unknown, its pointer found gone), before it is left to its session. */
+const REMOVAL_ROUNDS = 3;
 
 /** A claim as made (claim.ts `PreparedClaim`): its job and the data its node was created with. */
 interface MadeClaim {
   candidate: { id: string };
   claim: ClaimInfo;
+}
+
+/** A claim node's data, or undefined when it is not a claim's. */
+function claimInfo(data: Buffer): Partial<ClaimInfo> | undefined {
+  try {
+    const info: unknown = JSON.parse(data.toString());
+    return typeof info === 'object' && info !== null ? (info as Partial<ClaimInfo>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a claim node's data names the worker and time `claim` created it with. */
+function madeBy(claim: MadeClaim, info: Partial<ClaimInfo>): boolean {
+  return info.worker === claim.claim.worker && info.at === claim.claim.at;
 }
 
 /**
@@ -42,12 +61,8 @@ interface MadeClaim {
  */
 export function isOwnClaim(claim: MadeClaim, data: Buffer, owner: string, session: string): boolean {
   if (owner !== session) return false;
-  try {
-    const info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
-    return info.worker === claim.claim.worker && info.at === claim.claim.at;
-  } catch {
-    return false;
-  }
+  const info = claimInfo(data);
+  return info !== undefined && madeBy(claim, info);
 }
 
 /**
@@ -67,41 +82,62 @@ export function releaseOps(
   return ops;
 }
 
-/** A claim to release: at its pointer's token while that pointer is there (`at`). */
-export interface Release {
-  claim: MadeClaim;
-  slot?: string | undefined;
+/** Job `id`'s claim node, to delete while it is an attempt's own: at its pointer's token while that pointer is there (`at`). */
+export interface OwnClaimNode {
+  id: string;
   at?: { pointer: string; token: number } | undefined;
 }
 
-/** Releases each claim while its node is that claim's own (see the header). */
-export async function releaseClaims(store: ProtocolContext, claims: readonly Release[]): Promise<void> {
+/**
+ * Deletes each of `nodes`, with the slot it names, at the version read,
+ * while it is this session's and `own` judges its data the attempt's (see
+ * the header): one read of them all, then one run of their deletes, sent
+ * once; those whose outcome stays unknown, or whose pointer went, are read
+ * again.
+ */
+export async function removeOwnClaims<N extends OwnClaimNode>(
+  store: ProtocolContext,
+  nodes: readonly N[],
+  own: (node: N, info: Partial<ClaimInfo>) => boolean,
+): Promise<void> {
   const { session, layout } = store;
-  let left = claims;
-  for (let round = 0; round < RELEASE_ROUNDS && left.length > 0; round++) {
-    const reads = await session.readMulti(
-      left.map((c) => ({ op: 'getData' as const, path: layout.claim(c.claim.candidate.id) })),
-    );
-    const own = left.flatMap((c, i) => {
-      const node = reads[i];
-      return node?.ok && isOwnClaim(c.claim, node.data, node.stat.ephemeralOwner, session.sessionId)
-        ? [{ c, version: node.stat.version }]
-        : [];
+  let left = nodes;
+  for (let round = 0; round < REMOVAL_ROUNDS && left.length > 0; round++) {
+    const reads = await session.readMulti(left.map((n) => ({ op: 'getData' as const, path: layout.claim(n.id) })));
+    const found = left.flatMap((n, i) => {
+      const read = reads[i];
+      if (!read?.ok || read.stat.ephemeralOwner !== session.sessionId) return []; // gone, or another session's
+      const info = claimInfo(read.data);
+      if (!info || !own(n, info)) return [];
+      const slot = typeof info.slot === 'string' ? info.slot : undefined;
+      return [{ n, ops: releaseOps(layout, { id: n.id, claimVersion: read.stat.version, slot, at: n.at }) }];
     });
     const results = await store.executor.run(
-      own.map(({ c, version }) => {
-        const ops = releaseOps(layout, { id: c.claim.candidate.id, claimVersion: version, slot: c.slot, at: c.at });
-        return { build: () => ({ ops }) };
-      }),
+      found.map(({ ops }) => ({ build: () => ({ ops }) })),
       { receipt: false, resend: false },
     );
-    left = own.flatMap(({ c }, i) => {
+    left = found.flatMap(({ n }, i) => {
       const r = results[i];
       if (r === undefined || r.ok) return [];
-      if (r.error instanceof OutcomeUnknownError) return [c];
-      // the pointer went: its node, read again, may be released without it
-      if (r.error instanceof NoNodeError && r.op?.op === 'check') return [{ ...c, at: undefined }];
+      if (r.error instanceof OutcomeUnknownError) return [n];
+      // the pointer went: its node, read again, may be removed without it
+      if (r.error instanceof NoNodeError && r.op?.op === 'check') return [{ ...n, at: undefined }];
       return []; // revoked since (the pointer moved on), or gone
     });
   }
+}
+
+/** A claim to release: at its pointer's token while that pointer is there (`at`). */
+export interface Release {
+  claim: MadeClaim;
+  at?: { pointer: string; token: number } | undefined;
+}
+
+/** Releases each claim while its node is that claim's own, named by its worker and time (see the header). */
+export function releaseClaims(store: ProtocolContext, claims: readonly Release[]): Promise<void> {
+  return removeOwnClaims(
+    store,
+    claims.map((c) => ({ id: c.claim.candidate.id, at: c.at, claim: c.claim })),
+    (c, info) => madeBy(c.claim, info),
+  );
 }

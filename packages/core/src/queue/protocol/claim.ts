@@ -210,18 +210,14 @@ export async function settleClaims(
       }
       // at the pointer's token, while the node is this claim's own (claim-release.ts)
       const release = () =>
-        releases.push({
-          claim: c.claim,
-          slot: c.slot,
-          at: { pointer: candidate.pointer, token: c.token?.version ?? -1 },
-        });
+        releases.push({ claim: c.claim, at: { pointer: candidate.pointer, token: c.token?.version ?? -1 } });
       if (c.token === undefined) {
         if (!own.has(c)) {
           // revoked meanwhile: another worker's claim may stand there now, not ours to delete
           result.skipped.push({ candidate });
           return;
         }
-        releases.push({ claim: c.claim, slot: c.slot }); // its pointer gone
+        releases.push({ claim: c.claim }); // its pointer gone
         result.skipped.push({ candidate, gone: true });
         return;
       }

@@ -13,9 +13,9 @@ import type { QueueLayout } from '../layout.js';
 import { encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
 import { tooLargeReason } from '../sizes.js';
 import { type Destination, parkedPath, pointerOp } from './builders.js';
-import { releaseOps } from './claim.js';
-import type { ClaimInfo, ProtocolContext } from './context.js';
-import { type Built, OutcomeUnknownError, type ProtocolOp, type TxUnit, type UnitResult } from './executor.js';
+import { removeOwnClaims } from './claim-release.js';
+import type { ProtocolContext } from './context.js';
+import type { Built, ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { type Finish, type Outcome, planFinish } from './finish-plan.js';
 import { mayBePendingChild } from './flow-detach.js';
 import { joinBuilt } from './flow-parent.js';
@@ -293,35 +293,15 @@ function parkedAt(record: JobRecord, to: Destination | undefined): JobRecord {
  * meanwhile: the renewer re-creates a vanished claim (and its slot) while the
  * token holds. Delete it only when it is that re-claim (same worker and
  * token, this session's node), with the slot it names: a claim of another
- * attempt, after a retry, is never touched. A delete whose outcome is
- * unknown is not sent again as it was (on the next session it could meet
- * the id's next claim): the node is read again.
+ * attempt, after a retry, is never touched (claim-release.ts: a delete whose
+ * outcome is unknown is read again, not sent again on the next session).
  */
 async function removeOwnReclaims(store: ProtocolContext, finished: Finish[]): Promise<void> {
-  await Promise.all(finished.map((f) => removeOwnReclaim(store, f)));
-}
-
-/** Reads and deletes of one re-claim whose delete's outcome stays unknown, before it is left to its session. */
-const RECLAIM_REMOVAL_ROUNDS = 3;
-
-async function removeOwnReclaim(store: ProtocolContext, f: Finish): Promise<void> {
-  const id = f.job.record.id;
-  for (let round = 0; round < RECLAIM_REMOVAL_ROUNDS; round++) {
-    try {
-      const { data, stat } = await store.session.getData(store.layout.claim(id));
-      const info = JSON.parse(data.toString()) as Partial<ClaimInfo>;
-      if (info.token !== f.job.token || info.worker !== f.job.record.processedBy) return;
-      if (stat.ephemeralOwner !== store.session.sessionId) return; // another session's by now
-      const slot = typeof info.slot === 'string' ? info.slot : undefined;
-      const ops = releaseOps(store.layout, { id, claimVersion: stat.version, slot });
-      // not sent again as it was: it would go out on the next session, where the id's next claim may be
-      // another worker's at the same version; its node is read again instead
-      const [r] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false, resend: false });
-      if (!(r && !r.ok && r.error instanceof OutcomeUnknownError)) return;
-    } catch {
-      return; // gone (the usual case), or changed: not ours to delete
-    }
-  }
+  await removeOwnClaims(
+    store,
+    finished.map(({ job }) => ({ id: job.record.id, job })),
+    ({ job }, info) => info.token === job.token && info.worker === job.record.processedBy,
+  ).catch(() => undefined); // not read or not sent: left to its session
 }
 
 /**

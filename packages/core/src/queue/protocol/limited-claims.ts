@@ -32,6 +32,10 @@
  *   its limits were read from: a limit changed meanwhile fails it.
  * - **Pause.** And the pause flag at the version it was read unset: a pause
  *   that committed first fails it, and its candidates are left.
+ *
+ * The admitted jobs' records are read and settled as a plain claim's
+ * (claim.ts `settleClaims`), in the claim's flight where that is safe
+ * (claim-read.ts).
  */
 import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { opBytes } from '../../zk/session.js';
@@ -49,6 +53,7 @@ import {
   settleClaims,
   tokenOfReply,
 } from './claim.js';
+import { BesideReads } from './claim-read.js';
 import type { ProtocolContext } from './context.js';
 import { type ProtocolOp, TX_BYTE_BUDGET, type TxUnit } from './executor.js';
 import {
@@ -238,8 +243,11 @@ export async function claimLimited(
   }
   if (group.members.length === 0) return result;
   const claimedAt = performance.now();
+  const beside = new BesideReads<PreparedClaim>(store.session, store.layout);
   const [written] = await store.executor.run([group.unit()], {
     onConflict: (_unit, err, op) => group.conflict(err, op),
+    // the members' records read in the claim's flight, used as a plain claim's are (claim-read.ts)
+    sent: () => beside.sent(group.members),
   });
   result.skipped.push(...group.dropped);
   result.raced = group.raced;
@@ -247,7 +255,7 @@ export async function claimLimited(
     // paused meanwhile: nobody took these, they wait for the resume
     result.left.push(...group.members.map((m) => m.claim.candidate));
   } else if (written?.ok) {
-    await settleClaims(store, group.committed(written.results), claimedAt, result);
+    await settleClaims(store, group.committed(written.results, beside), claimedAt, result);
   } else if (!group.raced && group.members.length > 0 && written) {
     throw written.error; // not a conflict of one job: a real failure
   }
@@ -335,13 +343,14 @@ class Group {
     return { build: () => ({ ops, events }) };
   }
 
-  /** The members' claims as committed, each with the token its reply gave (`results`: the unit's). */
-  committed(results: readonly OpResult[] | undefined): CommittedClaim[] {
+  /** The members' claims as committed, each with the token its reply gave (`results`: the unit's) and the read beside it. */
+  committed(results: readonly OpResult[] | undefined, beside: BesideReads<PreparedClaim>): CommittedClaim[] {
     return this.members.map((m) => {
       const start = this.starts.get(m);
       return {
         claim: m.claim,
         token: start === undefined ? undefined : tokenOfReply(results?.slice(start)),
+        beside: beside.of(m.claim),
         ...this.limitsOf(m),
       };
     });
