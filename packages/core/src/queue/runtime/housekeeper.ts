@@ -383,8 +383,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     if (performance.now() - this.lastHeal < every) return;
     this.lastHeal = performance.now();
     try {
-      const healed = await healSchedulers(this.store, now);
-      if (healed.length > 0) this.emit('healed', healed);
+      const { added } = await healSchedulers(this.store, now);
+      if (added.length > 0) this.emit('healed', added);
     } catch (err) {
       this.report(err); // the promotions of this look stand; the next check tries again
     }
