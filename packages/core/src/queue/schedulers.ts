@@ -126,7 +126,7 @@ export interface SchedulersHealed {
  * schedulers (one added or removed).
  */
 export async function healSchedulers(store: QueueStore, now: number, watch?: Watcher): Promise<SchedulersHealed> {
-  const names = await store.children(store.layout.schedulersDir, watch);
+  const names = await schedulerNames(store, watch);
   const out: SchedulersHealed = { added: [], recheck: undefined };
   const recheckAt = (at: number) => {
     out.recheck = Math.min(out.recheck ?? at, at);
@@ -156,6 +156,22 @@ export async function healSchedulers(store: QueueStore, now: number, watch?: Wat
   }
   if (failure !== undefined) throw failure;
   return out;
+}
+
+/**
+ * The names under `schedulers/`, `watch` set on its listing; while there is
+ * no such directory (no scheduler was ever made), on its creation.
+ */
+async function schedulerNames(store: QueueStore, watch?: Watcher): Promise<string[]> {
+  const dir = store.layout.schedulersDir;
+  for (;;) {
+    try {
+      return await store.session.getChildren(dir, watch ? { watch } : {});
+    } catch (err) {
+      if (!(err instanceof NoNodeError)) throw err;
+    }
+    if (!watch || !(await store.session.exists(dir, { watch }))) return [];
+  }
 }
 
 /** The scheduler nodes `names` (`s-<id>`) in one read-only multi; those gone or unreadable are left out. */

@@ -13,8 +13,13 @@
  * are fenced by the jobs themselves (see promoteDue): two promoters never
  * both move a job. So that they do not all act at each due time, nor all
  * look while nothing is due:
- * - the leader promotes at the due time: it sleeps until the earliest one (at
- *   most PROMOTE_POLL_MS), woken early by watches on the delayed containers;
+ * - the leader promotes at the due time, and looks only when there may be
+ *   something to do: a watch on the delayed containers fired, the earliest
+ *   due time its last look saw came, or its session reconnected (a watch may
+ *   have gone with the connection; one lost with the session fires as lost).
+ *   Its backstop, in case a watch was lost all the same, is a look at least
+ *   every Backstop period (about a third of the session timeout, at most
+ *   BACKSTOP_MAX_MS). Idle, it sends nothing between two backstop looks;
  * - the first STANDBYS workers behind it in the election's line are
  *   standbys: they set no watch and promote only what is overdue by
  *   STANDBY_GRACE_MS (plus a random share of it, so standbys do not all wake
@@ -37,13 +42,17 @@
  * first places of the line, SIGKILLed or stopped) costs them at most a
  * Backstop period (BACKSTOP_MAX_MS, 10 s) plus the grace, not a session
  * timeout. Idle, with no delayed job and no scheduler, the queue's
- * promoters send the leader's and the standbys' polls and one Backstop read
- * per other worker, whatever their number. Delayed containers left empty
+ * promoters send the leader's backstop looks, the standbys' polls and one
+ * Backstop read per other worker, whatever their number. Delayed containers left empty
  * stay until their day (hour) is past, when a promoter removes them: until
  * then a reserve's Backstop read finds them, and it looks (a few listings).
  * A failed promotion is retried after a pause. Promoters also check the
- * schedulers (healSchedulers), the leader every HEAL_EVERY_MS, a standby
- * every STANDBY_HEAL_EVERY_MS, a reserve every RESERVE_HEAL_EVERY_MS.
+ * schedulers (healSchedulers): a standby every STANDBY_HEAL_EVERY_MS, a
+ * reserve every RESERVE_HEAL_EVERY_MS; the leader, at most every
+ * HEAL_EVERY_MS, when the watch on the schedulers' listing fired (one made or
+ * removed), when a scheduler its last check read comes due (and again every
+ * HEAL_EVERY_MS while one due is not advanced: its iteration still to start,
+ * or just started), when its session reconnected, and at its backstop.
  *
  * Worker daemons join the election under `leader/` (LeaderElection). The
  * leader alone also
@@ -85,8 +94,6 @@ import type { QueueStore } from '../store.js';
 import { type Backstop, backstopOf } from './backstop.js';
 import type { ServerClock } from './server-clock.js';
 
-/** Longest sleep of the leader's promoter while delayed jobs may exist, ms. */
-const PROMOTE_POLL_MS = 1000;
 /** Pause after a failed promotion round, ms. */
 const PROMOTE_RETRY_MS = 500;
 /** How long past its due time a standby leaves a job to the leader, ms (plus up to as much again, at random). */
@@ -95,7 +102,7 @@ const STANDBY_GRACE_MS = 100;
 const STANDBY_GAP_MS = 250;
 /** Longest time between two looks of a standby, ms. */
 const STANDBY_POLL_MS = 2000;
-/** How often the leader checks the schedulers, ms. */
+/** Shortest time between two checks of the schedulers by the leader, ms. */
 const HEAL_EVERY_MS = 2000;
 /** How often a standby checks the schedulers, ms. */
 const STANDBY_HEAL_EVERY_MS = 10_000;
@@ -129,8 +136,16 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private promoting: Promise<void> | undefined;
   /** The promoter's sleep: `wake` ends it, `rearm` sets its end again (see sleep). */
   private sleeper: { wake: () => void; rearm: () => void } | undefined;
-  /** A watch on the delayed containers fired since the promoter's pass began. */
+  /** The leader looks at the delayed jobs at its next pass: a watch fired, a promotion, a new role or connection. */
   private delayedChanged = false;
+  /** The leader checks the schedulers as soon as it may: their listing's watch fired, a new role or connection. */
+  private schedulersChanged = false;
+  /** When the leader's last look at the delayed jobs began (performance.now()). */
+  private lastDelayedLook = Number.NEGATIVE_INFINITY;
+  /** A failed look of the leader is tried again at this time (performance.now()). */
+  private retryAt = Number.POSITIVE_INFINITY;
+  /** When a scheduler the leader read may next need healing (ZooKeeper's clock), by its last check. */
+  private healDue: number | undefined;
   /** The earliest due time the last look saw (ZooKeeper's clock). */
   private knownDue: number | undefined;
   /** The earliest due time noted since the last look began (it may not have seen it). */
@@ -164,8 +179,11 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     private readonly store: QueueStore,
     workerId: string,
     private readonly stalledInterval: number,
-    /** Longest sleep of the leader's promoter, ms (tests stretch it to prove that watches wake it). */
-    private readonly promotePollMs = PROMOTE_POLL_MS,
+    /**
+     * The leader's backstop: the longest time between two of its looks, ms
+     * (default: the Backstop's period; tests stretch it to prove that watches wake it).
+     */
+    private readonly promotePollMs?: number,
     /** How often receipts, orphans, cancel requests and deduplication keys are swept, ms (tests shorten it). */
     private readonly sweepMs = RECEIPT_SWEEP_MS,
   ) {
@@ -176,12 +194,18 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.backstop = backstopOf(store);
   }
 
+  /** The leader's longest time between two looks at the delayed jobs (or the schedulers), ms. */
+  private get leaderBackstop(): number {
+    return this.promotePollMs ?? this.backstop.period;
+  }
+
   get isLeader(): boolean {
     return this.leading;
   }
 
   /** Joins the election and starts promoting (as a standby until elected). */
   async start(): Promise<void> {
+    if (!this.promoting) this.store.session.on('reconnected', this.onReconnected);
     this.promoting ??= this.promoteLoop();
     await this.election.start();
     if (this.closed || this.leaveBackstop) return;
@@ -232,6 +256,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
    */
   async close(): Promise<void> {
     this.closed = true;
+    this.store.session.off('reconnected', this.onReconnected);
     this.leaveBackstop?.();
     this.stepDown();
     this.sleeper?.wake();
@@ -267,7 +292,9 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
         });
     }, this.stalledInterval);
     this.stalledTimer.unref();
-    this.sleeper?.wake(); // promote as the leader from now on
+    this.delayedChanged = true; // promote as the leader from now on, its watches set
+    this.schedulersChanged = true;
+    this.sleeper?.wake();
   }
 
   private stepDown(): void {
@@ -314,53 +341,114 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
         continue;
       }
       this.called = false;
-      this.delayedChanged = false;
       let wait: () => number;
       try {
-        wait = await this.look(leading);
+        wait = leading ? await this.leaderLook() : await this.look();
       } catch (err) {
         this.report(err);
-        wait = () => PROMOTE_RETRY_MS;
+        this.retryAt = performance.now() + PROMOTE_RETRY_MS;
+        wait = leading ? () => this.leaderWait() : () => PROMOTE_RETRY_MS;
       }
       this.lastLook = performance.now();
-      // a change seen while this pass ran (its watch fired before the sleep began), or a new role
-      if ((leading && this.delayedChanged) || leading !== this.leading) continue;
+      if (leading !== this.leading) continue; // a new role
       await this.sleep(wait);
     }
   }
 
   /**
-   * One look at the delayed jobs, promoting what is due (for a standby, what
-   * is overdue by its grace); resolves with how long to sleep after it, ms.
+   * The leader's pass: it looks at the delayed jobs when a watch fired, a
+   * due time it knows came, or its backstop period passed since its last
+   * look; it checks the schedulers, at most every HEAL_EVERY_MS, when their
+   * listing's watch fired, a scheduler it read may need healing, or its
+   * backstop period passed. Resolves with how long to sleep after it, ms.
    */
-  private async look(leading: boolean): Promise<() => number> {
+  private async leaderLook(): Promise<() => number> {
+    const began = performance.now();
+    const lookDelayed = this.delayedChanged || this.retryAt <= began || this.untilDelayedLook(began) <= 0;
+    const heal = this.untilHeal(began) <= 0;
+    if (!lookDelayed && !heal) return () => this.leaderWait();
+    const now = await this.clock.earliest();
+    if (lookDelayed) {
+      this.delayedChanged = false;
+      this.retryAt = Number.POSITIVE_INFINITY;
+      this.notedDue = undefined; // what was written before this look, it sees
+      this.lastDelayedLook = began;
+      const { promoted, nextDue, failure } = await promoteDue(this.store, this.fence, this.onDelayedChange, now);
+      if (promoted.length > 0) this.emit('promoted', promoted);
+      this.knownDue = nextDue;
+      // After promoting, look again at once: the promotion's own deletes fired the watches this
+      // pass set, so sleeping now would leave a job delayed meanwhile to the backstop.
+      if (promoted.length > 0) this.delayedChanged = true;
+      // a due job whose record could not be read: reported, and looked at again after a pause
+      if (failure !== undefined) {
+        this.report(failure);
+        this.retryAt = performance.now() + PROMOTE_RETRY_MS;
+      }
+    }
+    if (heal) {
+      this.schedulersChanged = false;
+      this.lastHeal = began;
+      try {
+        const { added, recheck } = await healSchedulers(this.store, now, this.onSchedulersChange);
+        this.healDue = recheck;
+        if (added.length > 0) this.emit('healed', added);
+      } catch (err) {
+        this.healDue = now; // checked again after HEAL_EVERY_MS
+        this.report(err); // the promotions of this pass stand
+      }
+    }
+    return () => this.leaderWait();
+  }
+
+  /** Local ms until the leader's next pass (0: at once). */
+  private leaderWait(): number {
+    const at = performance.now();
+    return Math.max(
+      0,
+      Math.min(this.delayedChanged ? 0 : this.untilDelayedLook(at), this.retryAt - at, this.untilHeal(at)),
+    );
+  }
+
+  /** Local ms until the leader looks at the delayed jobs unwoken: a known due time, or its backstop. */
+  private untilDelayedLook(at: number): number {
+    return Math.min(this.untilKnownDue(0), this.lastDelayedLook + this.leaderBackstop - at);
+  }
+
+  /** Local ms until the leader checks the schedulers: as soon as it may when woken, else at a due time or its backstop. */
+  private untilHeal(at: number): number {
+    const soonest = this.lastHeal + HEAL_EVERY_MS - at;
+    if (this.schedulersChanged) return soonest;
+    const due =
+      this.healDue === undefined
+        ? Number.POSITIVE_INFINITY
+        : this.clock.toLocal(this.healDue) + this.clock.uncertainty - Date.now();
+    return Math.max(soonest, Math.min(due, this.lastHeal + this.leaderBackstop - at));
+  }
+
+  /**
+   * A standby's (or a reserve's) look at the delayed jobs, promoting what is
+   * overdue by its grace; resolves with how long to sleep after it, ms.
+   */
+  private async look(): Promise<() => number> {
     this.notedDue = undefined; // what was written before this look, it sees
     const now = await this.clock.earliest();
     // a standby judges with the grace it woke for, and draws the next one
-    const grace = leading ? 0 : this.grace;
+    const grace = this.grace;
     this.grace = STANDBY_GRACE_MS * (1 + Math.random());
     // a due time known to have come: a look that finds it promoted already saw the front at work
     const dueCame = this.knownDue !== undefined && this.knownDue <= now - grace;
-    const { promoted, nextDue, failure } = leading
-      ? await promoteDue(this.store, this.fence, this.onDelayedChange, now)
-      : await promoteDue(this.store, undefined, undefined, now - grace);
+    const { promoted, nextDue, failure } = await promoteDue(this.store, undefined, undefined, now - grace);
     if (promoted.length > 0) this.emit('promoted', promoted);
     this.knownDue = nextDue;
-    if (!leading && !this.standby) {
+    if (!this.standby) {
       if (promoted.length > 0) this.standingIn = true;
       else if (dueCame || nextDue === undefined) this.standingIn = false;
     }
-    await this.maybeHeal(leading, now);
+    await this.maybeHeal(now);
     // a due job whose record could not be read: reported, and looked at again after a pause
     if (failure !== undefined) {
       this.report(failure);
       return () => PROMOTE_RETRY_MS;
-    }
-    if (leading) {
-      // After promoting, look again at once: the promotion's own deletes fired the watches this
-      // pass set, so sleeping now would leave a job delayed meanwhile to the poll.
-      if (promoted.length > 0) return () => 0;
-      return () => Math.min(this.promotePollMs, this.untilKnownDue(0));
     }
     // a reserve waits for its Backstop to call again
     if (this.reserve) return () => Number.POSITIVE_INFINITY;
@@ -378,8 +466,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     return Math.max(0, this.clock.toLocal(due) + this.clock.uncertainty + grace - Date.now());
   }
 
-  private async maybeHeal(leading: boolean, now: number): Promise<void> {
-    const every = leading ? HEAL_EVERY_MS : this.standby ? STANDBY_HEAL_EVERY_MS : RESERVE_HEAL_EVERY_MS;
+  private async maybeHeal(now: number): Promise<void> {
+    const every = this.standby ? STANDBY_HEAL_EVERY_MS : RESERVE_HEAL_EVERY_MS;
     if (performance.now() - this.lastHeal < every) return;
     this.lastHeal = performance.now();
     try {
@@ -417,6 +505,18 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
 
   private readonly onDelayedChange = (): void => {
     this.delayedChanged = true;
-    this.sleeper?.wake();
+    if (this.leading) this.sleeper?.wake();
+  };
+
+  private readonly onSchedulersChange = (): void => {
+    this.schedulersChanged = true;
+    if (this.leading) this.sleeper?.rearm();
+  };
+
+  /** A connection moved on: a watch may have been lost with it, so the leader looks again. */
+  private readonly onReconnected = (): void => {
+    this.delayedChanged = true;
+    this.schedulersChanged = true;
+    if (this.leading) this.sleeper?.wake();
   };
 }
