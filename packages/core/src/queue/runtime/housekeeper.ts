@@ -43,9 +43,12 @@
  * Backstop period (BACKSTOP_MAX_MS, 10 s) plus the grace, not a session
  * timeout. Idle, with no delayed job and no scheduler, the queue's
  * promoters send the leader's backstop looks, the standbys' polls and one
- * Backstop read per other worker, whatever their number. Delayed containers left empty
- * stay until their day (hour) is past, when a promoter removes them: until
- * then a reserve's Backstop read finds them, and it looks (a few listings).
+ * Backstop read per other worker, whatever their number. Delayed containers
+ * left empty are removed: once past, by any promoter; before (their jobs
+ * promoted, by hand or removed), by the leader once it saw them empty for
+ * EMPTY_SETTLE_MS, fenced, all but the tail bucket of the current hour
+ * (where adders write now), which stays until the hour is past. Until then a
+ * reserve's Backstop read finds them, and it looks (a few listings).
  * A failed promotion is retried after a pause. Promoters also check the
  * schedulers (healSchedulers): a standby every STANDBY_HEAL_EVERY_MS, a
  * reserve every RESERVE_HEAL_EVERY_MS; the leader, at most every
@@ -75,6 +78,7 @@ import { LeaderElection } from '../../recipes/leader-election.js';
 import type { ReadOp, ReadResult } from '../../zk/multi-size.js';
 import {
   DEDUP_SWEEP_SHARDS,
+  type EmptySightings,
   FencedError,
   LeaseObserver,
   LOG_SWEEP_SHARDS,
@@ -146,6 +150,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private retryAt = Number.POSITIVE_INFINITY;
   /** When a scheduler the leader read may next need healing (ZooKeeper's clock), by its last check. */
   private healDue: number | undefined;
+  /** Empty delayed containers the leader's looks saw, removed once settled (see promoteDue). */
+  private readonly emptyDelayed: EmptySightings = new Map();
   /** The earliest due time the last look saw (ZooKeeper's clock). */
   private knownDue: number | undefined;
   /** The earliest due time noted since the last look began (it may not have seen it). */
@@ -373,7 +379,13 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
       this.retryAt = Number.POSITIVE_INFINITY;
       this.notedDue = undefined; // what was written before this look, it sees
       this.lastDelayedLook = began;
-      const { promoted, nextDue, failure } = await promoteDue(this.store, this.fence, this.onDelayedChange, now);
+      const { promoted, nextDue, failure } = await promoteDue(
+        this.store,
+        this.fence,
+        this.onDelayedChange,
+        now,
+        this.emptyDelayed,
+      );
       if (promoted.length > 0) this.emit('promoted', promoted);
       this.knownDue = nextDue;
       // After promoting, look again at once: the promotion's own deletes fired the watches this
