@@ -15,11 +15,8 @@
  * look while nothing is due:
  * - the leader promotes at the due time, and looks only when there may be
  *   something to do: a watch on the delayed containers fired, the earliest
- *   due time its last look saw came, or its session reconnected (a watch may
- *   have gone with the connection; one lost with the session fires as lost).
- *   Its backstop, in case a watch was lost all the same, is a look at least
- *   every Backstop period (about a third of the session timeout, at most
- *   BACKSTOP_MAX_MS). Idle, it sends nothing between two backstop looks;
+ *   due time its last look saw came, or its session reconnected; it polls
+ *   only as a backstop, once per Backstop period (runtime/leader-looks.ts);
  * - the first STANDBYS workers behind it in the election's line are
  *   standbys: they set no watch and promote only what is overdue by
  *   STANDBY_GRACE_MS (plus a random share of it, so standbys do not all wake
@@ -51,11 +48,8 @@
  * reserve's Backstop read finds them, and it looks (a few listings).
  * A failed promotion is retried after a pause. Promoters also check the
  * schedulers (healSchedulers): a standby every STANDBY_HEAL_EVERY_MS, a
- * reserve every RESERVE_HEAL_EVERY_MS; the leader, at most every
- * HEAL_EVERY_MS, when the watch on the schedulers' listing fired (one made or
- * removed), when a scheduler its last check read comes due (and again every
- * HEAL_EVERY_MS while one due is not advanced: its iteration still to start,
- * or just started), when its session reconnected, and at its backstop.
+ * reserve every RESERVE_HEAL_EVERY_MS, the leader when one is made or removed
+ * or comes due (leader-looks.ts).
  *
  * Worker daemons join the election under `leader/` (LeaderElection). The
  * leader alone also
@@ -78,7 +72,6 @@ import { LeaderElection } from '../../recipes/leader-election.js';
 import type { ReadOp, ReadResult } from '../../zk/multi-size.js';
 import {
   DEDUP_SWEEP_SHARDS,
-  type EmptySightings,
   FencedError,
   LeaseObserver,
   LOG_SWEEP_SHARDS,
@@ -96,6 +89,7 @@ import {
 import { healSchedulers } from '../schedulers.js';
 import type { QueueStore } from '../store.js';
 import { type Backstop, backstopOf } from './backstop.js';
+import { LeaderLooks } from './leader-looks.js';
 import type { ServerClock } from './server-clock.js';
 
 /** Pause after a failed promotion round, ms. */
@@ -106,8 +100,6 @@ const STANDBY_GRACE_MS = 100;
 const STANDBY_GAP_MS = 250;
 /** Longest time between two looks of a standby, ms. */
 const STANDBY_POLL_MS = 2000;
-/** Shortest time between two checks of the schedulers by the leader, ms. */
-const HEAL_EVERY_MS = 2000;
 /** How often a standby checks the schedulers, ms. */
 const STANDBY_HEAL_EVERY_MS = 10_000;
 /** How often a reserve checks the schedulers (when there are any), ms. */
@@ -140,18 +132,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private promoting: Promise<void> | undefined;
   /** The promoter's sleep: `wake` ends it, `rearm` sets its end again (see sleep). */
   private sleeper: { wake: () => void; rearm: () => void } | undefined;
-  /** The leader looks at the delayed jobs at its next pass: a watch fired, a promotion, a new role or connection. */
-  private delayedChanged = false;
-  /** The leader checks the schedulers as soon as it may: their listing's watch fired, a new role or connection. */
-  private schedulersChanged = false;
-  /** When the leader's last look at the delayed jobs began (performance.now()). */
-  private lastDelayedLook = Number.NEGATIVE_INFINITY;
-  /** A failed look of the leader is tried again at this time (performance.now()). */
-  private retryAt = Number.POSITIVE_INFINITY;
-  /** When a scheduler the leader read may next need healing (ZooKeeper's clock), by its last check. */
-  private healDue: number | undefined;
-  /** Empty delayed containers the leader's looks saw, removed once settled (see promoteDue). */
-  private readonly emptyDelayed: EmptySightings = new Map();
+  /** When the leader looks, and its looks. */
+  private readonly looks: LeaderLooks;
   /** The earliest due time the last look saw (ZooKeeper's clock). */
   private knownDue: number | undefined;
   /** The earliest due time noted since the last look began (it may not have seen it). */
@@ -198,11 +180,29 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.election.on('elected', () => this.lead());
     this.election.on('deposed', () => this.stepDown());
     this.backstop = backstopOf(store);
-  }
-
-  /** The leader's longest time between two looks at the delayed jobs (or the schedulers), ms. */
-  private get leaderBackstop(): number {
-    return this.promotePollMs ?? this.backstop.period;
+    const keeper = this;
+    this.looks = new LeaderLooks({
+      store,
+      fence: this.fence,
+      get leading() {
+        return keeper.leading;
+      },
+      get backstopMs() {
+        return keeper.promotePollMs ?? keeper.backstop.period;
+      },
+      untilKnownDue: () => this.untilKnownDue(0),
+      lookBegins: () => {
+        this.notedDue = undefined;
+      },
+      lookEnded: (nextDue) => {
+        this.knownDue = nextDue;
+      },
+      promoted: (ids) => this.emit('promoted', ids),
+      healed: (ids) => this.emit('healed', ids),
+      report: (err) => this.report(err),
+      wake: () => this.sleeper?.wake(),
+      rearm: () => this.sleeper?.rearm(),
+    });
   }
 
   get isLeader(): boolean {
@@ -211,7 +211,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
 
   /** Joins the election and starts promoting (as a standby until elected). */
   async start(): Promise<void> {
-    if (!this.promoting) this.store.session.on('reconnected', this.onReconnected);
+    if (!this.promoting) this.store.session.on('reconnected', this.looks.onReconnected);
     this.promoting ??= this.promoteLoop();
     await this.election.start();
     if (this.closed || this.leaveBackstop) return;
@@ -262,7 +262,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
    */
   async close(): Promise<void> {
     this.closed = true;
-    this.store.session.off('reconnected', this.onReconnected);
+    this.store.session.off('reconnected', this.looks.onReconnected);
     this.leaveBackstop?.();
     this.stepDown();
     this.sleeper?.wake();
@@ -298,8 +298,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
         });
     }, this.stalledInterval);
     this.stalledTimer.unref();
-    this.delayedChanged = true; // promote as the leader from now on, its watches set
-    this.schedulersChanged = true;
+    this.looks.lookSoon(); // promote as the leader from now on, its watches set
     this.sleeper?.wake();
   }
 
@@ -349,92 +348,16 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
       this.called = false;
       let wait: () => number;
       try {
-        wait = leading ? await this.leaderLook() : await this.look();
+        wait = leading ? await this.looks.pass() : await this.look();
       } catch (err) {
         this.report(err);
-        this.retryAt = performance.now() + PROMOTE_RETRY_MS;
-        wait = leading ? () => this.leaderWait() : () => PROMOTE_RETRY_MS;
+        this.looks.failed();
+        wait = () => PROMOTE_RETRY_MS;
       }
       this.lastLook = performance.now();
       if (leading !== this.leading) continue; // a new role
       await this.sleep(wait);
     }
-  }
-
-  /**
-   * The leader's pass: it looks at the delayed jobs when a watch fired, a
-   * due time it knows came, or its backstop period passed since its last
-   * look; it checks the schedulers, at most every HEAL_EVERY_MS, when their
-   * listing's watch fired, a scheduler it read may need healing, or its
-   * backstop period passed. Resolves with how long to sleep after it, ms.
-   */
-  private async leaderLook(): Promise<() => number> {
-    const began = performance.now();
-    const lookDelayed = this.delayedChanged || this.retryAt <= began || this.untilDelayedLook(began) <= 0;
-    const heal = this.untilHeal(began) <= 0;
-    if (!lookDelayed && !heal) return () => this.leaderWait();
-    const now = await this.clock.earliest();
-    if (lookDelayed) {
-      this.delayedChanged = false;
-      this.retryAt = Number.POSITIVE_INFINITY;
-      this.notedDue = undefined; // what was written before this look, it sees
-      this.lastDelayedLook = began;
-      const { promoted, nextDue, failure } = await promoteDue(
-        this.store,
-        this.fence,
-        this.onDelayedChange,
-        now,
-        this.emptyDelayed,
-      );
-      if (promoted.length > 0) this.emit('promoted', promoted);
-      this.knownDue = nextDue;
-      // After promoting, look again at once: the promotion's own deletes fired the watches this
-      // pass set, so sleeping now would leave a job delayed meanwhile to the backstop.
-      if (promoted.length > 0) this.delayedChanged = true;
-      // a due job whose record could not be read: reported, and looked at again after a pause
-      if (failure !== undefined) {
-        this.report(failure);
-        this.retryAt = performance.now() + PROMOTE_RETRY_MS;
-      }
-    }
-    if (heal) {
-      this.schedulersChanged = false;
-      this.lastHeal = began;
-      try {
-        const { added, recheck } = await healSchedulers(this.store, now, this.onSchedulersChange);
-        this.healDue = recheck;
-        if (added.length > 0) this.emit('healed', added);
-      } catch (err) {
-        this.healDue = now; // checked again after HEAL_EVERY_MS
-        this.report(err); // the promotions of this pass stand
-      }
-    }
-    return () => this.leaderWait();
-  }
-
-  /** Local ms until the leader's next pass (0: at once). */
-  private leaderWait(): number {
-    const at = performance.now();
-    return Math.max(
-      0,
-      Math.min(this.delayedChanged ? 0 : this.untilDelayedLook(at), this.retryAt - at, this.untilHeal(at)),
-    );
-  }
-
-  /** Local ms until the leader looks at the delayed jobs unwoken: a known due time, or its backstop. */
-  private untilDelayedLook(at: number): number {
-    return Math.min(this.untilKnownDue(0), this.lastDelayedLook + this.leaderBackstop - at);
-  }
-
-  /** Local ms until the leader checks the schedulers: as soon as it may when woken, else at a due time or its backstop. */
-  private untilHeal(at: number): number {
-    const soonest = this.lastHeal + HEAL_EVERY_MS - at;
-    if (this.schedulersChanged) return soonest;
-    const due =
-      this.healDue === undefined
-        ? Number.POSITIVE_INFINITY
-        : this.clock.toLocal(this.healDue) + this.clock.uncertainty - Date.now();
-    return Math.max(soonest, Math.min(due, this.lastHeal + this.leaderBackstop - at));
   }
 
   /**
@@ -514,21 +437,4 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
       else arm();
     });
   }
-
-  private readonly onDelayedChange = (): void => {
-    this.delayedChanged = true;
-    if (this.leading) this.sleeper?.wake();
-  };
-
-  private readonly onSchedulersChange = (): void => {
-    this.schedulersChanged = true;
-    if (this.leading) this.sleeper?.rearm();
-  };
-
-  /** A connection moved on: a watch may have been lost with it, so the leader looks again. */
-  private readonly onReconnected = (): void => {
-    this.delayedChanged = true;
-    this.schedulersChanged = true;
-    if (this.leading) this.sleeper?.wake();
-  };
 }
