@@ -36,11 +36,12 @@ export type EmptySightings = Map<string, number>;
  * leaves empty in the past.
  *
  * With `empties` (the leader's), it also walks past the due ones to the
- * first container that holds a job, and removes, fenced, every container
- * seen empty for EMPTY_SETTLE_MS that is not the current one (the tail
- * bucket of the hour that holds `now`, where adders write now): an hour or a
- * day emptied before its time, or ahead of it (its jobs promoted by hand or
- * removed). A removal never loses an add racing it: a delete of a container
+ * first container that holds a job (listing no more than that: an hour's
+ * buckets are told empty by their stat), and removes, fenced, every
+ * container known empty for EMPTY_SETTLE_MS (by its own sighting, or its
+ * children's) that is not the current one (the tail bucket of the hour that
+ * holds `now`, where adders write now): an hour or a day emptied before its
+ * time, or ahead of it (its jobs promoted by hand or removed). A removal never loses an add racing it: a delete of a container
  * that is not empty fails (NotEmpty), and a pointer created into a removed
  * one fails with NoNode, its writer making the container again
  * (containers.ts).
