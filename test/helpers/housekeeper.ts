@@ -16,7 +16,7 @@ export interface LeaderOptions {
   id?: string;
   /** Its stalled-job interval, ms (default 60,000: no stalled checks in a test's time). */
   stalledInterval?: number;
-  /** The longest sleep of its promoter, ms. */
+  /** Its backstop: the longest time between two of its looks, ms (default: the Backstop's period). */
   promotePollMs?: number;
   /** How often it sweeps, ms. */
   sweepMs?: number;

@@ -105,6 +105,7 @@ export {
   type SchedulerRecord,
   SchedulerSlotsBusyError,
   type SchedulerSpec,
+  type SchedulersHealed,
   upsertScheduler,
 } from './schedulers.js';
 export * from './sizes.js';

@@ -15,6 +15,7 @@
  */
 import { CronExpressionParser } from 'cron-parser';
 import { NoNodeError } from '../zk/errors.js';
+import type { Watcher } from '../zk/types.js';
 import { advanceScheduler, iterationId, readScheduler, type SchedulerRecord } from './protocol/scheduler-advance.js';
 import { decodeRecord, type JobRecord } from './record.js';
 import type { QueueStore } from './store.js';
@@ -93,8 +94,21 @@ function advanceFrom(store: QueueStore, s: SchedulerRecord, producerId: string, 
   });
 }
 
-/** Schedulers read at once while healing. */
+/** Schedulers (and then their current iterations) read per read-only multi while healing. */
 const HEAL_READ = 50;
+
+/** What a check of the schedulers did, and when the next one may find something to heal. */
+export interface SchedulersHealed {
+  /** The ids of the iterations added. */
+  added: string[];
+  /**
+   * The earliest time (ZooKeeper's clock) a scheduler read may need healing:
+   * its `next`, or `now` for one due that was not healed (its iteration not
+   * started, just started, or an advance that failed); undefined when none
+   * read will (none, or past their limit).
+   */
+  recheck: number | undefined;
+}
 
 /**
  * Gives every scheduler left without its next iteration that iteration: one
@@ -105,35 +119,74 @@ const HEAL_READ = 50;
  * ZooKeeper's clock `now`: a scheduler whose current iteration is not due
  * yet is not looked at further. Any number of processes may heal at once:
  * the advance is fenced by the scheduler node's version and the iteration's
- * id, so a scheduler gets its next iteration once. Resolves with the ids of
- * the iterations added.
+ * id, so a scheduler gets its next iteration once. The scheduler nodes are
+ * read HEAL_READ per read-only multi, and the current iterations of those
+ * due likewise: a check of N schedulers costs about N / HEAL_READ round
+ * trips, besides the advances. `watch` is set on the listing of the
+ * schedulers (one added or removed).
  */
-export async function healSchedulers(store: QueueStore, now: number): Promise<string[]> {
-  const names = await store.children(store.layout.schedulersDir);
-  const added: string[] = [];
+export async function healSchedulers(store: QueueStore, now: number, watch?: Watcher): Promise<SchedulersHealed> {
+  const names = await schedulerNames(store, watch);
+  const out: SchedulersHealed = { added: [], recheck: undefined };
+  const recheckAt = (at: number) => {
+    out.recheck = Math.min(out.recheck ?? at, at);
+  };
   let failure: unknown;
   for (let i = 0; i < names.length; i += HEAL_READ) {
-    const read = await Promise.all(
-      names
-        .slice(i, i + HEAL_READ)
-        .map((n) => readScheduler(store, decodeURIComponent(n.slice(2))).catch(() => undefined)),
-    );
-    const due = read.flatMap((r) => (r && r.record.next <= now ? [r.record] : []));
-    const orphans = await Promise.all(
-      due.map(async (s) => ((await lacksNextIteration(store, s, now)) ? s : undefined)),
-    );
-    for (const s of orphans) {
-      if (!s) continue;
+    const read = await readSchedulers(store, names.slice(i, i + HEAL_READ));
+    for (const s of read) if (s.next > now) recheckAt(s.next);
+    const due = read.filter((s) => s.next <= now);
+    const lacking = await lackNextIteration(store, due, now);
+    for (const [j, s] of due.entries()) {
+      if (!lacking[j]) {
+        recheckAt(now); // its iteration is still to start, or its claimer advances it
+        continue;
+      }
       // one scheduler that cannot advance (its store refuses the iteration) holds no other back
       const jobId = await advanceFrom(store, s, iterationId(s.id, s.next), now).catch((err) => {
         failure ??= err;
+        recheckAt(now);
         return null;
       });
-      if (jobId) added.push(jobId);
+      if (jobId) {
+        out.added.push(jobId);
+        recheckAt(now); // its new `next` is read at the next check
+      }
     }
   }
   if (failure !== undefined) throw failure;
-  return added;
+  return out;
+}
+
+/**
+ * The names under `schedulers/`, `watch` set on its listing; while there is
+ * no such directory (no scheduler was ever made), on its creation.
+ */
+async function schedulerNames(store: QueueStore, watch?: Watcher): Promise<string[]> {
+  const dir = store.layout.schedulersDir;
+  for (;;) {
+    try {
+      return await store.session.getChildren(dir, watch ? { watch } : {});
+    } catch (err) {
+      if (!(err instanceof NoNodeError)) throw err;
+    }
+    if (!watch || !(await store.session.exists(dir, { watch }))) return [];
+  }
+}
+
+/** The scheduler nodes `names` (`s-<id>`) in one read-only multi; those gone or unreadable are left out. */
+async function readSchedulers(store: QueueStore, names: readonly string[]): Promise<SchedulerRecord[]> {
+  const replies = await store.session.readMulti(
+    names.map((n) => ({ op: 'getData' as const, path: store.layout.scheduler(decodeURIComponent(n.slice(2))) })),
+  );
+  return replies.flatMap((r) => {
+    if (!r.ok) return [];
+    try {
+      return [JSON.parse(r.data.toString()) as SchedulerRecord];
+    } catch {
+      return []; // not a scheduler's node: nothing to heal
+    }
+  });
 }
 
 /**
@@ -144,21 +197,25 @@ export async function healSchedulers(store: QueueStore, now: number): Promise<st
 const CLAIMER_ADVANCES_MS = 5000;
 
 /**
- * The scheduler has no next iteration: its current one (the job at its
- * `next`) was started and is not just being started, or is gone.
+ * Whether each scheduler of `due` has no next iteration: its current one (the
+ * job at its `next`) was started and is not just being started, or is gone.
+ * The iterations are read in one read-only multi.
  */
-async function lacksNextIteration(store: QueueStore, s: SchedulerRecord, now: number): Promise<boolean> {
-  const path = store.layout.job(iterationId(s.id, s.next));
-  try {
-    const { data, stat } = await store.session.getData(path);
-    const record = decodeRecord(data, path);
-    if (record.attemptsStarted === 0) return false; // not started: it is the next iteration
-    // on the process's clock (tests), the claim's time as its claimer wrote it: an mtime is ZooKeeper's
-    const claimed = store.session.clock === 'process' ? (record.processedOn ?? stat.mtime) : stat.mtime;
-    return record.state !== 'active' || now - claimed >= CLAIMER_ADVANCES_MS;
-  } catch (err) {
-    return err instanceof NoNodeError; // gone; anything else (unreadable) is not ours to judge
-  }
+async function lackNextIteration(store: QueueStore, due: readonly SchedulerRecord[], now: number): Promise<boolean[]> {
+  const paths = due.map((s) => store.layout.job(iterationId(s.id, s.next)));
+  const replies = await store.session.readMulti(paths.map((path) => ({ op: 'getData' as const, path })));
+  return replies.map((r, i) => {
+    if (!r.ok) return r.error instanceof NoNodeError; // gone; anything else (unreadable) is not ours to judge
+    try {
+      const record = decodeRecord(r.data, paths[i] as string);
+      if (record.attemptsStarted === 0) return false; // not started: it is the next iteration
+      // on the process's clock (tests), the claim's time as its claimer wrote it: an mtime is ZooKeeper's
+      const claimed = store.session.clock === 'process' ? (record.processedOn ?? r.stat.mtime) : r.stat.mtime;
+      return record.state !== 'active' || now - claimed >= CLAIMER_ADVANCES_MS;
+    } catch {
+      return false; // malformed: not ours to judge
+    }
+  });
 }
 
 /** Every scheduler, by the time of its current iteration. */

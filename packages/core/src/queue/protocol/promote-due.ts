@@ -8,10 +8,23 @@ import { DELAY_DAY_MS, DELAY_WINDOW_MS, dueOfDelayed, idOfDelayed, numberOf } fr
 import type { ProtocolContext, StoredJob } from './context.js';
 import type { ProtocolOp } from './executor.js';
 import { applyMoves, type Move, promotedRecord, removal, toReady } from './moves.js';
-import { bucketsOf, removeIfEmpty } from './walks.js';
+import { bucketsOf, removeEmptyFenced, removeIfEmpty } from './walks.js';
 
 /** Jobs read at once while promoting. */
 const PROMOTE_READ = 100;
+
+/**
+ * How long (ZooKeeper's clock) an empty delayed container that is not the
+ * current one must have been seen empty before the leader removes it, ms: a
+ * container an adder has just made is not removed before its pointer lands.
+ */
+export const EMPTY_SETTLE_MS = 1000;
+
+/**
+ * Empty delayed containers a leader's walks saw, with the time (ZooKeeper's
+ * clock) each was first seen empty; kept by the leader from walk to walk.
+ */
+export type EmptySightings = Map<string, number>;
 
 /**
  * Promotes every due delayed job. Any number of processes may promote at
@@ -20,10 +33,22 @@ const PROMOTE_READ = 100;
  * it and the other's unit fails on that op, harmlessly (no duplicate, no
  * loss). `fence` (a leader's election check) makes a deposed leader's
  * promotions fail with FencedError. Removes the buckets, hours and days it
- * leaves empty in the past. Resolves with the ids promoted and the next due
- * time, if any; a due job whose record could not be read keeps its pointer
- * (the others are promoted) and its error is `failure`, for the caller to
- * report and look again.
+ * leaves empty in the past.
+ *
+ * With `empties` (the leader's), it also walks past the due ones to the
+ * first container that holds a job (listing no more than that: an hour's
+ * buckets are told empty by their stat), and removes, fenced, every
+ * container known empty for EMPTY_SETTLE_MS (by its own sighting, or its
+ * children's) that is not the current one (the tail bucket of the hour that
+ * holds `now`, where adders write now): an hour or a day emptied before its
+ * time, or ahead of it (its jobs promoted by hand or removed). A removal never loses an add racing it: a delete of a container
+ * that is not empty fails (NotEmpty), and a pointer created into a removed
+ * one fails with NoNode, its writer making the container again
+ * (containers.ts).
+ *
+ * Resolves with the ids promoted and the next due time, if any; a due job
+ * whose record could not be read keeps its pointer (the others are promoted)
+ * and its error is `failure`, for the caller to report and look again.
  */
 export async function promoteDue(
   store: ProtocolContext,
@@ -31,23 +56,88 @@ export async function promoteDue(
   watch?: Watcher,
   /** The time due jobs are judged against (ZooKeeper's, see ServerClock). */
   now = Date.now(),
+  empties?: EmptySightings,
 ): Promise<{ promoted: string[]; nextDue: number | undefined; failure?: unknown }> {
   const { layout } = store;
   const promoted: string[] = [];
   const unread: unknown[] = [];
-  const done = (nextDue: number | undefined) =>
-    unread.length > 0 ? { promoted, nextDue, failure: unread[0] } : { promoted, nextDue };
+  const seen = new Map<string, number>();
+  const done = (nextDue: number | undefined) => {
+    if (empties) {
+      empties.clear();
+      for (const [path, at] of seen) empties.set(path, at);
+    }
+    return unread.length > 0 ? { promoted, nextDue, failure: unread[0] } : { promoted, nextDue };
+  };
+  /**
+   * Removes empty container `path`: at once when its time is past; by the
+   * leader once known to exist, empty, since EMPTY_SETTLE_MS (its own
+   * sighting, or `since`: its children's, removed just now). Resolves with
+   * that time when it is gone, undefined when it stays.
+   */
+  const drop = async (path: string, past: boolean, since = now): Promise<number | undefined> => {
+    if (past) return removeIfEmpty(store, path).then(() => now);
+    if (!empties || !fence) return undefined;
+    const from = Math.min(empties.get(path) ?? now, since);
+    if (now - from < EMPTY_SETTLE_MS) {
+      seen.set(path, from);
+      return undefined;
+    }
+    return (await removeEmptyFenced(store, path, fence)) ? from : undefined;
+  };
+  /** The latest of the times its children were empty since, for a container whose children all went. */
+  const latest = (times: number[]) => (times.length > 0 ? Math.max(...times) : now);
+  /**
+   * The leader's look at a day or an hour of jobs not due yet (no watch:
+   * whatever is added there is due after its start, when it is walked): its
+   * empty hours or buckets, then it, removed once settled, up to the first
+   * that holds a job. True when it is gone.
+   */
+  const gone = async (container: string, hourly: boolean): Promise<number | undefined> => {
+    let left = 0;
+    const went: number[] = [];
+    for (const name of hourly ? await bucketsOf(store, container) : (await store.children(container)).sort()) {
+      const path = `${container}/${name}`;
+      if (hourly) {
+        const stat = await store.session.exists(path);
+        if (stat && stat.numChildren > 0) return undefined;
+        const since = stat ? await drop(path, false) : now;
+        if (since === undefined) left++;
+        else went.push(since);
+      } else {
+        const since = await gone(path, true);
+        if (since === undefined) return undefined;
+        went.push(since);
+      }
+    }
+    return left === 0 ? drop(container, false, latest(went)) : undefined;
+  };
   for (const day of (await store.children(layout.delayedDir, watch)).sort()) {
     const dayStart = numberOf(day) * DELAY_DAY_MS;
-    if (dayStart > now) return done(dayStart);
     const dayDir = `${layout.delayedDir}/${day}`;
+    if (dayStart > now) {
+      if (empties && (await gone(dayDir, false)) !== undefined) continue;
+      return done(dayStart);
+    }
     const hours = (await store.children(dayDir, watch)).sort();
+    let hoursLeft = hours.length;
+    const hoursWent: number[] = [];
     for (const hour of hours) {
       const hourStart = numberOf(hour) * DELAY_WINDOW_MS;
-      if (hourStart > now) return done(hourStart);
       const container = `${dayDir}/${hour}`;
+      if (hourStart > now) {
+        const since = empties ? await gone(container, true) : undefined;
+        if (since !== undefined) {
+          hoursLeft--;
+          hoursWent.push(since);
+          continue;
+        }
+        return done(hourStart);
+      }
+      const past = hourStart + DELAY_WINDOW_MS <= now;
       let nextDue: number | undefined;
       const buckets = await bucketsOf(store, container, watch);
+      let bucketsLeft = buckets.length;
       for (const bucket of buckets) {
         const dir = `${container}/${bucket}`;
         const names = await store.children(dir, watch);
@@ -62,12 +152,18 @@ export async function promoteDue(
           );
           promoted.push(...(await applyMoves(store, moves, fence)));
         }
-        if (due.length === names.length && hourStart + DELAY_WINDOW_MS <= now) await removeIfEmpty(store, dir);
+        // the current hour's tail bucket is where adders write now: it stays until the hour is past
+        const tail = bucket === buckets[buckets.length - 1];
+        if (due.length === names.length && (past || !tail) && (await drop(dir, past)) !== undefined) bucketsLeft--;
       }
       if (nextDue !== undefined) return done(nextDue);
-      if (hourStart + DELAY_WINDOW_MS <= now) await removeIfEmpty(store, container);
+      if (past && bucketsLeft === 0 && (await drop(container, past)) !== undefined) {
+        hoursLeft--;
+        hoursWent.push(now);
+      }
     }
     if (dayStart + DELAY_DAY_MS <= now) await removeIfEmpty(store, dayDir);
+    else if (hoursLeft === 0) await drop(dayDir, false, latest(hoursWent));
   }
   return done(undefined);
 }

@@ -11,6 +11,7 @@ import type { Watcher } from '../../zk/types.js';
 import { dueOfDelayed, idOfDelayed, idOfPointer, LIFO_LANE, numberOf } from '../layout.js';
 import { PLAIN_LANE } from './claim.js';
 import type { ProtocolContext } from './context.js';
+import type { ProtocolOp } from './executor.js';
 
 /** Lanes in the order they are served: lifo first, then by priority. */
 export function sortLanes(lanes: string[]): string[] {
@@ -43,6 +44,26 @@ export async function removeIfEmpty(store: ProtocolContext, path: string): Promi
   await store.session.delete(path).catch((err) => {
     if (!(err instanceof NotEmptyError) && !(err instanceof NoNodeError)) throw err;
   });
+}
+
+/**
+ * Deletes an empty container in a transaction behind `fence` (a leader's
+ * election check: a deposed leader's removal fails with FencedError); gone
+ * or not empty is fine. Resolves true when it is gone.
+ */
+export async function removeEmptyFenced(
+  store: ProtocolContext,
+  path: string,
+  fence: () => ProtocolOp[],
+): Promise<boolean> {
+  const [result] = await store.executor.run([{ build: () => ({ ops: [{ op: 'delete', path }] }) }], {
+    receipt: false,
+    fence,
+  });
+  if (!result || result.ok) return true;
+  if (result.error instanceof NoNodeError) return true;
+  if (result.error instanceof NotEmptyError) return false;
+  throw result.error;
 }
 
 /** A job found through its pointer. */

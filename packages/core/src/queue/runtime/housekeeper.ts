@@ -13,8 +13,10 @@
  * are fenced by the jobs themselves (see promoteDue): two promoters never
  * both move a job. So that they do not all act at each due time, nor all
  * look while nothing is due:
- * - the leader promotes at the due time: it sleeps until the earliest one (at
- *   most PROMOTE_POLL_MS), woken early by watches on the delayed containers;
+ * - the leader promotes at the due time, and looks only when there may be
+ *   something to do: a watch on the delayed containers fired, the earliest
+ *   due time its last look saw came, or its session reconnected; it polls
+ *   only as a backstop, once per Backstop period (runtime/leader-looks.ts);
  * - the first STANDBYS workers behind it in the election's line are
  *   standbys: they set no watch and promote only what is overdue by
  *   STANDBY_GRACE_MS (plus a random share of it, so standbys do not all wake
@@ -37,13 +39,17 @@
  * first places of the line, SIGKILLed or stopped) costs them at most a
  * Backstop period (BACKSTOP_MAX_MS, 10 s) plus the grace, not a session
  * timeout. Idle, with no delayed job and no scheduler, the queue's
- * promoters send the leader's and the standbys' polls and one Backstop read
- * per other worker, whatever their number. Delayed containers left empty
- * stay until their day (hour) is past, when a promoter removes them: until
- * then a reserve's Backstop read finds them, and it looks (a few listings).
+ * promoters send the leader's backstop looks, the standbys' polls and one
+ * Backstop read per other worker, whatever their number. Delayed containers
+ * left empty are removed: once past, by any promoter; before (their jobs
+ * promoted, by hand or removed), by the leader once it saw them empty for
+ * EMPTY_SETTLE_MS, fenced, all but the tail bucket of the current hour
+ * (where adders write now), which stays until the hour is past. Until then a
+ * reserve's Backstop read finds them, and it looks (a few listings).
  * A failed promotion is retried after a pause. Promoters also check the
- * schedulers (healSchedulers), the leader every HEAL_EVERY_MS, a standby
- * every STANDBY_HEAL_EVERY_MS, a reserve every RESERVE_HEAL_EVERY_MS.
+ * schedulers (healSchedulers): a standby every STANDBY_HEAL_EVERY_MS, a
+ * reserve every RESERVE_HEAL_EVERY_MS, the leader when one is made or removed
+ * or comes due (leader-looks.ts).
  *
  * Worker daemons join the election under `leader/` (LeaderElection). The
  * leader alone also
@@ -83,10 +89,9 @@ import {
 import { healSchedulers } from '../schedulers.js';
 import type { QueueStore } from '../store.js';
 import { type Backstop, backstopOf } from './backstop.js';
+import { LeaderLooks } from './leader-looks.js';
 import type { ServerClock } from './server-clock.js';
 
-/** Longest sleep of the leader's promoter while delayed jobs may exist, ms. */
-const PROMOTE_POLL_MS = 1000;
 /** Pause after a failed promotion round, ms. */
 const PROMOTE_RETRY_MS = 500;
 /** How long past its due time a standby leaves a job to the leader, ms (plus up to as much again, at random). */
@@ -95,8 +100,6 @@ const STANDBY_GRACE_MS = 100;
 const STANDBY_GAP_MS = 250;
 /** Longest time between two looks of a standby, ms. */
 const STANDBY_POLL_MS = 2000;
-/** How often the leader checks the schedulers, ms. */
-const HEAL_EVERY_MS = 2000;
 /** How often a standby checks the schedulers, ms. */
 const STANDBY_HEAL_EVERY_MS = 10_000;
 /** How often a reserve checks the schedulers (when there are any), ms. */
@@ -129,8 +132,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private promoting: Promise<void> | undefined;
   /** The promoter's sleep: `wake` ends it, `rearm` sets its end again (see sleep). */
   private sleeper: { wake: () => void; rearm: () => void } | undefined;
-  /** A watch on the delayed containers fired since the promoter's pass began. */
-  private delayedChanged = false;
+  /** When the leader looks, and its looks. */
+  private readonly looks: LeaderLooks;
   /** The earliest due time the last look saw (ZooKeeper's clock). */
   private knownDue: number | undefined;
   /** The earliest due time noted since the last look began (it may not have seen it). */
@@ -164,8 +167,11 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     private readonly store: QueueStore,
     workerId: string,
     private readonly stalledInterval: number,
-    /** Longest sleep of the leader's promoter, ms (tests stretch it to prove that watches wake it). */
-    private readonly promotePollMs = PROMOTE_POLL_MS,
+    /**
+     * The leader's backstop: the longest time between two of its looks, ms
+     * (default: the Backstop's period; tests stretch it to prove that watches wake it).
+     */
+    private readonly promotePollMs?: number,
     /** How often receipts, orphans, cancel requests and deduplication keys are swept, ms (tests shorten it). */
     private readonly sweepMs = RECEIPT_SWEEP_MS,
   ) {
@@ -174,6 +180,29 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.election.on('elected', () => this.lead());
     this.election.on('deposed', () => this.stepDown());
     this.backstop = backstopOf(store);
+    const keeper = this;
+    this.looks = new LeaderLooks({
+      store,
+      fence: this.fence,
+      get leading() {
+        return keeper.leading;
+      },
+      get backstopMs() {
+        return keeper.promotePollMs ?? keeper.backstop.period;
+      },
+      untilKnownDue: () => this.untilKnownDue(0),
+      lookBegins: () => {
+        this.notedDue = undefined;
+      },
+      lookEnded: (nextDue) => {
+        this.knownDue = nextDue;
+      },
+      promoted: (ids) => this.emit('promoted', ids),
+      healed: (ids) => this.emit('healed', ids),
+      report: (err) => this.report(err),
+      wake: () => this.sleeper?.wake(),
+      rearm: () => this.sleeper?.rearm(),
+    });
   }
 
   get isLeader(): boolean {
@@ -182,6 +211,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
 
   /** Joins the election and starts promoting (as a standby until elected). */
   async start(): Promise<void> {
+    if (!this.promoting) this.store.session.on('reconnected', this.looks.onReconnected);
     this.promoting ??= this.promoteLoop();
     await this.election.start();
     if (this.closed || this.leaveBackstop) return;
@@ -232,6 +262,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
    */
   async close(): Promise<void> {
     this.closed = true;
+    this.store.session.off('reconnected', this.looks.onReconnected);
     this.leaveBackstop?.();
     this.stepDown();
     this.sleeper?.wake();
@@ -267,7 +298,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
         });
     }, this.stalledInterval);
     this.stalledTimer.unref();
-    this.sleeper?.wake(); // promote as the leader from now on
+    this.looks.lookSoon(); // promote as the leader from now on, its watches set
+    this.sleeper?.wake();
   }
 
   private stepDown(): void {
@@ -314,53 +346,44 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
         continue;
       }
       this.called = false;
-      this.delayedChanged = false;
       let wait: () => number;
       try {
-        wait = await this.look(leading);
+        wait = leading ? await this.looks.pass() : await this.look();
       } catch (err) {
         this.report(err);
+        this.looks.failed();
         wait = () => PROMOTE_RETRY_MS;
       }
       this.lastLook = performance.now();
-      // a change seen while this pass ran (its watch fired before the sleep began), or a new role
-      if ((leading && this.delayedChanged) || leading !== this.leading) continue;
+      if (leading !== this.leading) continue; // a new role
       await this.sleep(wait);
     }
   }
 
   /**
-   * One look at the delayed jobs, promoting what is due (for a standby, what
-   * is overdue by its grace); resolves with how long to sleep after it, ms.
+   * A standby's (or a reserve's) look at the delayed jobs, promoting what is
+   * overdue by its grace; resolves with how long to sleep after it, ms.
    */
-  private async look(leading: boolean): Promise<() => number> {
+  private async look(): Promise<() => number> {
     this.notedDue = undefined; // what was written before this look, it sees
     const now = await this.clock.earliest();
     // a standby judges with the grace it woke for, and draws the next one
-    const grace = leading ? 0 : this.grace;
+    const grace = this.grace;
     this.grace = STANDBY_GRACE_MS * (1 + Math.random());
     // a due time known to have come: a look that finds it promoted already saw the front at work
     const dueCame = this.knownDue !== undefined && this.knownDue <= now - grace;
-    const { promoted, nextDue, failure } = leading
-      ? await promoteDue(this.store, this.fence, this.onDelayedChange, now)
-      : await promoteDue(this.store, undefined, undefined, now - grace);
+    const { promoted, nextDue, failure } = await promoteDue(this.store, undefined, undefined, now - grace);
     if (promoted.length > 0) this.emit('promoted', promoted);
     this.knownDue = nextDue;
-    if (!leading && !this.standby) {
+    if (!this.standby) {
       if (promoted.length > 0) this.standingIn = true;
       else if (dueCame || nextDue === undefined) this.standingIn = false;
     }
-    await this.maybeHeal(leading, now);
+    await this.maybeHeal(now);
     // a due job whose record could not be read: reported, and looked at again after a pause
     if (failure !== undefined) {
       this.report(failure);
       return () => PROMOTE_RETRY_MS;
-    }
-    if (leading) {
-      // After promoting, look again at once: the promotion's own deletes fired the watches this
-      // pass set, so sleeping now would leave a job delayed meanwhile to the poll.
-      if (promoted.length > 0) return () => 0;
-      return () => Math.min(this.promotePollMs, this.untilKnownDue(0));
     }
     // a reserve waits for its Backstop to call again
     if (this.reserve) return () => Number.POSITIVE_INFINITY;
@@ -378,13 +401,13 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     return Math.max(0, this.clock.toLocal(due) + this.clock.uncertainty + grace - Date.now());
   }
 
-  private async maybeHeal(leading: boolean, now: number): Promise<void> {
-    const every = leading ? HEAL_EVERY_MS : this.standby ? STANDBY_HEAL_EVERY_MS : RESERVE_HEAL_EVERY_MS;
+  private async maybeHeal(now: number): Promise<void> {
+    const every = this.standby ? STANDBY_HEAL_EVERY_MS : RESERVE_HEAL_EVERY_MS;
     if (performance.now() - this.lastHeal < every) return;
     this.lastHeal = performance.now();
     try {
-      const healed = await healSchedulers(this.store, now);
-      if (healed.length > 0) this.emit('healed', healed);
+      const { added } = await healSchedulers(this.store, now);
+      if (added.length > 0) this.emit('healed', added);
     } catch (err) {
       this.report(err); // the promotions of this look stand; the next check tries again
     }
@@ -414,9 +437,4 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
       else arm();
     });
   }
-
-  private readonly onDelayedChange = (): void => {
-    this.delayedChanged = true;
-    this.sleeper?.wake();
-  };
 }
