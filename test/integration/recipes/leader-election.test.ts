@@ -98,11 +98,12 @@ test('election: a leader deposed by its node deleted, its session expired before
   const deposed = nextEvent(p0, 'deposed');
   await outsider.delete(node);
   await deposed;
+  assert.ok(leaveAnswered, "p0's leave is sent as it is deposed");
   await expire(s0);
   await waitFor(async () => (await outsider.getChildren('/election')).length === 3, { what: 'p0 back in line' });
   answerLeave();
   await leaveAnswered?.catch(() => undefined);
-  // a second node of p0 would stand ahead of its own for as long as its session lives: nobody would lead
+  // a second node of p0 would leave its first in line, ahead of it, for as long as its session lives: nobody would lead
   await p1.close();
   await p2.close();
   await p0.waitUntilLeader({ timeout: 30_000 });
