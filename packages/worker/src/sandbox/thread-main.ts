@@ -7,10 +7,10 @@
  * is reported, and the final progress and the log lines come back with the
  * result. A progress the Worker would refuse is refused at the processor's
  * call, as an inline processor's is, with the same error classes and codes
- * (InvalidJobDataError, PayloadTooLargeError, from this thread's own
- * `@zkq/core`), and is neither sent nor kept. Errors come back as data so
- * that their name (UnrecoverableError) and code survive. A thread that crashes or exits fails the jobs it runs; piscina
- * replaces it.
+ * (InvalidJobDataError, PayloadTooLargeError: `@zkq/core`'s, as this thread
+ * loads it), and is neither sent nor kept. Errors come back as data so that
+ * their name (UnrecoverableError) and code survive. A thread that crashes or
+ * exits fails the jobs it runs; piscina replaces it.
  *
  * Two kinds of task arrive here. A job alone on its thread is a task of its
  * own (aborted by ending the thread; its progress goes on the thread's
