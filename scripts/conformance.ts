@@ -7,6 +7,7 @@
  * gaps are data: exits 0 once it ran, 2 when it cannot run.
  *
  *   npm run conformance -- --bullmq-dir ../bullmq
+ *   npm run conformance -- --help      this text
  *   options: --files queue,worker   --json out.json   --timeout 300 (s per file)
  *            --zookeeper host:port (use a running server)   --causes 25
  *            --grep <regexp> (only the tests whose name matches; the others count as skipped)
@@ -61,33 +62,47 @@ const EXIT_GRACE_MS = 15_000;
 /** A file's output past this is dropped: a worker looping on an error can print gigabytes. */
 const LOG_LIMIT_BYTES = 20 * 1024 * 1024;
 
-const { values } = parseArgs({
-  options: {
-    'bullmq-dir': { type: 'string' },
-    files: { type: 'string' },
-    json: { type: 'string' },
-    timeout: { type: 'string', default: String(DEFAULT_FILE_TIMEOUT_S) },
-    zookeeper: { type: 'string' },
-    causes: { type: 'string', default: '25' },
-    'skip-cleanup': { type: 'boolean', default: false },
-    grep: { type: 'string' },
-  },
-});
+const OPTIONS = {
+  'bullmq-dir': { type: 'string' },
+  files: { type: 'string' },
+  json: { type: 'string' },
+  timeout: { type: 'string', default: String(DEFAULT_FILE_TIMEOUT_S) },
+  zookeeper: { type: 'string' },
+  causes: { type: 'string', default: '25' },
+  'skip-cleanup': { type: 'boolean', default: false },
+  grep: { type: 'string' },
+  help: { type: 'boolean', default: false },
+} as const;
 
 function fail(lines: string[]): never {
   console.error(lines.join('\n'));
   process.exit(2);
 }
 
+/** The usage: this file's header, then how to make the checkout a run needs. */
+function usage(): string[] {
+  const source = readFileSync(fileURLToPath(import.meta.url), 'utf8');
+  const header = /\/\*\*\n([\s\S]*?)\n \*\//.exec(source)?.[1]?.replace(/^ \* ?/gm, '') ?? '';
+  return [header, '', 'A checkout, made once:', ...setupCommands('../bullmq', 'clone')];
+}
+
+function parseOptions() {
+  try {
+    return parseArgs({ options: OPTIONS }).values;
+  } catch (err) {
+    // an unknown option or a missing value: say which, then how to call it
+    fail([(err as Error).message, '', ...usage()]);
+  }
+}
+
+const values = parseOptions();
+if (values.help) {
+  console.log(usage().join('\n'));
+  process.exit(0);
+}
 const timeoutS = Number(values.timeout);
 if (!Number.isFinite(timeoutS) || timeoutS <= 0) fail(['--timeout must be a number of seconds > 0']);
-if (!values['bullmq-dir']) {
-  fail([
-    'usage: npm run conformance -- --bullmq-dir <BullMQ checkout> [--files a,b] [--json out.json] [--timeout s]',
-    'A checkout, made once:',
-    ...setupCommands('../bullmq', 'clone'),
-  ]);
-}
+if (!values['bullmq-dir']) fail(['--bullmq-dir is missing', '', ...usage()]);
 const dir = resolve(values['bullmq-dir']);
 
 function setupCommands(at: string, from: 'clone' | 'install' | 'pretest'): string[] {

@@ -5,10 +5,10 @@
  * the Finisher and counted in the metrics.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Job, type JobProgress, MAX_PROGRESS_BYTES } from '@zkq/core';
+import type { Job, JobProgress } from '@zkq/core';
 import {
-  assertJsonFaithful,
   type ClaimedJob,
+  checkProgress,
   type Finish,
   type Finisher,
   type FinishResult,
@@ -245,13 +245,14 @@ function handOver(claimed: ClaimedJob): Buffer | undefined {
  * one stored stands), as an inline job's progress is refused: a BigInt or
  * NaN crosses to the main thread but would fail the finish, leaving the
  * job active until its lease ran out; one over MAX_PROGRESS_BYTES would be
- * stored with it. Its live report was refused already (the worker's `error`).
+ * stored with it. Reported so, it was refused at the processor's call in
+ * its thread already: what is left is a value changed after it was reported.
  */
 function storable(progress: unknown): unknown {
   try {
-    assertJsonFaithful(progress, 'progress');
+    checkProgress(progress);
+    return progress;
   } catch {
     return undefined;
   }
-  return Buffer.byteLength(JSON.stringify(progress ?? null)) > MAX_PROGRESS_BYTES ? undefined : progress;
 }

@@ -75,6 +75,41 @@ test('election: an expired leader is deposed, fenced out, and re-joins on its ne
   assert.equal(await p0.leader(), 'p1');
 });
 
+test('election: a leader deposed by its node deleted, its session expired before its leave is answered, re-joins once', async (t) => {
+  const { sessions } = await sessionsOn(t, 3, STEADY_SESSION_TIMEOUT_MS);
+  const { elections } = await participants(sessions);
+  const [p0, p1, p2] = elections as [LeaderElection, LeaderElection, LeaderElection];
+  await waitFor(() => p0.isLeader, { what: 'p0 to lead' });
+  const [s0, , outsider] = sessions as [Session, Session, Session];
+  const [first] = (await outsider.getChildren('/election')).sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)));
+  const node = `/election/${first}`;
+  // p0's leave of its deleted node is answered late: only once p0 is back in line on its next session
+  let answerLeave!: () => void;
+  const leaveAnswerable = new Promise<void>((resolve) => {
+    answerLeave = resolve;
+  });
+  let leaveAnswered: Promise<unknown> | undefined;
+  const deleteOn = s0.delete.bind(s0);
+  s0.delete = (path: string, version?: number) => {
+    if (path !== node) return deleteOn(path, version);
+    leaveAnswered = leaveAnswerable.then(() => deleteOn(path, version));
+    return leaveAnswered as Promise<void>;
+  };
+  const deposed = nextEvent(p0, 'deposed');
+  await outsider.delete(node);
+  await deposed;
+  assert.ok(leaveAnswered, "p0's leave is sent as it is deposed");
+  await expire(s0);
+  await waitFor(async () => (await outsider.getChildren('/election')).length === 3, { what: 'p0 back in line' });
+  answerLeave();
+  await leaveAnswered?.catch(() => undefined);
+  // a second node of p0 would leave its first in line, ahead of it, for as long as its session lives: nobody would lead
+  await p1.close();
+  await p2.close();
+  await p0.waitUntilLeader({ timeout: 30_000 });
+  assert.equal((await outsider.getChildren('/election')).length, 1);
+});
+
 test('election: closing the leader session elects the next participant', async (t) => {
   const { sessions } = await sessionsOn(t, 3, STEADY_SESSION_TIMEOUT_MS);
   const { elections, violations, leader } = await participants(sessions);

@@ -22,7 +22,9 @@
  * nobody else led). Session lost: `deposed`
  * is emitted (if leading) and, once the session layer has built a new
  * session, the participant re-joins at the back of the line unless it has
- * resigned or closed. A re-join that fails is tried again, with a growing
+ * resigned or closed, with one node: a deposition's leave still under way
+ * when the session was lost does not join it a second time. A re-join that
+ * fails is tried again, with a growing
  * pause, until it works or the participant leaves; each failure emits
  * `joinFailed` (and `error`, when someone listens for it). `resign()` leaves
  * the election; `start()` joins again.
@@ -257,14 +259,18 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
 
   /**
    * Joins again until it works, this participant leaves or closes, or the
-   * session closes. Each failure is reported and followed by a pause.
+   * session closes. Each failure is reported and followed by a pause. A
+   * participant already back in line stays as it is: a leave after a
+   * deposition can end after a session loss and the re-join on the new
+   * session, and joining once more would leave that node in line, owned by
+   * a live session and by no campaign, ahead of this participant's own.
    */
   private async rejoin(): Promise<void> {
     if (this.rejoining) return;
     this.rejoining = true;
     try {
       let failures = 0;
-      while (this.joined && !this.closed && !this.session.closed) {
+      while (this.node === undefined && this.joined && !this.closed && !this.session.closed) {
         try {
           if (await this.join()) return;
         } catch (err) {

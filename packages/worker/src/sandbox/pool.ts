@@ -43,11 +43,14 @@ const SENT: ThreadJob = new Uint8Array(0);
 // Source checkouts run TypeScript directly; published builds run the compiled file.
 const THREAD_ENTRY = new URL(`./thread-main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
-/** Error thrown by a processor inside a thread, rebuilt on the main thread. */
+/** Error thrown by a processor inside a thread, rebuilt on the main thread: its name, message, stack and code. */
 export class ProcessorThreadError extends Error {
+  /** The thrown error's `code` when it had a string one (a ZkqError's: `ZKQ_INVALID_JOB_DATA`...). */
+  readonly code: string | undefined;
   constructor(result: Extract<ThreadResult, { ok: false }>) {
     super(result.message);
     this.name = result.name;
+    this.code = result.code;
     if (result.stack) this.stack = result.stack;
   }
 }

@@ -122,7 +122,7 @@ export type LaneOut = ThreadProgress | { kind: 'result'; key: string; result: Th
 
 /**
  * A thread's answer. Errors travel as data, so their name (UnrecoverableError...)
- * survives; the final progress and the log lines come with it, because a
+ * and their code (a ZkqError's) survive; the final progress and the log lines come with it, because a
  * task alone on its thread sends its live progress on another port, which
  * may deliver it later.
  */
@@ -133,7 +133,7 @@ export type ThreadResult = {
   progressed?: true;
 } & (
   | { ok: true; value: unknown }
-  | { ok: false; name: string; message: string; stack?: string; unrecoverable: boolean }
+  | { ok: false; name: string; message: string; stack?: string; code?: string; unrecoverable: boolean }
 );
 
 /**

@@ -5,9 +5,12 @@
  * `(job, token, signal)`, with a job object that offers `updateProgress` and
  * `log` like the main-thread Job: live progress travels to the Worker as it
  * is reported, and the final progress and the log lines come back with the
- * result. Errors come back as data so that their name (UnrecoverableError)
- * survives. A thread that crashes or exits fails the jobs it runs; piscina
- * replaces it.
+ * result. A progress the Worker would refuse is refused at the processor's
+ * call, as an inline processor's is, with the same error classes and codes
+ * (InvalidJobDataError, PayloadTooLargeError: `@zkq/core`'s, as this thread
+ * loads it), and is neither sent nor kept. Errors come back as data so that
+ * their name (UnrecoverableError) and code survive. A thread that crashes or
+ * exits fails the jobs it runs; piscina replaces it.
  *
  * Two kinds of task arrive here. A job alone on its thread is a task of its
  * own (aborted by ending the thread; its progress goes on the thread's
@@ -19,6 +22,7 @@
  * decoded here into the job the processor gets: Job.toJSON()'s fields.
  */
 import { parentPort } from 'node:worker_threads';
+import { checkProgress } from '@zkq/core/internal';
 import {
   type DecodedTask,
   decodeTasks,
@@ -66,6 +70,7 @@ async function runJob(
     ...jobJson(task.job),
     token: task.token,
     async updateProgress(value: unknown) {
+      checkProgress(value); // what the Worker would refuse is refused here, at the call
       progress(value); // throws on a value that does not clone: the final progress stays the last that did
       job.progress = value as typeof job.progress;
     },
@@ -87,7 +92,17 @@ async function runJob(
 function failure(err: unknown, job: { progress?: unknown }, logs: string[]): ThreadResult {
   const e = err instanceof Error ? err : new Error(String(err));
   const unrecoverable = e.name === 'UnrecoverableError';
-  return { ok: false, name: e.name, message: e.message, stack: e.stack, unrecoverable, progress: job.progress, logs };
+  const { code } = e as { code?: unknown };
+  return {
+    ok: false,
+    name: e.name,
+    message: e.message,
+    stack: e.stack,
+    ...(typeof code === 'string' ? { code } : {}),
+    unrecoverable,
+    progress: job.progress,
+    logs,
+  };
 }
 
 /**
