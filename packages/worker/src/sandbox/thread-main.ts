@@ -22,7 +22,7 @@
  * decoded here into the job the processor gets: Job.toJSON()'s fields.
  */
 import { parentPort } from 'node:worker_threads';
-import { checkProgress } from '@zkq/core/internal';
+import { checkProgress } from '@zkq/core/progress';
 import {
   type DecodedTask,
   decodeTasks,

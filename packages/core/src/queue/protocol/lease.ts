@@ -10,24 +10,12 @@ import { NodeExistsError, NoNodeError } from '../../zk/errors.js';
 import { PayloadTooLargeError } from '../errors.js';
 import { eventValue, type QueueEventRecord } from '../events.js';
 import type { QueueLayout } from '../layout.js';
-import { assertJsonFaithful } from '../record.js';
+import { MAX_PROGRESS_BYTES } from '../progress.js';
 import { type ClaimedJob, type ClaimOptions, claimPayload } from './claim.js';
 import type { ProtocolContext } from './context.js';
 import { OutcomeUnknownError, type ProtocolOp, type TxUnit } from './executor.js';
 
-/** Largest progress value (serialized) a job may report; larger ones are refused with PayloadTooLargeError. */
-export const MAX_PROGRESS_BYTES = 64 * 1024;
-
-/**
- * Throws what a job's `updateProgress` refuses `progress` with:
- * InvalidJobDataError when JSON cannot carry it faithfully (a BigInt, NaN, a
- * function, a cycle), PayloadTooLargeError over MAX_PROGRESS_BYTES.
- */
-export function checkProgress(progress: unknown): void {
-  assertJsonFaithful(progress, 'progress');
-  const bytes = Buffer.byteLength(JSON.stringify(progress ?? null));
-  if (bytes > MAX_PROGRESS_BYTES) throw new PayloadTooLargeError(bytes, MAX_PROGRESS_BYTES, 'progress');
-}
+export { checkProgress, MAX_PROGRESS_BYTES } from '../progress.js';
 
 /** A claim this worker holds, as the renewer sees it. */
 export interface Lease {
