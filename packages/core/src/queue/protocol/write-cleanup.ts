@@ -4,9 +4,10 @@
  * trimmed to its last EVENTS_KEEP nodes by the writer of every
  * EVENTS_TRIM_EVERY-th node.
  */
+import { randomBytes } from 'node:crypto';
 import type { Session } from '../../zk/session.js';
 import { type QueueLayout, sequenceOf } from '../layout.js';
-import type { RunOptions, TxUnit, UnitResult } from './units.js';
+import type { ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
 
 /**
  * Receipts deleted per multi, and how long deletions wait to be batched, ms:
@@ -23,6 +24,16 @@ export const EVENTS_TRIM_EVERY = 100;
 /** A unit that deletes one node; a node already gone is fine (the unit then fails with NoNode, unread). */
 export function deleteUnit(path: string): TxUnit {
   return { build: () => ({ ops: [{ op: 'delete', path }] }) };
+}
+
+/** A new receipt's path (its name is random: only its own transaction creates it). */
+export function newReceipt(layout: QueueLayout): string {
+  return layout.receipt(`r-${randomBytes(8).toString('hex')}`);
+}
+
+/** Whether `op` creates a node the server numbers: sent twice, it makes two nodes (the executor then adds a receipt). */
+export function isSequentialCreate(op: ProtocolOp): boolean {
+  return op.op === 'create' && (op.mode === 'persistent_sequential' || op.mode === 'ephemeral_sequential');
 }
 
 type Run = (units: readonly TxUnit[], o: RunOptions<TxUnit>) => Promise<UnitResult[]>;
