@@ -5,6 +5,7 @@
  * EVENTS_TRIM_EVERY-th node.
  */
 import { randomBytes } from 'node:crypto';
+import { NoNodeError } from '../../zk/errors.js';
 import type { Session } from '../../zk/session.js';
 import { type QueueLayout, sequenceOf } from '../layout.js';
 import type { ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
@@ -67,7 +68,7 @@ export class WriteCleanup {
     this.receiptTimer = undefined;
     const paths = this.pendingReceipts.splice(0);
     if (paths.length === 0) return;
-    await this.run(paths.map(deleteUnit), { receipt: false }).catch(() => undefined);
+    await this.deleteAll(paths).catch(() => undefined);
   }
 
   /** Trims the event log to its last EVENTS_KEEP nodes, when the node just written is a trim point. */
@@ -82,9 +83,23 @@ export class WriteCleanup {
   private async trimEvents(latest: number): Promise<void> {
     const names = await this.session.getChildren(this.layout.eventLog);
     const old = names.filter((n) => sequenceOf(n) <= latest - EVENTS_KEEP);
-    await this.run(
-      old.map((n) => deleteUnit(`${this.layout.eventLog}/${n}`)),
-      { receipt: false },
-    );
+    await this.deleteAll(old.map((n) => `${this.layout.eventLog}/${n}`));
+  }
+
+  /**
+   * Deletes nodes with names of their own, without a receipt: sent again
+   * after it committed, a delete fails alone (NoNode). The first that does
+   * has the others read in one read-only multi, and those gone fail with it,
+   * rather than a multi sent again per node deleted.
+   */
+  private deleteAll(paths: string[]): Promise<UnitResult[]> {
+    const units = paths.map(deleteUnit);
+    const pathOf = new Map(units.map((u, i) => [u, paths[i] as string]));
+    const recheck = async (rest: TxUnit[]) => {
+      const reads = rest.map((u) => ({ op: 'getChildren' as const, path: pathOf.get(u) as string }));
+      const replies = await this.session.readMulti(reads);
+      return replies.map((r) => (!r.ok && r.error instanceof NoNodeError ? r.error : undefined));
+    };
+    return this.run(units, { receipt: false, recheck });
   }
 }
