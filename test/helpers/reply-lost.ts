@@ -25,5 +25,5 @@ export async function storeAcrossProxy(t: { name?: string; after(fn: () => unkno
   await other.init();
   const queue = new Queue(name, env);
   defer(() => queue.close());
-  return { env, defer, proxy, mine, other, queue };
+  return { env, via, defer, proxy, mine, other, queue };
 }
