@@ -380,7 +380,7 @@ export async function updateProgress(ctx: BackendContext, jobId: string, progres
   }
   await rewriteRecord(ctx, jobId, 'updateProgress', (r) => ({ ...r, progress: progress as JobRecord['progress'] }), {
     missing: 'throw',
-    receipt: false,
+    receipt: true,
   });
 }
 

@@ -57,7 +57,12 @@ async function find(ctx: BackendContext, id: string): Promise<Found> {
   return { kind: 'idle', store, stored };
 }
 
-/** Writes an edit planned from a fresh look at the job, planned again while the job changes under it. */
+/**
+ * Writes an edit planned from a fresh look at the job, planned again while
+ * the job changes under it. Every edit goes with a receipt: planned again
+ * after a lost reply, a new look found the edit written and the job perhaps
+ * claimed or removed since, and refused an edit that was made.
+ */
 async function edit<T>(ctx: BackendContext, plan: () => Promise<Plan<T>>, receipt: boolean): Promise<T> {
   return editJob(await ctx.store(), plan, { receipt });
 }
@@ -93,7 +98,7 @@ export async function changeDelay(ctx: BackendContext, jobId: string, delay: num
         unit: toDelayed(store, stored, record, await findPointer(store, stored.record), [event]),
       };
     },
-    false,
+    true,
   );
 }
 
@@ -122,7 +127,7 @@ export async function changePriority(ctx: BackendContext, jobId: string, priorit
       // waiting (or active in a record whose worker died: waiting to be claimed again)
       return { answer: undefined, unit: toReady(store, stored, change(r), await findPointer(store, r), []) };
     },
-    false,
+    true,
   );
 }
 
@@ -130,7 +135,7 @@ export async function changePriority(ctx: BackendContext, jobId: string, priorit
 export async function updateData(ctx: BackendContext, job: AnyJob, data: unknown): Promise<void> {
   const id = job.id as string;
   const value = data === undefined ? {} : (JSON.parse(JSON.stringify(data)) as unknown);
-  await rewriteRecord(ctx, id, 'updateData', (r) => ({ ...r, data: value }), { missing: 'throw', receipt: false });
+  await rewriteRecord(ctx, id, 'updateData', (r) => ({ ...r, data: value }), { missing: 'throw', receipt: true });
 }
 
 /** The owner of a job's log node: the attempt this backend holds, else the stored job; undefined when missing. */
@@ -183,7 +188,7 @@ export async function clearLogs(ctx: BackendContext, jobId: string, keepLogs?: n
       const kept = keep > 0 ? logs.slice(-keep) : [];
       return kept.length === logs.length ? r : { ...r, logs: kept };
     },
-    { missing: 'ignore', receipt: false },
+    { missing: 'ignore', receipt: true },
   );
 }
 

@@ -299,7 +299,9 @@ export async function dropCancelRequests(
       ops: [{ op: 'delete' as const, path: store.layout.cancel(worker, a.id, a.token), version: a.version ?? -1 }],
     }),
   }));
-  const results = await store.executor.run(units, { receipt: false });
+  // read back by its receipt: a request of the same name made since (a job added again, its attempt at the
+  // same token on this worker) is back at version 0, and a delete sent again after a lost reply would take it
+  const results = await store.executor.run(units);
   return results.some((r, i) => !r.ok && attempts[i]?.version !== undefined && r.error instanceof BadVersionError);
 }
 
@@ -341,7 +343,8 @@ export async function sweepCancels(store: ProtocolContext, fence: () => Protocol
       const units = stale.map((r) => ({
         build: () => ({ ops: [{ op: 'delete' as const, path: r.path, version: r.version }] }),
       }));
-      const results = await store.executor.run(units, { fence, receipt: false });
+      // read back by its receipt, as a worker's deletes are (dropCancelRequests)
+      const results = await store.executor.run(units, { fence });
       swept += results.filter((r) => r.ok).length;
     }
   }

@@ -44,6 +44,7 @@ export async function detachChild(store: ProtocolContext, jobId: string): Promis
             };
       return { answer: 'detached', unit: { build: () => joinBuilt(detach, forget) } };
     },
-    { receipt: false },
+    // read back by its receipt: planned again after a lost reply, it found the child no pending dependency
+    { receipt: true },
   );
 }

@@ -25,7 +25,8 @@ export async function removeDeduplicationKey(store: ProtocolContext, id: string,
       if (seen.generation !== undefined) ops.push(dedupGenerationCheckOp(store.layout, seen.generation));
       return { answer: 1, unit: { build: () => ({ ops }) } };
     },
-    { receipt: false },
+    // read back by its receipt: planned again after a lost reply, it found the key gone and answered 0
+    { receipt: true },
   );
 }
 
@@ -37,9 +38,10 @@ export async function deleteDeduplicationKey(store: ProtocolContext, id: string)
   await store.init();
   const seen = await look(store, id);
   if (!seen.read) return 0;
-  // a delete fenced by nothing: writes planned from a read of the key before it fail
+  // a delete fenced by nothing: writes planned from a read of the key before it fail. With a receipt:
+  // sent again after a lost reply, it would delete the key another add made since
   const ops = [dedupDeleteOp(store.layout, { id }), dedupGenerationBumpOp(store.layout)];
-  const [result] = await store.executor.run([{ build: () => ({ ops }) }], { receipt: false });
+  const [result] = await store.executor.run([{ build: () => ({ ops }) }]);
   if (!result?.ok && !(result?.error instanceof NoNodeError)) throw result?.error;
   return result?.ok && seen.live ? 1 : 0;
 }

@@ -162,10 +162,14 @@ async function goneJobs(store: ProtocolContext, ids: string[]): Promise<Set<stri
   return gone;
 }
 
-/** Sends each delete (with its checks) as a unit of its own (one that conflicts fails alone); resolves with how many went through. */
+/**
+ * Sends each delete (with its checks) as a unit of its own (one that conflicts fails alone); resolves with how
+ * many went through. With a receipt: a key made again by a newer add is back at the version read, so a delete
+ * sent again after a lost reply would take it.
+ */
 async function deleteAll(store: ProtocolContext, deletes: ProtocolOp[][], fence?: () => ProtocolOp[]): Promise<number> {
   if (deletes.length === 0) return 0;
   const units: TxUnit[] = deletes.map((ops) => ({ build: () => ({ ops }) }));
-  const results = await store.executor.run(units, { receipt: false, ...(fence ? { fence } : {}) });
+  const results = await store.executor.run(units, fence ? { fence } : {});
   return results.filter((r) => r.ok).length;
 }

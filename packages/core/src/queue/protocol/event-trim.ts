@@ -16,9 +16,7 @@ export async function trimEventLog(store: ProtocolContext, keep: number): Promis
   const names = (await store.children(layout.eventLog)).sort((a, b) => sequenceOf(a) - sequenceOf(b));
   const doomed = names.slice(0, Math.max(0, names.length - Math.max(0, Math.floor(keep) || 0)));
   if (doomed.length === 0) return 0;
-  const results = await store.executor.run(
-    doomed.map((n) => deleteUnit(`${layout.eventLog}/${n}`)),
-    { receipt: false },
-  );
+  // read back by its receipt: sent again after a lost reply, each delete failed on the node it had deleted
+  const results = await store.executor.run(doomed.map((n) => deleteUnit(`${layout.eventLog}/${n}`)));
   return results.filter((r) => r.ok).length;
 }

@@ -29,8 +29,10 @@
  *   timeout, session expiry) may or may not have been applied. With
  *   `receipt` (the default), each `multi` also creates `receipts/r-<random>`:
  *   after a write barrier, the receipt's presence says whether the `multi`
- *   committed, and the units are settled or sent again accordingly; runs
- *   without (ops safe to send twice) are sent again, unless `resend: false`.
+ *   committed, and the units are settled or sent again accordingly. Without,
+ *   it is sent again as it was (`resend: false`: its units fail with
+ *   OutcomeUnknownError): docs/operations.md says when that is safe, and why
+ *   a sequential create (an event, a pointer) always gets a receipt.
  * - **Wake-ups.** A multi holding a unit that makes a job claimable also
  *   rewrites the wake-up node `head`, whose data the first idle worker
  *   watches: finishes and claims do not wake it, new work does.
@@ -45,11 +47,8 @@
  *   read and writes it, planning again when another writer went first: the
  *   one retry policy (replan.ts) every read → plan → write loop goes through.
  *
- * The units and their ops' roles are typed in units.ts; the errors a run
- * ends with are in write-errors.ts; receipts and the event log are cleaned
- * up after the writes by write-cleanup.ts.
+ * Units and op roles: units.ts; errors: write-errors.ts; receipts, event trims: write-cleanup.ts.
  */
-import { randomBytes } from 'node:crypto';
 import { isOutcomeUnknown, NoNodeError, SessionExpiredError, ZooKeeperError } from '../../zk/errors.js';
 import { MULTI_BYTE_LIMIT, MULTI_OVERHEAD_BYTES, opBytes, type Session } from '../../zk/session.js';
 import type { OpResult } from '../../zk/types.js';
@@ -59,7 +58,7 @@ import type { QueueLayout } from '../layout.js';
 import type { Containers } from './containers.js';
 import { type BatchPlan, type Plan, type PlannedOptions, runPlannedBatch } from './replan.js';
 import type { Built, EventLog, ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
-import { WriteCleanup } from './write-cleanup.js';
+import { isSequentialCreate, newReceipt, WriteCleanup } from './write-cleanup.js';
 import { FencedError, OutcomeUnknownError } from './write-errors.js';
 
 export * from './replan.js';
@@ -214,7 +213,7 @@ export class TxExecutor {
     busy: boolean,
   ): Promise<{ batch?: Batch<U>; taken: number }> {
     const fence = o.fence?.() ?? [];
-    const receipt = o.receipt === false ? undefined : this.layout.receipt(`r-${randomBytes(8).toString('hex')}`);
+    let receipt = o.receipt === false ? undefined : newReceipt(this.layout);
     let bytes =
       fence.reduce((n, op) => n + opBytes(op, this.session.namespace), 0) +
       (receipt ? opBytes({ op: 'create', path: receipt }, this.session.namespace) : 0);
@@ -264,6 +263,7 @@ export class TxExecutor {
     }
     const eventOp = this.events.op(entries.flatMap((e) => e.built?.events ?? []));
     const eventIndex = eventOp ? ops.push(eventOp) - 1 : -1;
+    receipt ??= ops.some(isSequentialCreate) ? newReceipt(this.layout) : undefined;
     const wakeIndex = entries.some((e) => e.built?.wakes)
       ? ops.push({ op: 'setData', path: this.layout.head, data: EMPTY }) - 1
       : -1;

@@ -32,7 +32,9 @@ export async function dropStaleDeps(ps: ProtocolContext, id: string): Promise<vo
   const paths = (await depsTree(ps, id)) ?? [];
   for (let i = 0; i < paths.length; i += DROP_CHUNK) {
     const ops = paths.slice(i, i + DROP_CHUNK).map((path): ProtocolOp => ({ op: 'delete', path }));
-    const [result] = await ps.executor.run([{ build: () => ({ ops }) }], { receipt: false });
+    // read back by its receipt: the deletes are blind, and another add of a child to the same parent may have
+    // made the same paths again since; sent again after a lost reply, they would take that add's node
+    const [result] = await ps.executor.run([{ build: () => ({ ops }) }]);
     if (!result?.ok) return;
   }
 }

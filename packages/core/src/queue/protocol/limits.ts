@@ -101,9 +101,11 @@ export async function readSettings(store: ProtocolContext): Promise<Settings | u
 
 /**
  * Applies `change` to the settings until a compare-and-set of the result
- * succeeds (another writer in between, or a reply lost, makes it read
- * again: the node may be deleted and made again at the version read).
- * `change` edits the fields and returns what the call answers.
+ * succeeds (another writer in between makes it read again). A lost reply
+ * is read back by the receipt: planned again, `change` would see its own
+ * write and answer otherwise (a field removed found gone), and sent again
+ * as it was, it could land on a node deleted and made again at the version
+ * read. `change` edits the fields and returns what the call answers.
  */
 export async function updateSettings<T>(
   store: ProtocolContext,
@@ -129,7 +131,7 @@ export async function updateSettings<T>(
       return op ? { answer, unit: { build: () => ({ ops: [op] }) } } : { answer };
     },
     // a missing queue fails the create (NoNode): settings never bring a deleted queue back
-    { receipt: false, onFailure: failWhenQueueGone },
+    { onFailure: failWhenQueueGone },
   );
 }
 

@@ -22,7 +22,9 @@ export interface Move extends TxUnit {
  * Writes moves, as few transactions as fit; a job whose op conflicts (it
  * changed meanwhile) is left alone, unless `again` offers a move to try
  * instead. Resolves with the ids moved. `fence` makes a deposed leader's
- * moves fail with FencedError.
+ * moves fail with FencedError. Each transaction has a receipt: sent again
+ * after it committed, a move fails on its record's version, and its job
+ * would be left out of the ids moved.
  */
 export async function applyMoves(
   store: ProtocolContext,
@@ -32,7 +34,6 @@ export async function applyMoves(
 ): Promise<string[]> {
   if (moves.length === 0) return [];
   const results: UnitResult[] = await store.executor.run(moves, {
-    receipt: false,
     ...(fence ? { fence } : {}),
     ...(again ? { onConflict: (move: Move, _err: unknown, op: ProtocolOp) => again(move, op) } : {}),
   });

@@ -23,7 +23,8 @@ export async function promoteJob(store: ProtocolContext, id: string): Promise<vo
       const record = promotedRecord(stored.record);
       return { answer: undefined, unit: toReady(store, stored, record, pointer, [waitingEvent(id, 'delayed')]) };
     },
-    { receipt: false },
+    // read back by its receipt: planned again after a lost reply, it found its job waiting and threw JobStateError
+    { receipt: true },
   );
 }
 

@@ -4,5 +4,6 @@ import type { ProtocolContext } from './context.js';
 
 export async function publishEvents(ctx: ProtocolContext, events: QueueEventRecord[]): Promise<void> {
   if (!ctx.events.enabled) return;
-  await ctx.executor.run([{ build: () => ({ ops: [], events }) }], { receipt: false });
+  // with a receipt (the executor adds one to every multi that logs events): sent again, it logged them twice
+  await ctx.executor.run([{ build: () => ({ ops: [], events }) }]);
 }

@@ -3,7 +3,7 @@
  * settles a transaction whose reply was lost: see executor.ts).
  */
 import type { ProtocolContext } from './context.js';
-import { applyMoves, type Move } from './moves.js';
+import { deleteUnit } from './write-cleanup.js';
 
 /** Sweeps a receipt must have survived before it is taken as left behind by a dead client. */
 export const RECEIPT_SWEEPS_KEPT = 10;
@@ -24,11 +24,12 @@ export async function sweepReceipts(store: ProtocolContext, seen: Map<string, nu
     if (first === undefined) seen.set(name, sweep);
     else if (sweep - first >= RECEIPT_SWEEPS_KEPT) old.push(name);
   }
-  const moves: Move[] = old.map((name) => ({
-    id: name,
-    build: () => ({ ops: [{ op: 'delete', path: store.layout.receipt(name) }] }),
-  }));
-  const done = await applyMoves(store, moves);
+  // no receipt: a receipt's name is its own, so a delete sent again after it committed fails alone (NoNode)
+  const results = await store.executor.run(
+    old.map((name) => deleteUnit(store.layout.receipt(name))),
+    { receipt: false },
+  );
+  const done = old.filter((_, i) => results[i]?.ok);
   for (const name of done) seen.delete(name);
   return done.length;
 }

@@ -68,7 +68,8 @@ export async function removeJob(store: ProtocolContext, id: string): Promise<boo
       );
       return { answer: true, unit: move };
     },
-    { receipt: false },
+    // read back by its receipt: planned again after a lost reply, it found its job gone (answered false), or removed the one added again under its id
+    { receipt: true },
   );
 }
 

@@ -45,7 +45,8 @@ export async function retryJob(store: ProtocolContext, id: string, opts: RetryJo
       const pointer = await findPointer(store, stored.record);
       return { answer: undefined, unit: retryMove(store, stored, pointer, opts, [waitingEvent(id, prev)]) };
     },
-    { receipt: false },
+    // read back by its receipt: planned again after a lost reply, it found its job waiting and threw JobStateError
+    { receipt: true },
   );
 }
 

@@ -150,7 +150,8 @@ export async function removeScheduler(store: ProtocolContext, id: string): Promi
       }
       return { answer: true, unit: { build: () => ({ ops, events }) } };
     },
-    { onFailure: schedulerVerdict, receipt: false },
+    // read back by its receipt: planned again after a lost reply, it found no scheduler and answered false
+    { onFailure: schedulerVerdict },
   );
 }
 

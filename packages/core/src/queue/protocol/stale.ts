@@ -134,7 +134,9 @@ export async function revokeClaims(
       return { ops, events: [{ event: 'stalled', jobId: s.id, ts: Date.now() }], wakes: true };
     },
   }));
-  const results = await store.executor.run(units, { fence, receipt: false });
+  // read back by its receipt (revocations are rare): sent again after a lost reply, it failed on the claim
+  // it had deleted, and the job revoked went unreported
+  const results = await store.executor.run(units, { fence });
   return stale.filter((_, i) => results[i]?.ok).map((s) => s.id);
 }
 

@@ -79,7 +79,11 @@ export interface RunOptions<U extends TxUnit> {
   fence?: () => ProtocolOp[];
   /** A unit's op failed: a unit to try instead, or undefined to fail it with the error. */
   onConflict?: (unit: U, error: ZooKeeperError, op: ProtocolOp) => U | undefined;
-  /** Create a receipt in each multi so that an unknown outcome can be read back (default true). */
+  /**
+   * Create a receipt in each multi so that an unknown outcome can be read
+   * back (default true). false only for ops a second send leaves as the
+   * first did (executor.ts); a multi creating a sequential node gets one anyway.
+   */
   receipt?: boolean;
   /**
    * Send a multi whose outcome stays unknown (no receipt, or none found) again

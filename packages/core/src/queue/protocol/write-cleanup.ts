@@ -4,9 +4,11 @@
  * trimmed to its last EVENTS_KEEP nodes by the writer of every
  * EVENTS_TRIM_EVERY-th node.
  */
+import { randomBytes } from 'node:crypto';
+import { NoNodeError } from '../../zk/errors.js';
 import type { Session } from '../../zk/session.js';
 import { type QueueLayout, sequenceOf } from '../layout.js';
-import type { RunOptions, TxUnit, UnitResult } from './units.js';
+import type { ProtocolOp, RunOptions, TxUnit, UnitResult } from './units.js';
 
 /**
  * Receipts deleted per multi, and how long deletions wait to be batched, ms:
@@ -23,6 +25,16 @@ export const EVENTS_TRIM_EVERY = 100;
 /** A unit that deletes one node; a node already gone is fine (the unit then fails with NoNode, unread). */
 export function deleteUnit(path: string): TxUnit {
   return { build: () => ({ ops: [{ op: 'delete', path }] }) };
+}
+
+/** A new receipt's path (its name is random: only its own transaction creates it). */
+export function newReceipt(layout: QueueLayout): string {
+  return layout.receipt(`r-${randomBytes(8).toString('hex')}`);
+}
+
+/** Whether `op` creates a node the server numbers: sent twice, it makes two nodes (the executor then adds a receipt). */
+export function isSequentialCreate(op: ProtocolOp): boolean {
+  return op.op === 'create' && (op.mode === 'persistent_sequential' || op.mode === 'ephemeral_sequential');
 }
 
 type Run = (units: readonly TxUnit[], o: RunOptions<TxUnit>) => Promise<UnitResult[]>;
@@ -56,7 +68,7 @@ export class WriteCleanup {
     this.receiptTimer = undefined;
     const paths = this.pendingReceipts.splice(0);
     if (paths.length === 0) return;
-    await this.run(paths.map(deleteUnit), { receipt: false }).catch(() => undefined);
+    await this.deleteAll(paths).catch(() => undefined);
   }
 
   /** Trims the event log to its last EVENTS_KEEP nodes, when the node just written is a trim point. */
@@ -71,9 +83,23 @@ export class WriteCleanup {
   private async trimEvents(latest: number): Promise<void> {
     const names = await this.session.getChildren(this.layout.eventLog);
     const old = names.filter((n) => sequenceOf(n) <= latest - EVENTS_KEEP);
-    await this.run(
-      old.map((n) => deleteUnit(`${this.layout.eventLog}/${n}`)),
-      { receipt: false },
-    );
+    await this.deleteAll(old.map((n) => `${this.layout.eventLog}/${n}`));
+  }
+
+  /**
+   * Deletes nodes with names of their own, without a receipt: sent again
+   * after it committed, a delete fails alone (NoNode). The first that does
+   * has the others read in one read-only multi, and those gone fail with it,
+   * rather than a multi sent again per node deleted.
+   */
+  private deleteAll(paths: string[]): Promise<UnitResult[]> {
+    const units = paths.map(deleteUnit);
+    const pathOf = new Map(units.map((u, i) => [u, paths[i] as string]));
+    const recheck = async (rest: TxUnit[]) => {
+      const reads = rest.map((u) => ({ op: 'getChildren' as const, path: pathOf.get(u) as string }));
+      const replies = await this.session.readMulti(reads);
+      return replies.map((r) => (!r.ok && r.error instanceof NoNodeError ? r.error : undefined));
+    };
+    return this.run(units, { receipt: false, recheck });
   }
 }
