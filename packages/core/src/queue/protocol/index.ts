@@ -142,7 +142,7 @@ export * from './limits.js';
 export * from './logs.js';
 export * from './migrate.js';
 export * from './moves.js';
-export { type OrphanRemoval, removeOrphanClaimOps } from './orphan-claims.js';
+export { type JudgedClaim, type OrphanRemoval, removeOrphanClaimOps } from './orphan-claims.js';
 export * from './promote-due.js';
 export * from './quarantine.js';
 export * from './receipt-sweep.js';

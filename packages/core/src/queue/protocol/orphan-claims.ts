@@ -33,7 +33,15 @@ import { decodeRecord, type JobRecord } from '../record.js';
 import type { ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
 import { findPointer } from './job-reads.js';
-import type { StaleClaim } from './stale.js';
+
+/** A claim judged stale (stale.ts `StaleClaim`): its node's version and czxid, and what its data names. */
+export interface JudgedClaim {
+  id: string;
+  version: number;
+  czxid?: number | undefined;
+  pointer: string;
+  slot?: string | undefined;
+}
 
 /** The removal of a claim that outlived its job: its ops, and whether a job becomes claimable by it. */
 export interface OrphanRemoval {
@@ -47,7 +55,7 @@ export interface OrphanRemoval {
  * not the claim judged any more. Reads everything it fences on before the
  * claim node, so a claim judged still there shows the reads came first.
  */
-export async function removeOrphanClaimOps(store: ProtocolContext, s: StaleClaim): Promise<OrphanRemoval | undefined> {
+export async function removeOrphanClaimOps(store: ProtocolContext, s: JudgedClaim): Promise<OrphanRemoval | undefined> {
   const { session, layout } = store;
   const path = layout.job(s.id);
   const [record, own] = await session.readMulti([
