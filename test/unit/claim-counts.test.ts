@@ -51,7 +51,15 @@ test('a waiting record read with its claim: active since the claim, its attempt 
 });
 
 test("a Job's token names one attempt: the same fencing token on another pointer is another key", () => {
-  assert.equal(attemptKey({ token: 1, pointerCzxid: 35 }), 'z.1');
-  assert.notEqual(attemptKey({ token: 1, pointerCzxid: 35 }), attemptKey({ token: 1, pointerCzxid: 36 }));
-  assert.notEqual(attemptKey({ token: 1, pointerCzxid: 35 }), attemptKey({ token: 2, pointerCzxid: 35 }));
+  const ready = '/zkq/q/ready';
+  const at = (pointerCzxid: number, token: number, pointer = `${ready}/p-0000000000/b-0000000000/qn-j-0000000035`) =>
+    attemptKey({ token, pointerCzxid, pointer });
+  assert.equal(at(35, 1), 'z.p0.b0.z.1');
+  assert.notEqual(at(35, 1), at(36, 1));
+  assert.notEqual(at(35, 1), at(35, 2));
+  // pointers created in one transaction share a czxid: their places tell them apart
+  assert.notEqual(at(35, 1), at(35, 1, `${ready}/p-0000000000/b-0000000000/qn-k-0000000036`));
+  assert.notEqual(at(35, 1), at(35, 1, `${ready}/p-0000000001/b-0000000000/qn-k-0000000035`));
+  assert.notEqual(at(35, 1), at(35, 1, `${ready}/p-0000000000/b-0000000001/qn-k-0000000035`));
+  assert.equal(at(35, 1, `${ready}/l/b-0000000002/qn-a-b-0000000100`), 'z.l.b2.2s.1', 'an id with dashes');
 });

@@ -59,7 +59,11 @@ export class Job<DataType = any, ReturnType = any, NameType extends string = str
   finishedOn: number | undefined;
   processedOn: number | undefined;
   processedBy: string | undefined;
-  /** The fencing token of the attempt this worker is running (inside a processor). */
+  /**
+   * The attempt this worker is running (inside a processor): a string that
+   * names it among every attempt of every job of the queue, jobs added
+   * together included, so it may key reports or locks across jobs.
+   */
   token: string | undefined;
   /** The queue this job belongs to. */
   readonly queueName: string;

@@ -10,12 +10,26 @@ import type { JobRecord } from '../record.js';
 import type { ClaimInfo } from './context.js';
 
 /**
- * A string naming one attempt, never repeated for any attempt of any job:
- * the token (its pointer's version) with its pointer's czxid, since a job's
- * next pointer counts its versions from 0 again. The Job's `token`.
+ * A string naming one attempt, never repeated for any attempt of any job of
+ * the queue: the token (its ready pointer's version) with that pointer's
+ * czxid, since a job's next pointer counts its versions from 0 again, and
+ * its place (lane, bucket, sequence, from its name), since pointers created
+ * in one transaction (jobs added together) share a czxid; no two of them
+ * share a place. Nothing is read for it. The Job's `token`.
  */
-export function attemptKey(job: { token: number; pointerCzxid: number }): string {
-  return `${job.pointerCzxid.toString(36)}.${job.token}`;
+export function attemptKey(job: { token: number; pointerCzxid: number; pointer: string }): string {
+  return `${job.pointerCzxid.toString(36)}.${placeOf(job.pointer)}.${job.token}`;
+}
+
+/** A ready pointer's lane, bucket and sequence (`…/<lane>/b-<n>/qn-<id>-<seq>`), short: `p0.b0.5`. */
+function placeOf(pointer: string): string {
+  const [lane = '', bucket = '', name = ''] = pointer.split('/').slice(-3);
+  return [lane, bucket, name.slice(name.lastIndexOf('-') + 1)].map(short).join('.');
+}
+
+/** A name part without dashes, its runs of digits in base 36. */
+function short(part: string): string {
+  return part.replaceAll('-', '').replace(/\d+/g, (digits) => Number.parseInt(digits, 10).toString(36));
 }
 
 /**

@@ -58,6 +58,8 @@
  *                        in waiting-children, at the token (the Finisher).
  * - `stale.ts`           the leader judges leases by the claim's version and
  *                        revokes stale ones: active -> waiting, a stall more.
+ * - `orphan-claims.ts`   a stale claim whose job is gone (or added again
+ *                        since) is removed, fenced, not revoked (the leader).
  * - `quarantine.ts`      an unreadable record moved to failed (JobSource).
  * - `cancels.ts`         cancel requests, filed under the worker running the
  *                        job, only while it runs (Queue, the Worker).
@@ -140,6 +142,7 @@ export * from './limits.js';
 export * from './logs.js';
 export * from './migrate.js';
 export * from './moves.js';
+export { type JudgedClaim, type OrphanRemoval, removeOrphanClaimOps } from './orphan-claims.js';
 export * from './promote-due.js';
 export * from './quarantine.js';
 export * from './receipt-sweep.js';

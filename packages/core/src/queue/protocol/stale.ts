@@ -14,6 +14,7 @@ import { attemptRecord } from './attempt-counts.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import type { ProtocolOp } from './executor.js';
 import { readStored } from './job-reads.js';
+import { removeOrphanClaimOps } from './orphan-claims.js';
 
 /** A claim judged stale: its node's version, the attempt's ready pointer, and the slot it names. */
 export interface StaleClaim {
@@ -89,7 +90,9 @@ export class LeaseObserver {
  * Revokes claims judged stale, each at the claim version judged and the
  * attempt's token (its pointer's version, read now: nothing else writes the
  * pointer while the claim is there): one stall more, the claim deleted.
- * `fence` ops make a deposed leader's revocation fail (FencedError).
+ * A claim whose job is not there to revoke (its record or pointer gone) is
+ * removed instead when it outlived its job (orphan-claims.ts), with no
+ * stall. `fence` ops make a deposed leader's revocation fail (FencedError).
  * Resolves with the ids revoked.
  */
 export async function revokeClaims(
@@ -97,6 +100,8 @@ export async function revokeClaims(
   stale: StaleClaim[],
   fence: () => ProtocolOp[],
 ): Promise<string[]> {
+  // claims removed as outliving their job, not revoked: no attempt of theirs stalled
+  const orphans = new Set<string>();
   const units = stale.map((s) => ({
     id: s.id,
     build: async () => {
@@ -106,7 +111,15 @@ export async function revokeClaims(
       // given back in place keeps its pointer, and its next claim counts from version 0 again.
       const claim = await store.session.exists(store.layout.claim(s.id));
       const judged = claim?.version === s.version && (s.czxid === undefined || claim.czxid === s.czxid);
-      if (!read || !pointer || !judged) throw new LostJobError(s.id); // finished, moved or gone: not this attempt
+      if (!judged) throw new LostJobError(s.id); // finished, moved or gone: not this attempt
+      orphans.delete(s.id);
+      if (!read || !pointer) {
+        // no attempt to revoke: a claim that outlived its job is removed, fenced (orphan-claims.ts)
+        const orphan = await removeOrphanClaimOps(store, s);
+        if (!orphan) throw new LostJobError(s.id);
+        orphans.add(s.id);
+        return orphan;
+      }
       const { stored } = read;
       const token = pointer.version;
       const attempt = attemptRecord(stored.record, {
@@ -137,7 +150,7 @@ export async function revokeClaims(
   // read back by its receipt (revocations are rare): sent again after a lost reply, it failed on the claim
   // it had deleted, and the job revoked went unreported
   const results = await store.executor.run(units, { fence });
-  return stale.filter((_, i) => results[i]?.ok).map((s) => s.id);
+  return stale.filter((s, i) => results[i]?.ok && !orphans.has(s.id)).map((s) => s.id);
 }
 
 /**
