@@ -23,7 +23,7 @@
  *
  * The same removal serves the finish (finish.ts): a re-claim the renewer
  * made while a finish was written without its claim node is deleted, read
- * as its own by its worker and token, this session's.
+ * as its own by its worker, pointer and token, this session's.
  */
 import { NoNodeError } from '../../zk/errors.js';
 import type { QueueLayout } from '../layout.js';

@@ -291,16 +291,20 @@ function parkedAt(record: JobRecord, to: Destination | undefined): JobRecord {
 /**
  * After a finish written without its claim node, a claim may have reappeared
  * meanwhile: the renewer re-creates a vanished claim (and its slot) while the
- * token holds. Delete it only when it is that re-claim (same worker and
- * token, this session's node), with the slot it names: a claim of another
+ * token holds. Delete it only when it is that re-claim (same worker, pointer
+ * and token, this session's node), with the slot it names: a claim of another
  * attempt, after a retry, is never touched (claim-release.ts: a delete whose
- * outcome is unknown is read again, not sent again on the next session).
+ * outcome is unknown is read again, not sent again on the next session). The
+ * token alone does not name the attempt: the job's next pointer counts its
+ * versions from 0 again, so this worker's next claim of the job, renewed on
+ * this session, carries the same token.
  */
 async function removeOwnReclaims(store: ProtocolContext, finished: Finish[]): Promise<void> {
   await removeOwnClaims(
     store,
     finished.map(({ job }) => ({ id: job.record.id, job })),
-    ({ job }, info) => info.token === job.token && info.worker === job.record.processedBy,
+    ({ job }, info) =>
+      info.token === job.token && info.pointer === job.pointer && info.worker === job.record.processedBy,
   ).catch(() => undefined); // not read or not sent: left to its session
 }
 
