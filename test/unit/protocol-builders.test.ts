@@ -201,9 +201,9 @@ describe('builders', () => {
         pointerOp(layout, 'j', to),
       ]);
     }
-    // given back in place: the pointer stays, checked at the token
+    // given back in place: the pointer stays, written at the token (the attempt's lease ends with it)
     assert.deepEqual(finishOps(layout, { ...f, keepPointer: true }, undefined), [
-      { op: 'check', path: pointer, version: 7 },
+      { op: 'setData', path: pointer, data: Buffer.alloc(0), version: 7 },
       { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
       { op: 'delete', path: '/q/claims/j', role: 'claim' },
     ]);

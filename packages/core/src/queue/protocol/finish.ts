@@ -236,10 +236,14 @@ function finishUnit(
         planned.to?.kind === 'ready' &&
         job.pointer.startsWith(`${store.layout.lane(planned.to.lane)}/`);
       const to = planned.to && !inPlace ? await store.destination(planned.to) : undefined;
+      // kept in place, the pointer is written (finishOps): the record counts that write, so its next claim is no stall
+      const kept =
+        inPlace && planned.record
+          ? { ...planned.record, counted: { pointer: job.pointer, token: job.token + 1 } }
+          : planned.record;
       // too large: the unit fails unsent with PayloadTooLargeError, and finishJobs fails the job instead
       const record =
-        planned.record &&
-        encodeRecord(parkedAt(planned.record, to), f.sizeFallback === 'failed' ? FALLBACK_RECORD_BYTES : undefined);
+        kept && encodeRecord(parkedAt(kept, to), f.sizeFallback === 'failed' ? FALLBACK_RECORD_BYTES : undefined);
       const ops = finishOps(
         store.layout,
         {
@@ -310,7 +314,9 @@ async function removeOwnReclaims(store: ProtocolContext, finished: Finish[]): Pr
 
 /**
  * Finish (complete, fail, retry): the ready pointer deleted at the token
- * (kept, and checked at it, by a job given back in place), the record
+ * (kept, and written at it, by a job given back in place: the attempt's
+ * lease ends with the finish either way, so a renewal of it handed over
+ * after the finish fails rather than re-creating its claim), the record
  * written (or deleted) at the version the attempt read, the claim deleted
  * (with the attempt's slot, which lives as long as the claim node naming
  * it), the new pointer created. `withClaim: false` when the claim vanished
@@ -336,7 +342,7 @@ export function finishOps(
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [
     f.keepPointer
-      ? { op: 'check', path: f.pointer, version: f.token }
+      ? { op: 'setData', path: f.pointer, data: EMPTY, version: f.token }
       : { op: 'delete', path: f.pointer, version: f.token },
     f.record
       ? { op: 'setData', path: layout.job(f.id), data: f.record, version: f.version }
@@ -349,3 +355,5 @@ export function finishOps(
   if (to) ops.push(pointerOp(layout, f.id, to));
   return ops;
 }
+
+const EMPTY = Buffer.alloc(0);
