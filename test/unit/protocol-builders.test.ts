@@ -209,12 +209,14 @@ describe('builders', () => {
     ]);
   });
 
-  test('finishOps: without the claim, and removing the job (record deleted, no new pointer)', () => {
+  test('finishOps: without the claim (only while none is there), and removing the job (record deleted, no new pointer)', () => {
     const pointer = `${READY_BUCKET}/qn-j-0000000004`;
     const f = { id: 'j', token: 7, version: 2, pointer };
     assert.deepEqual(finishOps(layout, { ...f, record: rec, withClaim: false }, completed), [
       { op: 'delete', path: pointer, version: 7 },
       { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
+      { op: 'create', path: '/q/claims/j', role: 'claim' },
+      { op: 'delete', path: '/q/claims/j' },
       pointerOp(layout, 'j', completed),
     ]);
     assert.deepEqual(finishOps(layout, { ...f, record: undefined, withClaim: true }, undefined), [
@@ -225,6 +227,8 @@ describe('builders', () => {
     assert.deepEqual(finishOps(layout, { ...f, record: undefined, withClaim: false }, undefined), [
       { op: 'delete', path: pointer, version: 7 },
       { op: 'delete', path: layout.job('j'), version: 2 },
+      { op: 'create', path: '/q/claims/j', role: 'claim' },
+      { op: 'delete', path: '/q/claims/j' },
     ]);
   });
 
@@ -273,6 +277,8 @@ describe('builders', () => {
     assert.deepEqual(finishOps(layout, { ...f, withClaim: false }, completed), [
       { op: 'delete', path: pointer, version: 7 },
       { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
+      { op: 'create', path: '/q/claims/j', role: 'claim' },
+      { op: 'delete', path: '/q/claims/j' },
       pointerOp(layout, 'j', completed),
     ]);
   });
