@@ -201,20 +201,22 @@ describe('builders', () => {
         pointerOp(layout, 'j', to),
       ]);
     }
-    // given back in place: the pointer stays, checked at the token
+    // given back in place: the pointer stays, written at the token (the attempt's lease ends with it)
     assert.deepEqual(finishOps(layout, { ...f, keepPointer: true }, undefined), [
-      { op: 'check', path: pointer, version: 7 },
+      { op: 'setData', path: pointer, data: Buffer.alloc(0), version: 7 },
       { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
       { op: 'delete', path: '/q/claims/j', role: 'claim' },
     ]);
   });
 
-  test('finishOps: without the claim, and removing the job (record deleted, no new pointer)', () => {
+  test('finishOps: without the claim (only while none is there), and removing the job (record deleted, no new pointer)', () => {
     const pointer = `${READY_BUCKET}/qn-j-0000000004`;
     const f = { id: 'j', token: 7, version: 2, pointer };
     assert.deepEqual(finishOps(layout, { ...f, record: rec, withClaim: false }, completed), [
       { op: 'delete', path: pointer, version: 7 },
       { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
+      { op: 'create', path: '/q/claims/j', role: 'claim' },
+      { op: 'delete', path: '/q/claims/j' },
       pointerOp(layout, 'j', completed),
     ]);
     assert.deepEqual(finishOps(layout, { ...f, record: undefined, withClaim: true }, undefined), [
@@ -225,6 +227,8 @@ describe('builders', () => {
     assert.deepEqual(finishOps(layout, { ...f, record: undefined, withClaim: false }, undefined), [
       { op: 'delete', path: pointer, version: 7 },
       { op: 'delete', path: layout.job('j'), version: 2 },
+      { op: 'create', path: '/q/claims/j', role: 'claim' },
+      { op: 'delete', path: '/q/claims/j' },
     ]);
   });
 
@@ -273,6 +277,8 @@ describe('builders', () => {
     assert.deepEqual(finishOps(layout, { ...f, withClaim: false }, completed), [
       { op: 'delete', path: pointer, version: 7 },
       { op: 'setData', path: layout.job('j'), data: rec, version: 2 },
+      { op: 'create', path: '/q/claims/j', role: 'claim' },
+      { op: 'delete', path: '/q/claims/j' },
       pointerOp(layout, 'j', completed),
     ]);
   });

@@ -20,10 +20,6 @@
  *
  * A release whose outcome is unknown is not sent again as it was, since it
  * would go out on the next session: the node is read again.
- *
- * The same removal serves the finish (finish.ts): a re-claim the renewer
- * made while a finish was written without its claim node is deleted, read
- * as its own by its worker and token, this session's.
  */
 import { NoNodeError } from '../../zk/errors.js';
 import type { QueueLayout } from '../layout.js';
@@ -67,8 +63,7 @@ export function isOwnClaim(claim: MadeClaim, data: Buffer, owner: string, sessio
 
 /**
  * Delete a claim node at the version read (-1: any), and the slot it names:
- * a claim of a job found not claimable after all, or a worker removing its
- * own re-claim after the finish was written without it. `at`: only while
+ * a claim of a job found not claimable after all. `at`: only while
  * the attempt's pointer is at its token (a claim node's version starts at 0
  * again, so only the pointer tells this claim from a later one).
  */

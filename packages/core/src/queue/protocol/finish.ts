@@ -6,14 +6,13 @@
  * A finish too large to store is written again smaller; its log lines go
  * first, to the job's log node. Called by the Worker's Finisher.
  */
-import { NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
+import { NodeExistsError, NoNodeError, type ZooKeeperError } from '../../zk/errors.js';
 import { type HandoffMode, handoffAfterConflict, withHandoff } from '../dedup.js';
 import { LostJobError, PayloadTooLargeError } from '../errors.js';
 import type { QueueLayout } from '../layout.js';
 import { encodeRecord, type JobRecord, MAX_RECORD_BYTES } from '../record.js';
 import { tooLargeReason } from '../sizes.js';
-import { type Destination, parkedPath, pointerOp } from './builders.js';
-import { removeOwnClaims } from './claim-release.js';
+import { type Destination, parkedPath, pointerOp, unclaimedOps } from './builders.js';
 import type { ProtocolContext } from './context.js';
 import type { Built, ProtocolOp, TxUnit, UnitResult } from './executor.js';
 import { type Finish, type Outcome, planFinish } from './finish-plan.js';
@@ -49,7 +48,12 @@ type FinishUnit = TxUnit & {
   handoff: HandoffMode;
   round: number;
   trim: FinishTrim;
+  /** Times it switched between a finish with its claim and one without (each: the claim vanished, or came back). */
+  switches: number;
 };
+
+/** Switches between a finish with its claim and one without one finish may make in one run (as a lease's). */
+const MAX_CLAIM_SWITCHES = 4;
 
 /** A finish's share of its batch's retention planning (kept when its unit is replaced). */
 interface FinishTrim {
@@ -174,7 +178,6 @@ function keptCount(f: Finish): number | undefined {
 }
 
 async function finishBatch(store: ProtocolContext, batch: Finish[]): Promise<FinishResult[]> {
-  const claimless = new Set<Finish>();
   const trimBatch = new TrimBatch();
   const trims = batch.map((): FinishTrim => ({ batch: trimBatch, state: { plans: 0 } }));
   let results: UnitResult[];
@@ -183,12 +186,16 @@ async function finishBatch(store: ProtocolContext, batch: Finish[]): Promise<Fin
       batch.map((f, i) => finishUnit(store, f, true, trims[i] as FinishTrim)),
       {
         onConflict: (unit, err, op) => {
-          const { finish, withClaim, round, trim } = unit;
+          const { finish, withClaim, round, trim, switches } = unit;
           const handoff = handoffAfterConflict(store.layout, finish.job.record, unit.handoff, op, err, round);
-          if (handoff) return finishUnit(store, finish, withClaim, trim, handoff, round + 1);
-          if (op.role !== 'claim' || !(err instanceof NoNodeError)) return undefined;
-          claimless.add(finish);
-          return finishUnit(store, finish, false, trim, unit.handoff, round);
+          if (handoff) return finishUnit(store, finish, withClaim, trim, handoff, round + 1, switches);
+          if (op.role !== 'claim' || switches >= MAX_CLAIM_SWITCHES) return undefined;
+          // the claim vanished with an expired session: written without it; the renewer's re-claim of it
+          // since: written with it again (finishOps)
+          const vanished = withClaim && err instanceof NoNodeError;
+          const reclaimed = !withClaim && err instanceof NodeExistsError;
+          if (!vanished && !reclaimed) return undefined;
+          return finishUnit(store, finish, !withClaim, trim, unit.handoff, round, switches + 1);
         },
       },
     );
@@ -201,10 +208,6 @@ async function finishBatch(store: ProtocolContext, batch: Finish[]): Promise<Fin
     const id = (batch[i] as Finish).job.record.id;
     return { ok: false, error: (r.error as ZooKeeperError).opIndex !== undefined ? new LostJobError(id) : r.error };
   });
-  await removeOwnReclaims(
-    store,
-    batch.filter((f, i) => claimless.has(f) && results[i]?.ok),
-  );
   return out;
 }
 
@@ -215,6 +218,7 @@ function finishUnit(
   trim: FinishTrim,
   handoff: HandoffMode = 'next',
   round = 1,
+  switches = 0,
 ): FinishUnit {
   return {
     finish: f,
@@ -222,6 +226,7 @@ function finishUnit(
     handoff,
     round,
     trim,
+    switches,
     dropped: (op) => dropTrim(trim.state, op),
     settled: (result) => settleTrim(trim.state, result),
     sending: () => sendingTrim(trim.state),
@@ -236,10 +241,14 @@ function finishUnit(
         planned.to?.kind === 'ready' &&
         job.pointer.startsWith(`${store.layout.lane(planned.to.lane)}/`);
       const to = planned.to && !inPlace ? await store.destination(planned.to) : undefined;
+      // kept in place, the pointer is written (finishOps): the record counts that write, so its next claim is no stall
+      const kept =
+        inPlace && planned.record
+          ? { ...planned.record, counted: { pointer: job.pointer, token: job.token + 1 } }
+          : planned.record;
       // too large: the unit fails unsent with PayloadTooLargeError, and finishJobs fails the job instead
       const record =
-        planned.record &&
-        encodeRecord(parkedAt(planned.record, to), f.sizeFallback === 'failed' ? FALLBACK_RECORD_BYTES : undefined);
+        kept && encodeRecord(parkedAt(kept, to), f.sizeFallback === 'failed' ? FALLBACK_RECORD_BYTES : undefined);
       const ops = finishOps(
         store.layout,
         {
@@ -289,30 +298,20 @@ function parkedAt(record: JobRecord, to: Destination | undefined): JobRecord {
 }
 
 /**
- * After a finish written without its claim node, a claim may have reappeared
- * meanwhile: the renewer re-creates a vanished claim (and its slot) while the
- * token holds. Delete it only when it is that re-claim (same worker and
- * token, this session's node), with the slot it names: a claim of another
- * attempt, after a retry, is never touched (claim-release.ts: a delete whose
- * outcome is unknown is read again, not sent again on the next session).
- */
-async function removeOwnReclaims(store: ProtocolContext, finished: Finish[]): Promise<void> {
-  await removeOwnClaims(
-    store,
-    finished.map(({ job }) => ({ id: job.record.id, job })),
-    ({ job }, info) => info.token === job.token && info.worker === job.record.processedBy,
-  ).catch(() => undefined); // not read or not sent: left to its session
-}
-
-/**
  * Finish (complete, fail, retry): the ready pointer deleted at the token
- * (kept, and checked at it, by a job given back in place), the record
+ * (kept, and written at it, by a job given back in place: the attempt's
+ * lease ends with the finish either way, so a renewal of it handed over
+ * after the finish fails rather than re-creating its claim), the record
  * written (or deleted) at the version the attempt read, the claim deleted
  * (with the attempt's slot, which lives as long as the claim node naming
  * it), the new pointer created. `withClaim: false` when the claim vanished
  * with an expired session: the token alone proves that nobody claimed the
  * job since, and the slot vanished with the claim (another attempt may hold
- * that name by now).
+ * that name by now). It is written only while no claim node is there (one
+ * created and deleted): the renewer re-creates a vanished claim, with its
+ * slot, while the token holds, and nothing else would remove that re-claim
+ * once the finish moved the job on (the leader revokes only at the pointer);
+ * met, the finish is written with its claim again.
  */
 export function finishOps(
   layout: QueueLayout,
@@ -332,7 +331,7 @@ export function finishOps(
 ): ProtocolOp[] {
   const ops: ProtocolOp[] = [
     f.keepPointer
-      ? { op: 'check', path: f.pointer, version: f.token }
+      ? { op: 'setData', path: f.pointer, data: EMPTY, version: f.token }
       : { op: 'delete', path: f.pointer, version: f.token },
     f.record
       ? { op: 'setData', path: layout.job(f.id), data: f.record, version: f.version }
@@ -341,7 +340,12 @@ export function finishOps(
   if (f.withClaim) {
     ops.push({ op: 'delete', path: layout.claim(f.id), role: 'claim' });
     if (f.slot) ops.push({ op: 'delete', path: layout.slot(f.slot) });
+  } else {
+    const [create, remove] = unclaimedOps(layout, f.id) as [ProtocolOp, ProtocolOp];
+    ops.push({ ...create, role: 'claim' }, remove);
   }
   if (to) ops.push(pointerOp(layout, f.id, to));
   return ops;
 }
+
+const EMPTY = Buffer.alloc(0);

@@ -45,8 +45,8 @@
  * - `claim-read.ts`      the claimed records read in the claim multi's flight,
  *                        used only when certainly read after the claim.
  * - `claim-release.ts`   a claim of a job found not claimable released at its
- *                        pointer's token, a finish's re-claim removed: each
- *                        only while its node, read again, is its own.
+ *                        pointer's token, only while its node, read again,
+ *                        is its own.
  * - `attempt-counts.ts`  what an attempt counts (starts, stalls) by its pointer's
  *                        version, and how a claimed job reads; pure.
  * - `limited-claims.ts`  the same under global limits, slot and window
