@@ -1,9 +1,8 @@
 /**
  * The leader's looks follow its watches while containers ahead are made and
- * removed under them: jobs added hours ahead and removed leave their
- * containers empty, the leader removes them (its own deletes fire its
- * watches, an adder's create makes them again), and jobs due in a few
- * seconds, added meanwhile, are all promoted with no backstop to fall back on.
+ * emptied beside them: jobs added hours (and a day) ahead and removed again,
+ * and jobs due in a few seconds, added meanwhile, all promoted with no
+ * backstop to fall back on (no add ahead, no removal, hides one due soon).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
