@@ -48,7 +48,10 @@ export type EmptySightings = Map<string, number>;
  *
  * Resolves with the ids promoted and the next due time, if any; a due job
  * whose record could not be read keeps its pointer (the others are promoted)
- * and its error is `failure`, for the caller to report and look again.
+ * and its error is `failure`, for the caller to report and look again. A due
+ * job whose move lost a race (its record rewritten since it was read: an
+ * edit of its data, another promoter) counts in `raced`: it may still be
+ * due, and an edit of a record fires no watch on the delayed containers.
  */
 export async function promoteDue(
   store: ProtocolContext,
@@ -57,9 +60,10 @@ export async function promoteDue(
   /** The time due jobs are judged against (ZooKeeper's, see ServerClock). */
   now = Date.now(),
   empties?: EmptySightings,
-): Promise<{ promoted: string[]; nextDue: number | undefined; failure?: unknown }> {
+): Promise<{ promoted: string[]; nextDue: number | undefined; failure?: unknown; raced?: number }> {
   const { layout } = store;
   const promoted: string[] = [];
+  let raced = 0;
   const unread: unknown[] = [];
   const seen = new Map<string, number>();
   const done = (nextDue: number | undefined) => {
@@ -67,7 +71,12 @@ export async function promoteDue(
       empties.clear();
       for (const [path, at] of seen) empties.set(path, at);
     }
-    return unread.length > 0 ? { promoted, nextDue, failure: unread[0] } : { promoted, nextDue };
+    return {
+      promoted,
+      nextDue,
+      ...(unread.length > 0 ? { failure: unread[0] } : {}),
+      ...(raced > 0 ? { raced } : {}),
+    };
   };
   /**
    * Removes empty container `path`: at once when its time is past; by the
@@ -150,7 +159,9 @@ export async function promoteDue(
             due.slice(i, i + PROMOTE_READ).map((n) => `${dir}/${n}`),
             unread,
           );
-          promoted.push(...(await applyMoves(store, moves, fence)));
+          const moved = await applyMoves(store, moves, fence);
+          raced += moves.length - moved.length;
+          promoted.push(...moved);
         }
         // the current hour's tail bucket is where adders write now: it stays until the hour is past
         const tail = bucket === buckets[buckets.length - 1];

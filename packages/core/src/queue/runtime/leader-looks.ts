@@ -7,7 +7,10 @@
  * promoteDue) when a watch on the delayed containers fired, the earliest due
  * time its last look saw (or one noted since) came, its own promotions fired
  * the watches its look had set, or its session reconnected: a watch may have
- * gone with the connection (one lost with the session fires as lost). It
+ * gone with the connection (one lost with the session fires as lost). A due
+ * job whose move lost a race (its record edited between the look's read and
+ * its move: no watch fires) is looked at again after RETRY_MS, as a look
+ * that failed. It
  * checks the schedulers (healSchedulers), at most every HEAL_EVERY_MS, when
  * the watch on their listing fired (one made or removed), when one its last
  * check read comes due (and again while one due is not advanced: its
@@ -93,12 +96,20 @@ export class LeaderLooks {
     this.retryAt = Number.POSITIVE_INFINITY;
     this.lastDelayedLook = began;
     this.host.lookBegins();
-    const { promoted, nextDue, failure } = await promoteDue(store, fence, this.onDelayedChange, now, this.empties);
+    const { promoted, nextDue, failure, raced } = await promoteDue(
+      store,
+      fence,
+      this.onDelayedChange,
+      now,
+      this.empties,
+    );
     if (promoted.length > 0) this.host.promoted(promoted);
     this.host.lookEnded(nextDue);
     // After promoting, look again at once: the promotion's own deletes fired the watches this
     // look set, so sleeping now would leave a job delayed meanwhile to the backstop.
     if (promoted.length > 0) this.delayedChanged = true;
+    // a due job whose move lost a race (its record edited meanwhile: no watch fires) is looked at after a pause
+    if (raced !== undefined) this.failed();
     // a due job whose record could not be read: reported, and looked at again after a pause
     if (failure !== undefined) {
       this.host.report(failure);
