@@ -65,17 +65,17 @@ test('a claim left naming the very pointer the id added again is given (its lane
   const env = await queueEnv(t);
   const queue = new Queue('orphan-same-path', env);
   t.after(() => queue.close());
-  // its job removed and its lane with it (an empty lane is removed): the id added again into the lane made
-  // anew is given the first name of its first bucket, the name the left claim holds
+  // its job removed, its priority's lane left empty and removed by a claimer's scan: the id added again at
+  // that priority, into the lane made anew, is given the first name of its first bucket, the claim's
   const left = await leaveClaim(
     t,
     env,
     'orphan-same-path',
     'x',
-    (l) => `${l.bucket('p-0000000000', 0)}/qn-x-0000000000`,
+    (l) => `${l.bucket('p-0000000005', 0)}/qn-x-0000000000`,
   );
-  await queue.add('j', {}, { jobId: 'x' });
-  const lane = left.store.layout.bucket('p-0000000000', 0);
+  await queue.add('j', {}, { jobId: 'x', priority: 5 });
+  const lane = left.store.layout.bucket('p-0000000005', 0);
   assert.deepEqual(await left.session.getChildren(lane), ['qn-x-0000000000'], 'the job added again has that name');
   const ran: string[] = [];
   // taken for an attempt of this job, the left claim was revoked as a stall: with none allowed, the job
