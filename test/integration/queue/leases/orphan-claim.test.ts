@@ -95,6 +95,28 @@ test('a claim left naming the very pointer the id added again is given (its lane
   assert.equal((await queue.getJob('x'))?.stalledCounter, 0, 'the left claim was no attempt of this job');
 });
 
+test('a claim left without its record, the id added again delayed: removed once the job waits, and it runs', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('orphan-delayed', env);
+  t.after(() => queue.close());
+  const left = await leaveClaim(t, env, 'orphan-delayed', 'x');
+  await queue.add('j', {}, { jobId: 'x', delay: 1500 });
+  const ran: string[] = [];
+  const worker = new Worker('orphan-delayed', async (job) => void ran.push(job.id as string), {
+    ...env,
+    lockDuration: LEASE,
+    stalledInterval: 200,
+    maxStalledCount: 0,
+  });
+  t.after(() => worker.close());
+  await waitFor(async () => ['completed', 'failed'].includes(await queue.getJobState('x')), {
+    what: 'the job added again delayed finished while the left claim’s session lives',
+  });
+  assert.equal(await queue.getJobState('x'), 'completed', (await queue.getJob('x'))?.failedReason);
+  assert.deepEqual(ran, ['x']);
+  assert.ok(left.session.sessionId);
+});
+
 test('a claim left without its record is removed once unmoved for its lease; the id is then free', async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('orphan-gone', env);
