@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { QueueStore, removeOrphanClaimOps, revokeClaims } from '@zkq/core/internal';
-import { Queue } from '@zkq/producer';
+import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../../helpers/queue.js';
 import { waitFor } from '../../../helpers/zk.js';
@@ -115,6 +115,36 @@ test('a claim left without its record, the id added again delayed: removed once 
   assert.equal(await queue.getJobState('x'), 'completed', (await queue.getJob('x'))?.failedReason);
   assert.deepEqual(ran, ['x']);
   assert.ok(left.session.sessionId);
+});
+
+test('claims left without their records, the ids added again as a flow’s parent and child: removed, both run', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('orphan-child', env);
+  const flows = new FlowProducer(env);
+  t.after(() => Promise.all([queue.close(), flows.close()]));
+  await leaveClaim(t, env, 'orphan-child', 'x');
+  // and one of the parent's id: left while it waits for its child, removed once it waits
+  await leaveClaim(t, env, 'orphan-child', 'p');
+  await flows.add({
+    name: 'parent',
+    queueName: 'orphan-child',
+    opts: { jobId: 'p' },
+    children: [{ name: 'child', queueName: 'orphan-child', opts: { jobId: 'x' } }],
+  });
+  const ran: string[] = [];
+  const worker = new Worker('orphan-child', async (job) => void ran.push(job.id as string), {
+    ...env,
+    lockDuration: LEASE,
+    stalledInterval: 200,
+    maxStalledCount: 0,
+  });
+  t.after(() => worker.close());
+  await waitFor(async () => ['completed', 'failed'].includes(await queue.getJobState('p')), {
+    what: 'the parent finished while the left claim’s session lives',
+  });
+  assert.equal(await queue.getJobState('x'), 'completed', (await queue.getJob('x'))?.failedReason);
+  assert.equal(await queue.getJobState('p'), 'completed');
+  assert.deepEqual(ran, ['x', 'p']);
 });
 
 test('a claim left without its record is removed once unmoved for its lease; the id is then free', async (t) => {
