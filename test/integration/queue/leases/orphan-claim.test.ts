@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { QueueStore, removeOrphanClaimOps, revokeClaims } from '@zkq/core/internal';
-import { Queue } from '@zkq/producer';
+import { FlowProducer, Queue } from '@zkq/producer';
 import { Worker } from '@zkq/worker';
 import { queueEnv } from '../../../helpers/queue.js';
 import { waitFor } from '../../../helpers/zk.js';
@@ -25,11 +25,13 @@ async function leaveClaim(
   env: Awaited<ReturnType<typeof queueEnv>>,
   q: string,
   id: string,
+  /** The pointer the claim names: by default one no job of a fresh queue is given. */
+  named = (layout: QueueStore['layout']) => `${layout.lane('p-0000000000')}/b-0/qn-${id}-0000000000`,
 ) {
   const session = await prefixSession(t, env);
   const store = new QueueStore(session, q);
   await store.init();
-  const pointer = `${store.layout.lane('p-0000000000')}/b-0/qn-${id}-0000000000`;
+  const pointer = named(store.layout);
   const data = { worker: 'w-gone', pointer, lockDuration: LEASE, at: Date.now() };
   await session.create(store.layout.claim(id), Buffer.from(JSON.stringify(data)), 'ephemeral');
   return { session, store, pointer };
@@ -57,6 +59,92 @@ test('a claim left without its record, the id added again: the leader removes th
   assert.equal((await queue.getJob('x'))?.stalledCounter, 0, 'the left claim was no attempt of this job');
   assert.deepEqual(stalled, [], 'removing a left claim is no stall');
   assert.ok(left.session.sessionId, 'the session that left the claim is still open');
+});
+
+test('a claim left naming the very pointer the id added again is given (its lane made anew): removed, the job runs', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('orphan-same-path', env);
+  t.after(() => queue.close());
+  // its job removed, its priority's lane left empty and removed by a claimer's scan: the id added again at
+  // that priority, into the lane made anew, is given the first name of its first bucket, the claim's
+  const left = await leaveClaim(
+    t,
+    env,
+    'orphan-same-path',
+    'x',
+    (l) => `${l.bucket('p-0000000005', 0)}/qn-x-0000000000`,
+  );
+  await queue.add('j', {}, { jobId: 'x', priority: 5 });
+  const lane = left.store.layout.bucket('p-0000000005', 0);
+  assert.deepEqual(await left.session.getChildren(lane), ['qn-x-0000000000'], 'the job added again has that name');
+  const ran: string[] = [];
+  // taken for an attempt of this job, the left claim was revoked as a stall: with none allowed, the job
+  // failed without ever running
+  const worker = new Worker('orphan-same-path', async (job) => void ran.push(job.id as string), {
+    ...env,
+    lockDuration: LEASE,
+    stalledInterval: 200,
+    maxStalledCount: 0,
+  });
+  t.after(() => worker.close());
+  await waitFor(async () => ['completed', 'failed'].includes(await queue.getJobState('x')), {
+    what: 'the job added again finished while the left claim’s session lives',
+  });
+  assert.equal(await queue.getJobState('x'), 'completed', (await queue.getJob('x'))?.failedReason);
+  assert.deepEqual(ran, ['x']);
+  assert.equal((await queue.getJob('x'))?.stalledCounter, 0, 'the left claim was no attempt of this job');
+});
+
+test('a claim left without its record, the id added again delayed: removed once the job waits, and it runs', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('orphan-delayed', env);
+  t.after(() => queue.close());
+  const left = await leaveClaim(t, env, 'orphan-delayed', 'x');
+  await queue.add('j', {}, { jobId: 'x', delay: 1500 });
+  const ran: string[] = [];
+  const worker = new Worker('orphan-delayed', async (job) => void ran.push(job.id as string), {
+    ...env,
+    lockDuration: LEASE,
+    stalledInterval: 200,
+    maxStalledCount: 0,
+  });
+  t.after(() => worker.close());
+  await waitFor(async () => ['completed', 'failed'].includes(await queue.getJobState('x')), {
+    what: 'the job added again delayed finished while the left claim’s session lives',
+  });
+  assert.equal(await queue.getJobState('x'), 'completed', (await queue.getJob('x'))?.failedReason);
+  assert.deepEqual(ran, ['x']);
+  assert.ok(left.session.sessionId);
+});
+
+test('claims left without their records, the ids added again as a flow’s parent and child: removed, both run', async (t) => {
+  const env = await queueEnv(t);
+  const queue = new Queue('orphan-child', env);
+  const flows = new FlowProducer(env);
+  t.after(() => Promise.all([queue.close(), flows.close()]));
+  await leaveClaim(t, env, 'orphan-child', 'x');
+  // and one of the parent's id: left while it waits for its child, removed once it waits
+  await leaveClaim(t, env, 'orphan-child', 'p');
+  await flows.add({
+    name: 'parent',
+    queueName: 'orphan-child',
+    opts: { jobId: 'p' },
+    children: [{ name: 'child', queueName: 'orphan-child', opts: { jobId: 'x' } }],
+  });
+  const ran: string[] = [];
+  const worker = new Worker('orphan-child', async (job) => void ran.push(job.id as string), {
+    ...env,
+    lockDuration: LEASE,
+    stalledInterval: 200,
+    maxStalledCount: 0,
+  });
+  t.after(() => worker.close());
+  await waitFor(async () => ['completed', 'failed'].includes(await queue.getJobState('p')), {
+    what: 'the parent finished while the left claim’s session lives',
+  });
+  assert.equal(await queue.getJobState('x'), 'completed', (await queue.getJob('x'))?.failedReason);
+  assert.equal(await queue.getJobState('p'), 'completed');
+  assert.deepEqual(ran, ['x', 'p']);
 });
 
 test('a claim left without its record is removed once unmoved for its lease; the id is then free', async (t) => {

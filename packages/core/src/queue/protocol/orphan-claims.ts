@@ -20,7 +20,10 @@
  *   and is freed then), at its ready pointer's version read before the
  *   claim: a claim of it writes that pointer, a move or a removal deletes
  *   it. The claim's own pointer, when still there (left beside the record),
- *   is checked at its version too: a claim through it writes it.
+ *   is checked at its version too: a claim through it writes it. That
+ *   job's pointer may bear the very name the claim holds (its lane, left
+ *   empty, removed and made anew): one node, made after the claim, which
+ *   stale.ts therefore does not take for an attempt to revoke.
  *
  * The worker holding such a claim, if alive, runs nothing twice: a renewal
  * and a re-claim check its pointer at its token and a finish deletes it at
@@ -78,11 +81,14 @@ export async function removeOrphanClaimOps(store: ProtocolContext, s: JudgedClai
     }
     if (job.state !== 'waiting') return undefined;
     const pointer = await findPointer(store, job);
-    const at = pointer === undefined || pointer === s.pointer ? null : await session.exists(pointer);
+    // the claim's own pointer's name given again to that job's (its lane made anew): one node, checked once
+    const same = pointer === s.pointer;
+    const at = pointer === undefined ? null : same ? (own.ok ? own.stat : null) : await session.exists(pointer);
     if (!pointer || !at) return undefined;
     ops.push({ op: 'check', path: pointer, version: at.version });
-    if (own.ok) ops.push({ op: 'check', path: s.pointer, version: own.stat.version });
-    else if (!(own.error instanceof NoNodeError)) return undefined;
+    if (own.ok) {
+      if (!same) ops.push({ op: 'check', path: s.pointer, version: own.stat.version });
+    } else if (!(own.error instanceof NoNodeError)) return undefined;
     wakes = true;
   }
   const claim = await session.exists(layout.claim(s.id));

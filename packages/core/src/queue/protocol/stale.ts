@@ -113,7 +113,10 @@ export async function revokeClaims(
       const judged = claim?.version === s.version && (s.czxid === undefined || claim.czxid === s.czxid);
       if (!judged) throw new LostJobError(s.id); // finished, moved or gone: not this attempt
       orphans.delete(s.id);
-      if (!read || !pointer) {
+      // a pointer made after the claim (the id added again, its lane made anew, under the same name) is no
+      // pointer the claim was made through: no attempt of its job to revoke
+      const later = pointer && s.czxid !== undefined && pointer.czxid > s.czxid;
+      if (!read || !pointer || later) {
         // no attempt to revoke: a claim that outlived its job is removed, fenced (orphan-claims.ts)
         const orphan = await removeOrphanClaimOps(store, s);
         if (!orphan) throw new LostJobError(s.id);
