@@ -77,3 +77,15 @@ test('membership: a member that leaves while it re-joins on a new session leaves
   await waitFor(async () => (await other.exists('/group/a')) === null, { what: 'no member a', timeoutMs: 10_000 });
   assert.deepEqual(await other.getChildren('/group'), []);
 });
+
+test("membership: leave() of a member refused its id leaves the holder's node alone", async (t) => {
+  const { sessions } = await sessionsOn(t, 2);
+  const [s, other] = sessions as [Session, Session];
+  const a = new GroupMembership(s, '/group', { id: 'a' });
+  await a.join();
+  const impostor = new GroupMembership(other, '/group', { id: 'a' });
+  await assert.rejects(impostor.join(), MemberExistsError);
+  await impostor.leave(); // as a cleanup in a finally would
+  const stat = await other.exists('/group/a');
+  assert.equal(stat?.ephemeralOwner, s.sessionId, "a's node was deleted by a member that never held it");
+});

@@ -21,7 +21,7 @@
  * after the leave is deleted, not left as a member nobody is.
  */
 import { EventEmitter } from 'node:events';
-import { NodeExistsError, NoNodeError } from '../zk/errors.js';
+import { BadVersionError, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import { WatchLoop } from '../zk/watch-loop.js';
 import { MemberExistsError } from './errors.js';
@@ -101,7 +101,11 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     }
   }
 
-  /** Leaves the group (deletes the member node) and stops following it. Idempotent; `join()` again is fine. */
+  /**
+   * Leaves the group (deletes the member node, if this object made it: never
+   * the node of another member of the same id) and stops following it.
+   * Idempotent; `join()` again is fine.
+   */
   async leave(): Promise<void> {
     this.stopFollowing();
     await this.deleteNode();
@@ -127,12 +131,15 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     this.unsubscribe = undefined;
   }
 
+  /** Deletes the member's node if this object made it (on this session or an earlier one), never another's. */
   private async deleteNode(): Promise<void> {
-    await this.session
-      .retry(() => this.session.delete(this.nodePath))
-      .catch((err) => {
-        if (!(err instanceof NoNodeError)) throw err;
+    await this.session.retry(async () => {
+      const stat = await this.session.exists(this.nodePath);
+      if (!stat || !this.ownSessions.has(BigInt(`0x${stat.ephemeralOwner}`))) return;
+      await this.session.delete(this.nodePath, stat.version).catch((err) => {
+        if (!(err instanceof NoNodeError) && !(err instanceof BadVersionError)) throw err;
       });
+    });
   }
 
   private get nodePath(): string {
