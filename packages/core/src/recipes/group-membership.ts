@@ -57,7 +57,7 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   private cache: string[] = [];
   private joined = false;
   private list: WatchLoop<string[]> | undefined;
-  /** Session ids (as bigint) under which this object created its node. */
+  /** Session ids (as bigint) under which this object created (or sent a create of) its node. */
   private readonly ownSessions = new Set<bigint>();
   private unsubscribe: (() => void) | undefined;
 
@@ -172,18 +172,22 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     await this.session.ensurePath(this.path);
     for (;;) {
       if (!this.joined) return false;
+      // before the create: one applied whose reply is lost leaves a node that is ours to delete
+      this.ownSessions.add(BigInt(`0x${this.session.sessionId}`));
       try {
         await this.session.create(this.nodePath, this.data, 'ephemeral');
-        this.ownSessions.add(BigInt(`0x${this.session.sessionId}`));
-        if (this.joined) return true;
-        await this.deleteNode();
-        return false;
       } catch (err) {
         if (!(err instanceof NodeExistsError)) throw err;
-        if (await this.isOwnNode()) return true;
         // An earlier session of ours still holds the node: wait for the server to expire it.
-        await watchOnce(this.session, this.nodePath, { what: `member ${this.nodePath}` }, 'absent');
+        if (!(await this.isOwnNode())) {
+          await watchOnce(this.session, this.nodePath, { what: `member ${this.nodePath}` }, 'absent');
+          continue;
+        }
+        // else made by a create of ours whose reply was lost, or a concurrent one
       }
+      if (this.joined) return true;
+      await this.deleteNode();
+      return false;
     }
   }
 
