@@ -77,6 +77,8 @@ export class Attempt implements AttemptHooks {
   private revokedWhileParking = false;
   /** The park being written, for a processor that ends without awaiting it. */
   private parkWrite: Promise<boolean> | undefined;
+  /** The failure's outcome and the error it came from, for the `failed` event. */
+  private failedWith: { outcome: Outcome; error: Error } | undefined;
   /** True while the processor runs (what `concurrency` counts). */
   processing = true;
   /**
@@ -338,15 +340,17 @@ export class Attempt implements AttemptHooks {
     const stacktrace = err.stack ? [err.stack] : [];
     this.job.failedReason = err.message;
     const unrecoverable = err instanceof UnrecoverableError || err.name === 'UnrecoverableError';
+    let outcome: Outcome = { kind: 'failed', reason: err.message, stacktrace, remove: false };
     if (!final && !unrecoverable && attemptsMade < (record.opts.attempts ?? 1)) {
       const backoff = normalizeBackoff(record.opts.backoff);
       const delay = await backoffDelay(backoff, attemptsMade, err, this.job, this.opts.settings?.backoffStrategy);
       if (delay >= 0) {
         const due = delay > 0 ? this.store.clock.fromLocal(Date.now() + delay) : 0;
-        return { kind: 'retry', reason: err.message, stacktrace, due };
+        outcome = { kind: 'retry', reason: err.message, stacktrace, due };
       }
     }
-    return { kind: 'failed', reason: err.message, stacktrace, remove: false };
+    this.failedWith = { outcome, error: err };
+    return outcome;
   }
 
   /** The job's retention in a finished set: its own option, else the Worker's, else zkq's. */
@@ -388,7 +392,11 @@ export class Attempt implements AttemptHooks {
       this.worker.emit('completed', job, outcome.returnvalue, 'active');
     } else if (outcome.kind !== 'waiting-children') {
       job.failedReason = outcome.reason;
-      this.worker.emit('failed', job, new Error(outcome.reason), 'active');
+      // the processor's own error, as BullMQ's `failed` carries (a thread's comes back as a
+      // ProcessorThreadError: its name, message, stack and code); one for the reason when a
+      // failure too large to store was written in its place
+      const error = this.failedWith?.outcome === outcome ? this.failedWith.error : new Error(outcome.reason);
+      this.worker.emit('failed', job, error, 'active');
     }
   }
 }

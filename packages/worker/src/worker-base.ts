@@ -55,6 +55,12 @@ import { WorkerTracing } from './tracing.js';
 export interface WorkerListener<T = any, R = any, N extends string = string> {
   active: [job: Job<T, R, N>, prev: string];
   completed: [job: Job<T, R, N>, result: R, prev: string];
+  /**
+   * An attempt failed (retried or for good). `error` is what the processor threw (inline: the
+   * thrown object, a value that is no Error as an Error of its text; from a thread: a
+   * `ProcessorThreadError` with its name, message, stack and `code`), or an Error of the reason
+   * zkq failed the job with (stalled too often, a failure too large to store).
+   */
   failed: [job: Job<T, R, N> | undefined, error: Error, prev: string];
   progress: [job: Job<T, R, N>, progress: JobProgress];
   /** The worker lost a job it was running (claim revoked); its result was dropped. */

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AbortedError, Barrier, DoubleBarrier, InvalidArgumentError, TimeoutError } from '@zkq/core';
+import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { expire, sessionsOn, watchedPaths } from '../../fixtures/recipes/helpers.js';
-import { waitFor } from '../../helpers/zk.js';
+import { testSession, waitFor } from '../../helpers/zk.js';
 
 /** Enters `barrier` in the background, recording when it passes. */
 function entering(barrier: Barrier) {
@@ -104,4 +105,49 @@ test('double barrier: after many rounds no watch is left on the server', async (
   }
   assert.deepEqual(await sessions[0]!.getChildren('/double'), []);
   assert.deepEqual(await watchedPaths(namespace), []);
+});
+
+test('barrier: a join whose create was applied, its reply lost with its session, counts once on the new session', async (t) => {
+  const sessionTimeout = 4000;
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const s = await testSession(t, {
+    connectionString: proxy.connectionString,
+    sessionTimeout,
+    requestTimeout: 300,
+    retry: { maxAttempts: 1000, baseDelayMs: 20, maxDelayMs: 200, deadlineMs: 60_000 },
+  });
+  const observer = await testSession(t, { namespace: s.namespace });
+  await observer.ensurePath('/b');
+  const m0 = new Barrier(s, '/b', { size: 2, id: 'm0' });
+  const m1 = new Barrier(observer, '/b', { size: 2, id: 'm1' });
+  // The create reaches the server; its reply and every later one are lost. The server keeps the
+  // session while it hears the client try to reconnect; a while before the client gives the session
+  // up, the link dies both ways, so that its close does not reach the server either: the node of
+  // the first create outlives the session the client gave up, into its new one.
+  proxy.dropReplies();
+  s.once('suspended', () => setTimeout(() => proxy.partition(), (sessionTimeout * 3) / 4));
+  s.once('lost', () => proxy.restore());
+  let entered = false;
+  const entering = m0.enter({ timeout: 60_000 }).then(() => {
+    entered = true;
+  });
+  await waitFor(async () => (await observer.getChildren('/b')).length === 1, { what: 'the create applied' });
+  const owners = async () =>
+    Promise.all(
+      (await observer.getChildren('/b'))
+        .filter((n) => n.startsWith('member-'))
+        .map(async (n) => (await observer.exists(`/b/${n}`))?.ephemeralOwner),
+    );
+  const first = (await owners())[0];
+  await waitFor(async () => (await owners()).includes(s.sessionId) && s.sessionId !== first, {
+    what: "m0's node on its new session",
+    timeoutMs: 30_000,
+  });
+  // one member, counted once: it waits
+  assert.equal(await observer.exists('/b/start'), null, 'passed with one member');
+  assert.equal(entered, false);
+  assert.deepEqual(await owners(), [s.sessionId]);
+  await m1.enter({ timeout: 30_000 });
+  await entering;
 });

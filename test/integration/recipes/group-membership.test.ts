@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { GroupMembership, MemberExistsError } from '@zkq/core';
-import { expire, sessionsOn } from '../../fixtures/recipes/helpers.js';
+import { type CreateMode, GroupMembership, MemberExistsError, type Session } from '@zkq/core';
+import { expire, STEADY_SESSION_TIMEOUT_MS, sessionsOn } from '../../fixtures/recipes/helpers.js';
 import { waitFor } from '../../helpers/zk.js';
 
 test('membership: members follow joins and leaves', async (t) => {
@@ -49,4 +49,43 @@ test('membership: a member re-joins after its session expires', async (t) => {
   const c = new GroupMembership(sessions[1]!, '/group', { id: 'c' });
   await c.join();
   await waitFor(() => a.current.includes('c'), { what: 'a sees c after its expiry' });
+});
+
+test('membership: a member that leaves while it re-joins on a new session leaves no node behind', async (t) => {
+  const { sessions } = await sessionsOn(t, 2, STEADY_SESSION_TIMEOUT_MS);
+  const [s, other] = sessions as [Session, Session];
+  const a = new GroupMembership(s, '/group', { id: 'a' });
+  await a.join();
+  // the re-join's create on the new session is answered only once the member has left
+  let answerCreate!: () => void;
+  const createAnswerable = new Promise<void>((resolve) => {
+    answerCreate = resolve;
+  });
+  let created: Promise<unknown> | undefined;
+  const createOn = s.create.bind(s);
+  s.create = (path: string, data?: Buffer, mode?: CreateMode) => {
+    if (path !== '/group/a') return createOn(path, data, mode);
+    created = createAnswerable.then(() => createOn(path, data, mode));
+    return created as Promise<string>;
+  };
+  await expire(s);
+  await waitFor(() => created !== undefined, { what: "the re-join's create sent" });
+  await a.leave();
+  answerCreate();
+  await created?.catch(() => undefined);
+  // a node made after the leave would stay for as long as the session lives: a member nobody is
+  await waitFor(async () => (await other.exists('/group/a')) === null, { what: 'no member a', timeoutMs: 10_000 });
+  assert.deepEqual(await other.getChildren('/group'), []);
+});
+
+test("membership: leave() of a member refused its id leaves the holder's node alone", async (t) => {
+  const { sessions } = await sessionsOn(t, 2);
+  const [s, other] = sessions as [Session, Session];
+  const a = new GroupMembership(s, '/group', { id: 'a' });
+  await a.join();
+  const impostor = new GroupMembership(other, '/group', { id: 'a' });
+  await assert.rejects(impostor.join(), MemberExistsError);
+  await impostor.leave(); // as a cleanup in a finally would
+  const stat = await other.exists('/group/a');
+  assert.equal(stat?.ephemeralOwner, s.sessionId, "a's node was deleted by a member that never held it");
 });

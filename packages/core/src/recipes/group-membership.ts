@@ -16,10 +16,12 @@
  *
  * Suspended connection: the cache is kept (it may be stale until the
  * reconnect). Session lost: the member's node is gone; once the session layer
- * has built a new session, the member re-joins and the cache is re-read.
+ * has built a new session, the member re-joins and the cache is re-read. A
+ * `leave()` while that re-join is under way wins: a node its create makes
+ * after the leave is deleted, not left as a member nobody is.
  */
 import { EventEmitter } from 'node:events';
-import { NodeExistsError, NoNodeError } from '../zk/errors.js';
+import { BadVersionError, NodeExistsError, NoNodeError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import { WatchLoop } from '../zk/watch-loop.js';
 import { MemberExistsError } from './errors.js';
@@ -55,7 +57,7 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   private cache: string[] = [];
   private joined = false;
   private list: WatchLoop<string[]> | undefined;
-  /** Session ids (as bigint) under which this object created its node. */
+  /** Session ids (as bigint) under which this object created (or sent a create of) its node. */
   private readonly ownSessions = new Set<bigint>();
   private unsubscribe: (() => void) | undefined;
 
@@ -88,8 +90,8 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     this.list = list;
     let created = false;
     try {
-      await this.createNode();
-      created = true;
+      created = await this.createNode();
+      if (!created) return; // left before the node was made
       await list.start();
     } catch (err) {
       // A node that is not ours (MemberExistsError) must not be deleted.
@@ -99,14 +101,14 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     }
   }
 
-  /** Leaves the group (deletes the member node) and stops following it. Idempotent; `join()` again is fine. */
+  /**
+   * Leaves the group (deletes the member node, if this object made it: never
+   * the node of another member of the same id) and stops following it.
+   * Idempotent; `join()` again is fine.
+   */
   async leave(): Promise<void> {
     this.stopFollowing();
-    await this.session
-      .retry(() => this.session.delete(this.nodePath))
-      .catch((err) => {
-        if (!(err instanceof NoNodeError)) throw err;
-      });
+    await this.deleteNode();
   }
 
   /** The current members with their data, read from ZooKeeper now. */
@@ -129,6 +131,17 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     this.unsubscribe = undefined;
   }
 
+  /** Deletes the member's node if this object made it (on this session or an earlier one), never another's. */
+  private async deleteNode(): Promise<void> {
+    await this.session.retry(async () => {
+      const stat = await this.session.exists(this.nodePath);
+      if (!stat || !this.ownSessions.has(BigInt(`0x${stat.ephemeralOwner}`))) return;
+      await this.session.delete(this.nodePath, stat.version).catch((err) => {
+        if (!(err instanceof NoNodeError) && !(err instanceof BadVersionError)) throw err;
+      });
+    });
+  }
+
   private get nodePath(): string {
     return joinPath(this.path, this.id);
   }
@@ -144,24 +157,37 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     return retryInBackground(
       this.session,
       () => this.joined,
-      () => this.createNode(),
+      async () => void (await this.createNode()),
       (err) => this.emit('refreshFailed', err),
     );
   }
 
-  private async createNode(): Promise<void> {
+  /**
+   * Creates this member's node; false when the member left meanwhile. A
+   * re-join on a new session can be under way when `leave()` is called: its
+   * create, landing after the leave's delete, would leave a member nobody is
+   * for as long as the session lives, so a node made after a leave is removed.
+   */
+  private async createNode(): Promise<boolean> {
     await this.session.ensurePath(this.path);
     for (;;) {
+      if (!this.joined) return false;
+      // before the create: one applied whose reply is lost leaves a node that is ours to delete
+      this.ownSessions.add(BigInt(`0x${this.session.sessionId}`));
       try {
         await this.session.create(this.nodePath, this.data, 'ephemeral');
-        this.ownSessions.add(BigInt(`0x${this.session.sessionId}`));
-        return;
       } catch (err) {
         if (!(err instanceof NodeExistsError)) throw err;
-        if (await this.isOwnNode()) return;
         // An earlier session of ours still holds the node: wait for the server to expire it.
-        await watchOnce(this.session, this.nodePath, { what: `member ${this.nodePath}` }, 'absent');
+        if (!(await this.isOwnNode())) {
+          await watchOnce(this.session, this.nodePath, { what: `member ${this.nodePath}` }, 'absent');
+          continue;
+        }
+        // else made by a create of ours whose reply was lost, or a concurrent one
       }
+      if (this.joined) return true;
+      await this.deleteNode();
+      return false;
     }
   }
 

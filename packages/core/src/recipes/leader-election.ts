@@ -111,8 +111,12 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   private unsubscribe: (() => void) | undefined;
   /** A re-join loop is running (one at a time). */
   private rejoining = false;
-  /** Ends the current pause between re-join attempts (on leave or close). */
-  private endPause: (() => void) | undefined;
+  /**
+   * Ends each pause before joining again under way (on leave or close). Two
+   * can overlap (a failed campaign's, then a failed re-join's on a new
+   * session): each ends at its own time.
+   */
+  private readonly pauses = new Set<() => void>();
   /** A delete or create of this participant's node failed: a node of it may be left in line. */
   private mayHaveLeftovers = false;
 
@@ -293,12 +297,13 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   /** Waits `ms`, or less when this participant leaves. */
   private pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => this.endPause?.(), ms);
-      this.endPause = () => {
+      const end = () => {
         clearTimeout(timer);
-        this.endPause = undefined;
+        this.pauses.delete(end);
         resolve();
       };
+      const timer = setTimeout(end, ms);
+      this.pauses.add(end);
     });
   }
 
@@ -368,7 +373,7 @@ export class LeaderElection extends EventEmitter<LeaderElectionEvents> {
   private async leave(): Promise<void> {
     this.epoch++;
     this.abort?.abort();
-    this.endPause?.();
+    for (const end of [...this.pauses]) end();
     const node = this.node;
     this.node = undefined;
     this.depose();

@@ -22,12 +22,14 @@
  * gone, nobody else held the lock meanwhile.
  * Session lost: the node is gone with the session; `lost` is emitted and
  * `isHeld` stays false; a pending `acquire` rejects with
- * `SessionExpiredError`. Maturity: tested against a real server, silent
+ * `SessionExpiredError`, also when a read retried on the new session still
+ * lists the old node at the head of the line (the server keeps a session the
+ * client gave up until it expires it), and that node is deleted. Maturity: tested against a real server, silent
  * partitions included.
  */
 import { EventEmitter } from 'node:events';
 import { InvalidArgumentError } from '../errors.js';
-import { NoNodeError } from '../zk/errors.js';
+import { NoNodeError, SessionExpiredError } from '../zk/errors.js';
 import type { Session } from '../zk/session.js';
 import {
   baseName,
@@ -123,12 +125,13 @@ export class Lock extends EventEmitter<LockEvents> {
   async acquire(options: AcquireOptions = {}): Promise<void> {
     const turn = turnOptions(`lock ${this.path}`, options, this.stats);
     this.enter();
+    let node: string | undefined;
     try {
-      const node = await this.createNode();
+      node = await this.createNode();
       await waitForTurn(this.session, this.path, baseName(node), this.driver, turn);
-      this.becomeHolder();
+      this.becomeHolder(node);
     } catch (err) {
-      await this.abandon();
+      await this.abandon(node);
       throw err;
     } finally {
       this.busy = false;
@@ -138,17 +141,18 @@ export class Lock extends EventEmitter<LockEvents> {
   /** Takes the lock if it is free right now; resolves with whether it was taken. Never waits. */
   async tryAcquire(): Promise<boolean> {
     this.enter();
+    let node: string | undefined;
     try {
-      const node = await this.createNode();
+      node = await this.createNode();
       const names = (await this.session.getChildren(this.path)).filter((n) => this.driver.participates(n));
       if (this.driver.decide(sortBySequence(names), baseName(node)).proceed) {
-        this.becomeHolder();
+        this.becomeHolder(node);
         return true;
       }
-      await this.abandon();
+      await this.abandon(node);
       return false;
     } catch (err) {
-      await this.abandon();
+      await this.abandon(node);
       throw err;
     } finally {
       this.busy = false;
@@ -180,14 +184,20 @@ export class Lock extends EventEmitter<LockEvents> {
     return this.node;
   }
 
-  private becomeHolder(): void {
+  /**
+   * Holds the lock with `node`, unless the session was lost since it was made
+   * (`SessionExpiredError`): a read retried on the new session may still list
+   * the node of the session given up, which the server keeps until it expires
+   * it, and then hands the lock to the next in line.
+   */
+  private becomeHolder(node: string): void {
+    if (this.node !== node) throw new SessionExpiredError(node);
     this.held = true;
     this.emit('acquired');
   }
 
-  /** Gives up the node (if any) and the session listeners. */
-  private async abandon(): Promise<void> {
-    const node = this.node;
+  /** Gives up the node (if any; one of a session lost included) and the session listeners. */
+  private async abandon(node = this.node): Promise<void> {
     this.node = undefined;
     this.held = false;
     this.detach?.();
