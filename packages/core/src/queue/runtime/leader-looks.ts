@@ -24,9 +24,9 @@
  * remove those left empty (see promoteDue), but past a job not due yet only
  * once per `backstopMs`: on a busy queue the current hour always holds one,
  * and walking on at every look would add requests to each. So an empty
- * container ahead goes at the first walk that finds it seen empty for
- * EMPTY_SETTLE_MS: within two backstop periods on a busy queue, at the next
- * look on an idle one. The looks between keep the sightings ahead.
+ * container ahead goes at the first walk ahead that finds it seen empty for
+ * EMPTY_SETTLE_MS, busy queue or idle: within about two backstop periods.
+ * The looks between keep the sightings ahead.
  */
 import { performance } from 'node:perf_hooks';
 import { type EmptySightings, type ProtocolOp, promoteDue } from '../protocol/index.js';
