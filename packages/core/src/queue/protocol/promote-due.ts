@@ -22,7 +22,10 @@ export const EMPTY_SETTLE_MS = 1000;
 
 /**
  * Empty delayed containers a leader's walks saw, with the time (ZooKeeper's
- * clock) each was first seen empty; kept by the leader from walk to walk.
+ * clock) each was first seen empty; kept by the leader from walk to walk: a
+ * walk that went on to its end (or to the first container ahead that holds a
+ * job) replaces them with its own, one that stopped short of the containers
+ * ahead keeps those of the containers it did not reach.
  */
 export type EmptySightings = Map<string, number>;
 
@@ -41,7 +44,12 @@ export type EmptySightings = Map<string, number>;
  * container known empty for EMPTY_SETTLE_MS (by its own sighting, or its
  * children's) that is not the current one (the tail bucket of the hour that
  * holds `now`, where adders write now): an hour or a day emptied before its
- * time, or ahead of it (its jobs promoted by hand or removed). A removal never loses an add racing it: a delete of a container
+ * time, or ahead of it (its jobs promoted by hand or removed). With `ahead`
+ * false, a walk stops at the first job not due yet, as a promoter's does:
+ * the leader walks on past one (to the containers ahead, removing what is
+ * empty there) only now and then, so that a busy queue, whose current hour
+ * always holds a job not due yet, adds no request to each of its looks (see
+ * LeaderLooks). A removal never loses an add racing it: a delete of a container
  * that is not empty fails (NotEmpty), and a pointer created into a removed
  * one fails with NoNode, its writer making the container again
  * (containers.ts).
@@ -60,15 +68,22 @@ export async function promoteDue(
   /** The time due jobs are judged against (ZooKeeper's, see ServerClock). */
   now = Date.now(),
   empties?: EmptySightings,
+  /** With `empties`: the walk goes on past a job not due yet, to the containers ahead. */
+  ahead = true,
 ): Promise<{ promoted: string[]; nextDue: number | undefined; failure?: unknown; raced?: number }> {
   const { layout } = store;
   const promoted: string[] = [];
   let raced = 0;
   const unread: unknown[] = [];
   const seen = new Map<string, number>();
-  const done = (nextDue: number | undefined) => {
+  /** Containers this walk judged (empty or not), when it stops short of those ahead. */
+  const reached = new Set<string>();
+  /** The due time of the first job not due yet, once the walk went on past it. */
+  let stop: number | undefined;
+  const done = (nextDue: number | undefined, short = false) => {
     if (empties) {
-      empties.clear();
+      if (short) for (const path of reached) empties.delete(path);
+      else empties.clear();
       for (const [path, at] of seen) empties.set(path, at);
     }
     return {
@@ -85,6 +100,7 @@ export async function promoteDue(
    * that time when it is gone, undefined when it stays.
    */
   const drop = async (path: string, past: boolean, since = now): Promise<number | undefined> => {
+    reached.add(path);
     if (past) return removeIfEmpty(store, path).then(() => now);
     if (!empties || !fence) return undefined;
     const from = Math.min(empties.get(path) ?? now, since);
@@ -126,7 +142,7 @@ export async function promoteDue(
     const dayDir = `${layout.delayedDir}/${day}`;
     if (dayStart > now) {
       if (empties && (await gone(dayDir, false)) !== undefined) continue;
-      return done(dayStart);
+      return done(stop ?? dayStart);
     }
     const hours = (await store.children(dayDir, watch)).sort();
     let hoursLeft = hours.length;
@@ -141,14 +157,17 @@ export async function promoteDue(
           hoursWent.push(since);
           continue;
         }
-        return done(hourStart);
+        return done(stop ?? hourStart);
       }
+      // walking on past a job not due yet: only the containers ahead
+      if (stop !== undefined) continue;
       const past = hourStart + DELAY_WINDOW_MS <= now;
       let nextDue: number | undefined;
       const buckets = await bucketsOf(store, container, watch);
       let bucketsLeft = buckets.length;
       for (const bucket of buckets) {
         const dir = `${container}/${bucket}`;
+        reached.add(dir);
         const names = await store.children(dir, watch);
         // by due time; jobs due at the same millisecond in the order they were added (ids count up)
         const due = names.filter((n) => dueOfDelayed(n) <= now).sort(byDueThenId);
@@ -167,16 +186,21 @@ export async function promoteDue(
         const tail = bucket === buckets[buckets.length - 1];
         if (due.length === names.length && (past || !tail) && (await drop(dir, past)) !== undefined) bucketsLeft--;
       }
-      if (nextDue !== undefined) return done(nextDue);
+      if (nextDue !== undefined) {
+        if (!empties || !ahead) return done(nextDue, true);
+        stop = nextDue;
+        continue;
+      }
       if (past && bucketsLeft === 0 && (await drop(container, past)) !== undefined) {
         hoursLeft--;
         hoursWent.push(now);
       }
     }
+    if (stop !== undefined) continue;
     if (dayStart + DELAY_DAY_MS <= now) await removeIfEmpty(store, dayDir);
     else if (hoursLeft === 0) await drop(dayDir, false, latest(hoursWent));
   }
-  return done(undefined);
+  return done(stop);
 }
 
 function byDueThenId(a: string, b: string): number {

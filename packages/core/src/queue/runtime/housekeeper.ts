@@ -43,7 +43,8 @@
  * Backstop read per other worker, whatever their number. Delayed containers
  * left empty are removed: once past, by any promoter; before (their jobs
  * promoted, by hand or removed), by the leader once it saw them empty for
- * EMPTY_SETTLE_MS, fenced, all but the tail bucket of the current hour
+ * EMPTY_SETTLE_MS (on a busy queue at its walk ahead, once per Backstop
+ * period: leader-looks.ts), fenced, all but the tail bucket of the current hour
  * (where adders write now), which stays until the hour is past. Until then a
  * reserve's Backstop read finds them, and it looks (a few listings).
  * A failed promotion is retried after a pause. Promoters also check the

@@ -19,6 +19,14 @@
  * kind at least every `backstopMs` (the Backstop's period: about a third of
  * the session timeout, at most 10 s). Idle, it sends nothing between two
  * backstop looks.
+ *
+ * A look walks on past the due jobs to the delayed containers ahead, to
+ * remove those left empty (see promoteDue), but past a job not due yet only
+ * once per `backstopMs`: on a busy queue the current hour always holds one,
+ * and walking on at every look would add requests to each. So an empty
+ * container ahead goes at the first walk ahead that finds it seen empty for
+ * EMPTY_SETTLE_MS, busy queue or idle: within about two backstop periods.
+ * The looks between keep the sightings ahead.
  */
 import { performance } from 'node:perf_hooks';
 import { type EmptySightings, type ProtocolOp, promoteDue } from '../protocol/index.js';
@@ -57,6 +65,8 @@ export class LeaderLooks {
   /** A check of the schedulers is due as soon as HEAL_EVERY_MS allows. */
   private schedulersChanged = false;
   private lastDelayedLook = Number.NEGATIVE_INFINITY;
+  /** When a look last walked on past a job not due yet, or could have (performance.now()). */
+  private lastAhead = Number.NEGATIVE_INFINITY;
   private lastHeal = Number.NEGATIVE_INFINITY;
   /** A failed look is tried again at this time (performance.now()). */
   private retryAt = Number.POSITIVE_INFINITY;
@@ -96,12 +106,15 @@ export class LeaderLooks {
     this.retryAt = Number.POSITIVE_INFINITY;
     this.lastDelayedLook = began;
     this.host.lookBegins();
+    const ahead = began - this.lastAhead >= this.host.backstopMs;
+    if (ahead) this.lastAhead = began;
     const { promoted, nextDue, failure, raced } = await promoteDue(
       store,
       fence,
       this.onDelayedChange,
       now,
       this.empties,
+      ahead,
     );
     if (promoted.length > 0) this.host.promoted(promoted);
     this.host.lookEnded(nextDue);
