@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type CreateMode, GroupMembership, MemberExistsError, type Session } from '@zkq/core';
+import { sharedZooKeeper } from '@zkq/testing';
 import { expire, STEADY_SESSION_TIMEOUT_MS, sessionsOn } from '../../fixtures/recipes/helpers.js';
-import { waitFor } from '../../helpers/zk.js';
+import { FaultProxy, OP, request } from '../../helpers/fault-proxy.js';
+import { testSession, waitFor } from '../../helpers/zk.js';
 
 test('membership: members follow joins and leaves', async (t) => {
   const { sessions } = await sessionsOn(t, 2);
@@ -88,4 +90,33 @@ test("membership: leave() of a member refused its id leaves the holder's node al
   await impostor.leave(); // as a cleanup in a finally would
   const stat = await other.exists('/group/a');
   assert.equal(stat?.ephemeralOwner, s.sessionId, "a's node was deleted by a member that never held it");
+});
+
+test('membership: a join whose create was applied and its reply lost is a member, or no node is left', async (t) => {
+  const proxy = await FaultProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const s = await testSession(t, {
+    connectionString: proxy.connectionString,
+    sessionTimeout: STEADY_SESSION_TIMEOUT_MS,
+  });
+  const other = await testSession(t, { namespace: s.namespace });
+  await other.ensurePath('/group');
+  const a = new GroupMembership(s, '/group', { id: 'a' });
+  // the create reaches the server; its reply is lost with the connection, the same session comes back
+  const lost = proxy.loseReply(request(OP.create, '/group/a'));
+  const joined = await a.join().then(
+    () => true,
+    () => false,
+  );
+  assert.ok(lost.hasFired, "the create's reply was not lost");
+  const node = await other.exists('/group/a');
+  if (joined) {
+    assert.equal(node?.ephemeralOwner, s.sessionId, 'joined, but not in the group');
+    await waitFor(() => a.current.includes('a'), { what: 'a in its own list' });
+  } else {
+    // refused: a node left would be a member nobody is, for as long as the session lives
+    assert.equal(node, null, 'a member that did not join is in the group');
+  }
+  await a.leave();
+  assert.equal(await other.exists('/group/a'), null);
 });

@@ -8,7 +8,9 @@
  * (a `WatchLoop`: a failed re-read is retried until `leave()`, however long
  * the outage), and `change` is emitted whenever it changes.
  *
- * A `NodeExists` on join means the id is taken. When the node belongs to an
+ * A create whose reply is lost is sent again; if it was given up (the link
+ * down past the session's retries) `join()` rejects and deletes the node it
+ * may have made. A `NodeExists` on join means the id is taken. When the node belongs to an
  * earlier session of this same object (the session layer declares a session
  * lost after a long suspension, possibly before the server has expired it),
  * `join()` waits for the old node to go and creates it again; any other
@@ -94,9 +96,9 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
       if (!created) return; // left before the node was made
       await list.start();
     } catch (err) {
-      // A node that is not ours (MemberExistsError) must not be deleted.
-      if (created) await this.leave().catch(() => undefined);
-      else this.stopFollowing();
+      // A create given up may have been applied (its reply lost): that node is ours and goes. One
+      // that is not ours (MemberExistsError) stays: leave() deletes only a node this object made.
+      await this.leave().catch(() => undefined);
       throw err;
     }
   }
@@ -172,10 +174,14 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     await this.session.ensurePath(this.path);
     for (;;) {
       if (!this.joined) return false;
-      // before the create: one applied whose reply is lost leaves a node that is ours to delete
-      this.ownSessions.add(BigInt(`0x${this.session.sessionId}`));
       try {
-        await this.session.create(this.nodePath, this.data, 'ephemeral');
+        // Sent again on connection loss: a create applied whose reply was lost answers NodeExists
+        // the next time, on a node of this session (ours). The session is noted before each
+        // create: one applied whose reply is lost leaves a node that is ours to delete.
+        await this.session.retry(() => {
+          this.ownSessions.add(BigInt(`0x${this.session.sessionId}`));
+          return this.session.create(this.nodePath, this.data, 'ephemeral');
+        });
       } catch (err) {
         if (!(err instanceof NodeExistsError)) throw err;
         // An earlier session of ours still holds the node: wait for the server to expire it.
