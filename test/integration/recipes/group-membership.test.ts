@@ -120,3 +120,20 @@ test('membership: a join whose create was applied and its reply lost is a member
   await a.leave();
   assert.equal(await other.exists('/group/a'), null);
 });
+
+test("membership: a second member of the same id on the same session is refused, and its leave leaves the holder's node", async (t) => {
+  const { sessions } = await sessionsOn(t, 2);
+  const [s, other] = sessions as [Session, Session];
+  const a = new GroupMembership(s, '/group', { id: 'a' });
+  await a.join();
+  const twin = new GroupMembership(s, '/group', { id: 'a' });
+  await assert.rejects(twin.join(), MemberExistsError);
+  await twin.leave(); // as a cleanup in a finally would
+  assert.equal((await other.exists('/group/a'))?.ephemeralOwner, s.sessionId, "a's node was deleted by its twin");
+  await a.leave();
+  // the id is free again for another object of the session
+  await twin.join();
+  assert.equal((await other.exists('/group/a'))?.ephemeralOwner, s.sessionId);
+  await twin.leave();
+  assert.equal(await other.exists('/group/a'), null);
+});

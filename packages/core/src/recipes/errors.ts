@@ -8,10 +8,13 @@ export class NotLeaderError extends ZkqError {
   }
 }
 
-/** `GroupMembership.join()` found a live member with the same id owned by another session. */
+/**
+ * `GroupMembership.join()` found a live member with the same id: owned by another session, or
+ * joined by another `GroupMembership` of the same session that has not left.
+ */
 export class MemberExistsError extends ZkqError {
   constructor(readonly memberPath: string) {
-    super('ZKQ_MEMBER_EXISTS', `another session is already a member as ${memberPath}`);
+    super('ZKQ_MEMBER_EXISTS', `another member already holds ${memberPath}`);
   }
 }
 

@@ -10,11 +10,13 @@
  *
  * A create whose reply is lost is sent again; if it was given up (the link
  * down past the session's retries) `join()` rejects and deletes the node it
- * may have made. A `NodeExists` on join means the id is taken. When the node belongs to an
- * earlier session of this same object (the session layer declares a session
+ * may have made. A `NodeExists` on join means the id is taken. When the
+ * node belongs to an earlier session of this same object (the session layer declares a session
  * lost after a long suspension, possibly before the server has expired it),
  * `join()` waits for the old node to go and creates it again; any other
- * owner is a different live member: `MemberExistsError`.
+ * owner is a different live member: `MemberExistsError`. So is another
+ * object of the same session that joined with this id and has not left (the
+ * server sees one owner for both).
  *
  * Suspended connection: the cache is kept (it may be stale until the
  * reconnect). Session lost: the member's node is gone; once the session layer
@@ -82,6 +84,10 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
   /** Joins the group and starts following its member list. */
   async join(): Promise<void> {
     if (this.joined) return;
+    const holders = holdersOn(this.session);
+    const holder = holders.get(this.nodePath);
+    if (holder && holder !== this) throw new MemberExistsError(this.nodePath);
+    holders.set(this.nodePath, this);
     this.joined = true;
     this.subscribe();
     const list = new WatchLoop(this.session, {
@@ -110,7 +116,13 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
    */
   async leave(): Promise<void> {
     this.stopFollowing();
-    await this.deleteNode();
+    try {
+      await this.deleteNode();
+    } finally {
+      // the id is free for another object of this session once the node is gone (or given up)
+      const holders = holdersOn(this.session);
+      if (!this.joined && holders.get(this.nodePath) === this) holders.delete(this.nodePath);
+    }
   }
 
   /** The current members with their data, read from ZooKeeper now. */
@@ -213,6 +225,23 @@ export class GroupMembership extends EventEmitter<GroupMembershipEvents> {
     this.cache = sorted;
     this.emit('change', [...sorted]);
   }
+}
+
+/**
+ * The object that joined as each member path, per session. The server tells
+ * two objects of one session apart by nothing (the node's owner is the
+ * session): a second object joining with an id the first holds would take the
+ * first's node for its own, and its leave would delete it.
+ */
+const joinedOn = new WeakMap<Session, Map<string, GroupMembership>>();
+
+function holdersOn(session: Session): Map<string, GroupMembership> {
+  let holders = joinedOn.get(session);
+  if (!holders) {
+    holders = new Map();
+    joinedOn.set(session, holders);
+  }
+  return holders;
 }
 
 function emptyOnNoNode(err: unknown): string[] {
