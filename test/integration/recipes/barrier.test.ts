@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AbortedError, Barrier, DoubleBarrier, InvalidArgumentError, TimeoutError } from '@zkq/core';
+import {
+  AbortedError,
+  Barrier,
+  DoubleBarrier,
+  InvalidArgumentError,
+  type Session,
+  SessionExpiredError,
+  TimeoutError,
+} from '@zkq/core';
 import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { expire, sessionsOn, watchedPaths } from '../../fixtures/recipes/helpers.js';
 import { testSession, waitFor } from '../../helpers/zk.js';
@@ -150,4 +158,45 @@ test('barrier: a join whose create was applied, its reply lost with its session,
   assert.deepEqual(await owners(), [s.sessionId]);
   await m1.enter({ timeout: 30_000 });
   await entering;
+});
+
+test('barrier: a member whose session is given up while it counts the members rejects, and leaves no node to count', async (t) => {
+  const sessionTimeout = 4000;
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const s = await testSession(t, {
+    connectionString: proxy.connectionString,
+    sessionTimeout,
+    requestTimeout: 300,
+    retry: { maxAttempts: 1000, baseDelayMs: 20, maxDelayMs: 200, deadlineMs: 60_000 },
+  });
+  const observer = await testSession(t, { namespace: s.namespace });
+  const other = await testSession(t, { namespace: s.namespace });
+  await observer.ensurePath('/b');
+  const m0 = new Barrier(s, '/b', { size: 2, id: 'm0' });
+  // The node is made; the look for `start` is sent, its reply and every later one are lost. A
+  // while before the client gives the session up the link dies both ways (its close lost too):
+  // the server keeps the node of the session given up a while longer, then expires it. Read on
+  // the new session, the count holds that node: a member waiting on it waits for one member too
+  // many once it goes, and with `size` members in all nobody would ever pass.
+  const existsOn = s.exists.bind(s);
+  let looked = false;
+  s.exists = ((path: string, options?: Parameters<Session['exists']>[1]) => {
+    if (path === '/b/start' && !looked) {
+      looked = true;
+      proxy.dropReplies();
+    }
+    return existsOn(path, options);
+  }) as Session['exists'];
+  s.once('suspended', () => setTimeout(() => proxy.partition(), (sessionTimeout * 3) / 4));
+  s.once('lost', () => proxy.restore());
+  await assert.rejects(m0.enter({ timeout: 30_000 }), SessionExpiredError);
+  // no node of m0 left to count: two members that enter now pass together, not one alone
+  await waitFor(async () => (await observer.getChildren('/b')).length === 0, { what: "m0's node gone" });
+  const m1 = new Barrier(observer, '/b', { size: 2, id: 'm1' });
+  const m2 = new Barrier(other, '/b', { size: 2, id: 'm2' });
+  const first = m1.enter({ timeout: 30_000 });
+  await waitFor(async () => (await observer.getChildren('/b')).length === 1, { what: 'm1 in' });
+  assert.equal(await observer.exists('/b/start'), null, 'passed with one member');
+  await Promise.all([first, m2.enter({ timeout: 30_000 })]);
 });

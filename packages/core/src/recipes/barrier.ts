@@ -18,7 +18,11 @@
  * leaves; `BatchBarrier` starts batch after batch with no reset.)
  *
  * Suspended connection: waiting goes on. Session lost while waiting: the
- * member's node is gone, so `enter()` rejects with `SessionExpiredError`.
+ * member's node is gone, so `enter()` rejects with `SessionExpiredError`;
+ * so it does when a read retried on the new session still counts the node of
+ * the session given up (the server keeps it until it expires that session),
+ * and that node is deleted: waiting on, the member would wait with no node,
+ * not counted once the server expired it.
  */
 import { InvalidArgumentError } from '../errors.js';
 import { NodeExistsError, SessionExpiredError } from '../zk/errors.js';
@@ -83,11 +87,20 @@ export class Barrier {
     if (this.node) throw new InvalidArgumentError(`already a member of barrier ${this.path}`);
     const data = this.id === undefined ? undefined : Buffer.from(this.id);
     this.node = await createMemberNode(this.session, this.path, MEMBER_PREFIX, data);
+    // A read retried on a new session may still count the node of the session given up (the server
+    // keeps it until it expires that session): waiting on, this member would wait with no node.
+    let lost = false;
+    const onLost = () => {
+      lost = true;
+    };
+    this.session.on('lost', onLost);
     try {
-      await this.waitForStart(turn);
+      await this.waitForStart(turn, () => lost);
     } catch (err) {
       await this.removeNode().catch(() => undefined);
       throw err;
+    } finally {
+      this.session.off('lost', onLost);
     }
   }
 
@@ -112,16 +125,20 @@ export class Barrier {
     return sortBySequence(await this.session.getChildren(this.path), MEMBER_PREFIX);
   }
 
-  private async waitForStart(turn: TurnOptions): Promise<void> {
+  /** Waits for `start` (or creates it); `SessionExpiredError` once `lost()`, unless `start` was seen first. */
+  private async waitForStart(turn: TurnOptions, lost: () => boolean): Promise<void> {
     const start = joinPath(this.path, START_NODE);
     if (await this.session.exists(start)) return;
-    if ((await this.members()).length >= this.size) {
+    const count = (await this.members()).length;
+    if (lost()) throw new SessionExpiredError(this.node);
+    if (count >= this.size) {
       await this.session.create(start).catch((err) => {
         if (!(err instanceof NodeExistsError)) throw err;
       });
       return;
     }
     for (;;) {
+      if (lost()) throw new SessionExpiredError(this.node);
       const event = await watchOnce(this.session, start, turn, 'present');
       if (event?.type === 'sessionLost') throw new SessionExpiredError(this.node);
       if (event === undefined || event.type === 'created') return;
