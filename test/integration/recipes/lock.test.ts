@@ -209,3 +209,37 @@ test('lock: an acquire whose session is given up while it looks at the line reje
   assert.equal(lock.isHeld, false);
   assert.deepEqual(await observer.getChildren('/lock'), [], "the given-up session's node is removed");
 });
+
+test('lock: a waiter whose session is given up while it looks at the line rejects at once, not when the holder releases', async (t) => {
+  const sessionTimeout = 4000;
+  const proxy = await TcpProxy.start(await sharedZooKeeper());
+  t.after(() => proxy.stop());
+  const s = await testSession(t, {
+    connectionString: proxy.connectionString,
+    sessionTimeout,
+    requestTimeout: 300,
+    retry: { maxAttempts: 1000, baseDelayMs: 20, maxDelayMs: 200, deadlineMs: 60_000 },
+  });
+  const observer = await testSession(t, { namespace: s.namespace });
+  const holder = new Lock(observer, '/lock', { id: 'holder' });
+  await holder.acquire();
+  const lock = new Lock(s, '/lock', { id: 'l0' });
+  // as above, but the holder keeps the lock: read again on the new session, the line shows the
+  // node of the session given up behind the holder's, and the waiter would wait there with a node
+  // the server expires meanwhile, for a turn it no longer has
+  const listOn = s.getChildren.bind(s);
+  let listed = false;
+  s.getChildren = ((path: string, options?: Parameters<Session['getChildren']>[1]) => {
+    if (path === '/lock' && !listed) {
+      listed = true;
+      proxy.dropReplies();
+    }
+    return listOn(path, options);
+  }) as Session['getChildren'];
+  s.once('suspended', () => setTimeout(() => proxy.partition(), (sessionTimeout * 3) / 4));
+  s.once('lost', () => proxy.restore());
+  await assert.rejects(lock.acquire({ timeout: 30_000 }), SessionExpiredError);
+  assert.equal(holder.isHeld, true);
+  await waitFor(async () => (await observer.getChildren('/lock')).length === 1, { what: "the waiter's node gone" });
+  await holder.release();
+});

@@ -67,6 +67,13 @@ export interface TurnOptions {
   stats?: WaitStats;
   /** Told of each step of a wait (for diagnostics; see `TurnStep`). */
   onStep?: ((step: TurnStep) => void) | undefined;
+  /**
+   * True once the waiter's node went with a session lost (`waitForTurn` then
+   * rejects with `SessionExpiredError`): a listing retried on the new session
+   * may still show it, the server keeping the session given up until it
+   * expires it.
+   */
+  nodeLost?: (() => boolean) | undefined;
 }
 
 /** A step of `waitForTurn`: a watch set on `watch`, a wake-up by `event`, or the turn come. */
@@ -92,6 +99,7 @@ export async function waitForTurn(
   for (;;) {
     throwIfAborted(options);
     const sorted = sortBySequence((await session.getChildren(dir)).filter((n) => driver.participates(n)));
+    if (options.nodeLost?.()) throw new SessionExpiredError(joinPath(dir, own));
     if (!sorted.includes(own)) throw new NoNodeError(joinPath(dir, own));
     const decision = driver.decide(sorted, own);
     if (decision.proceed) {

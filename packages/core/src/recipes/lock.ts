@@ -23,8 +23,9 @@
  * Session lost: the node is gone with the session; `lost` is emitted and
  * `isHeld` stays false; a pending `acquire` rejects with
  * `SessionExpiredError`, also when a read retried on the new session still
- * lists the old node at the head of the line (the server keeps a session the
- * client gave up until it expires it), and that node is deleted. Maturity: tested against a real server, silent
+ * lists the old node, at the head of the line or behind another (the server
+ * keeps a session the client gave up until it expires it), and that node is
+ * deleted. Maturity: tested against a real server, silent
  * partitions included.
  */
 import { EventEmitter } from 'node:events';
@@ -128,7 +129,12 @@ export class Lock extends EventEmitter<LockEvents> {
     let node: string | undefined;
     try {
       node = await this.createNode();
-      await waitForTurn(this.session, this.path, baseName(node), this.driver, turn);
+      const own = node;
+      // a session lost meanwhile (onLost) takes this contender out of line, whatever a listing still shows
+      await waitForTurn(this.session, this.path, baseName(own), this.driver, {
+        ...turn,
+        nodeLost: () => this.node !== own,
+      });
       this.becomeHolder(node);
     } catch (err) {
       await this.abandon(node);
