@@ -66,9 +66,13 @@
  *   the parents a flow add cut off midway left waiting (protocol/flow-add-split.ts).
  * Every write of the leader carries the election's fence: a deposed leader's
  * writes fail instead of racing the new one's, so two leaders never act at once.
+ * A write refused so (fenced, or its fence refused while the election is
+ * suspended or lost) ends its look or sweep without an `error` event: a
+ * network blip is no error; the next term looks again.
  */
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { NotLeaderError } from '../../recipes/errors.js';
 import { LeaderElection } from '../../recipes/leader-election.js';
 import type { ReadOp, ReadResult } from '../../zk/multi-size.js';
 import {
@@ -312,8 +316,15 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.emit('deposed');
   }
 
+  /**
+   * Emits `error`, but for a leader's write refused its leadership: fenced
+   * at the server (FencedError), or refused its fence before sending
+   * (NotLeaderError: the election suspended or lost meanwhile). Either ends
+   * the look or sweep quietly; the next term looks again.
+   */
   private report(err: unknown): void {
-    if (!this.closed && !(err instanceof FencedError)) this.emit('error', err);
+    if (this.closed || err instanceof FencedError || err instanceof NotLeaderError) return;
+    this.emit('error', err);
   }
 
   /** Revokes every claim whose lease ran out unrenewed; resolves with their ids. */
