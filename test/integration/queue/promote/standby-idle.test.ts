@@ -1,8 +1,8 @@
 /**
  * What a standby costs on an idle queue (no delayed job, no scheduler): it
  * follows the watches its looks set, as the leader does, and looks unwoken
- * only at the Backstop period; it polled every 2 s (22 requests in 30 s,
- * against 7 now, with the default session timeout). Here a leader and its
+ * only as it checks the schedulers, every 10 s; it polled every 2 s (22
+ * requests in 30 s, against 10 now, with the default session timeout). Here a leader and its
  * two standbys rest for MEASURE_MS, each standby's session requests counted:
  * fewer than one per POLL_MS.
  */
@@ -16,7 +16,7 @@ import { nextEvent } from '../../../helpers/zk.js';
 const MEASURE_MS = 30_000;
 /** How often a standby polled before. */
 const POLL_MS = 2000;
-/** The default session timeout: the Backstop period is then near its longest (10 s). */
+/** The default session timeout (the Backstop's reads come about every 10 s). */
 const SESSION_MS = 30_000;
 
 test('an idle queue: each standby sends fewer requests than one per 2 s', async (t) => {

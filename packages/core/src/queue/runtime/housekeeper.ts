@@ -26,7 +26,8 @@
  *   the session reconnected), STANDBY_WATCH_GAP_MS after their last look:
  *   as soon as they polled before, so they learn a due time no later than
  *   then; with nothing changed there is nothing to learn, and they look
- *   only at the Backstop period (a watch lost all the same). A leader that
+ *   only when they check the schedulers, every STANDBY_HEAL_EVERY_MS (a
+ *   backstop, should a watch be lost all the same). A leader that
  *   is stuck does not stop a standby's watches. While the leader works, a
  *   standby's look finds nothing to do; once it is gone, the first standby
  *   to look promotes;
@@ -425,9 +426,9 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     const gap = promoted.length > 0 ? 0 : STANDBY_GAP_MS;
     return () => {
       const since = performance.now() - this.lastLook;
-      // woken by a watch no sooner than it polled before; unwoken, at its backstop (a watch lost all the
-      // same: the Backstop period, and never sooner than it polled before)
-      const unwoken = this.standbyChanged ? STANDBY_WATCH_GAP_MS : Math.max(this.backstop.period, STANDBY_WATCH_GAP_MS);
+      // woken by a watch no sooner than it polled before; unwoken, as a backstop (a watch lost all the
+      // same), when it checks the schedulers anyway
+      const unwoken = this.standbyChanged ? STANDBY_WATCH_GAP_MS : STANDBY_HEAL_EVERY_MS;
       return Math.min(Math.max(gap - since, this.untilKnownDue(this.grace)), unwoken - since);
     };
   }
