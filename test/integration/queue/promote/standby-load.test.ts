@@ -1,6 +1,6 @@
 /**
- * What standbys cost while the leader promotes (docs/operations.md): no
- * watch, a look per due time they know of, at most four looks a second,
+ * What standbys cost while the leader promotes (docs/operations.md): a
+ * look per due time they know of (or watch that fired), at most four looks a second,
  * each a few listings. Here a leader and five standbys watch a queue whose
  * delayed jobs come due one after another; each standby's requests stay
  * within four looks a second of a handful of requests each, whatever the

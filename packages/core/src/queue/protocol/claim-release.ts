@@ -22,12 +22,19 @@
  * would go out on the next session: the node is read again.
  */
 import { NoNodeError } from '../../zk/errors.js';
+import { type ReadResult, readMultiBatchSize } from '../../zk/multi-size.js';
 import type { QueueLayout } from '../layout.js';
+import { MAX_PROGRESS_BYTES } from '../progress.js';
 import type { ClaimInfo, ProtocolContext } from './context.js';
 import { OutcomeUnknownError, type ProtocolOp } from './executor.js';
 
 /** Reads and deletes of a claim node (its outcome unknown, its pointer found gone), before it is left to its session. */
 const REMOVAL_ROUNDS = 3;
+
+/** Most bytes of a claim node: its attempt's progress, and its worker, pointer, slot and times besides. */
+const CLAIM_NODE_MAX_BYTES = MAX_PROGRESS_BYTES + 4 * 1024;
+/** Claim nodes read per read-only multi: a reply of nodes each full of progress stays under the packet limit. */
+const CLAIM_NODES_PER_READ = readMultiBatchSize(CLAIM_NODE_MAX_BYTES);
 
 /** A claim as made (claim.ts `PreparedClaim`): its job and the data its node was created with. */
 interface MadeClaim {
@@ -86,9 +93,10 @@ export interface OwnClaimNode {
 /**
  * Deletes each of `nodes`, with the slot it names, at the version read,
  * while it is this session's and `own` judges its data the attempt's (see
- * the header): one read of them all, then one run of their deletes, sent
- * once; those whose outcome stays unknown, or whose pointer went, are read
- * again.
+ * the header): one read of them all (CLAIM_NODES_PER_READ per read-only
+ * multi: a claim node may hold up to MAX_PROGRESS_BYTES of progress), then
+ * one run of their deletes, sent once; those whose outcome stays unknown, or
+ * whose pointer went, are read again.
  */
 export async function removeOwnClaims<N extends OwnClaimNode>(
   store: ProtocolContext,
@@ -98,7 +106,13 @@ export async function removeOwnClaims<N extends OwnClaimNode>(
   const { session, layout } = store;
   let left = nodes;
   for (let round = 0; round < REMOVAL_ROUNDS && left.length > 0; round++) {
-    const reads = await session.readMulti(left.map((n) => ({ op: 'getData' as const, path: layout.claim(n.id) })));
+    const reads: ReadResult<{ op: 'getData'; path: string }>[] = [];
+    for (let i = 0; i < left.length; i += CLAIM_NODES_PER_READ) {
+      const batch = left.slice(i, i + CLAIM_NODES_PER_READ);
+      reads.push(
+        ...(await session.readMulti(batch.map((n) => ({ op: 'getData' as const, path: layout.claim(n.id) })))),
+      );
+    }
     const found = left.flatMap((n, i) => {
       const read = reads[i];
       if (!read?.ok || read.stat.ephemeralOwner !== session.sessionId) return []; // gone, or another session's

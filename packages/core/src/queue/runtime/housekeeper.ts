@@ -18,11 +18,17 @@
  *   due time its last look saw came, or its session reconnected; it polls
  *   only as a backstop, once per Backstop period (runtime/leader-looks.ts);
  * - the first STANDBYS workers behind it in the election's line are
- *   standbys: they set no watch and promote only what is overdue by
- *   STANDBY_GRACE_MS (plus a random share of it, so standbys do not all wake
- *   together), waking at the earliest due time they know (from their last
- *   look, or noted by their own writes: `noteDue`) plus that grace, and look
- *   again at least every STANDBY_POLL_MS. While the leader works, a
+ *   standbys: they promote only what is overdue by STANDBY_GRACE_MS (plus a
+ *   random share of it, so standbys do not all wake together), waking at
+ *   the earliest due time they know (from their last look, or noted by
+ *   their own writes: `noteDue`) plus that grace. They watch what their
+ *   looks read, as the leader does, and look again when a watch fired (or
+ *   the session reconnected), STANDBY_WATCH_GAP_MS after their last look:
+ *   as soon as they polled before, so they learn a due time no later than
+ *   then; with nothing changed there is nothing to learn, and they look
+ *   only when they check the schedulers, every STANDBY_HEAL_EVERY_MS (a
+ *   backstop, should a watch be lost all the same). A leader that
+ *   is stuck does not stop a standby's watches. While the leader works, a
  *   standby's look finds nothing to do; once it is gone, the first standby
  *   to look promotes;
  * - every other worker is a reserve: it looks only when its Backstop's read
@@ -66,9 +72,13 @@
  *   the parents a flow add cut off midway left waiting (protocol/flow-add-split.ts).
  * Every write of the leader carries the election's fence: a deposed leader's
  * writes fail instead of racing the new one's, so two leaders never act at once.
+ * A write refused so (fenced, or its fence refused while the election is
+ * suspended or lost) ends its look or sweep without an `error` event: a
+ * network blip is no error; the next term looks again.
  */
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { NotLeaderError } from '../../recipes/errors.js';
 import { LeaderElection } from '../../recipes/leader-election.js';
 import type { ReadOp, ReadResult } from '../../zk/multi-size.js';
 import {
@@ -99,8 +109,8 @@ const PROMOTE_RETRY_MS = 500;
 const STANDBY_GRACE_MS = 100;
 /** Shortest time between two looks of a standby while the leader promotes, ms. */
 const STANDBY_GAP_MS = 250;
-/** Longest time between two looks of a standby, ms. */
-const STANDBY_POLL_MS = 2000;
+/** Shortest time between a standby's look and the next one its watches wake (it polled at this pace before), ms. */
+const STANDBY_WATCH_GAP_MS = 2000;
 /** How often a standby checks the schedulers, ms. */
 const STANDBY_HEAL_EVERY_MS = 10_000;
 /** How often a reserve checks the schedulers (when there are any), ms. */
@@ -151,6 +161,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private standingIn = false;
   /** The Backstop's read found something for a reserve to look at. */
   private called = false;
+  /** A watch of the standby's last look fired (or its connection moved on): it looks again. */
+  private standbyChanged = false;
   private readonly backstop: Backstop;
   private leaveBackstop: (() => void) | undefined;
   private closed = false;
@@ -212,7 +224,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
 
   /** Joins the election and starts promoting (as a standby until elected). */
   async start(): Promise<void> {
-    if (!this.promoting) this.store.session.on('reconnected', this.looks.onReconnected);
+    if (!this.promoting) this.store.session.on('reconnected', this.onReconnected);
     this.promoting ??= this.promoteLoop();
     await this.election.start();
     if (this.closed || this.leaveBackstop) return;
@@ -263,7 +275,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
    */
   async close(): Promise<void> {
     this.closed = true;
-    this.store.session.off('reconnected', this.looks.onReconnected);
+    this.store.session.off('reconnected', this.onReconnected);
     this.leaveBackstop?.();
     this.stepDown();
     this.sleeper?.wake();
@@ -282,6 +294,18 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   }
 
   private readonly fence = (): ProtocolOp[] => [{ ...this.election.fence(), role: 'fence' }];
+
+  /** A connection moved on: a watch may have gone with it (the leader's and a standby's alike). */
+  private readonly onReconnected = (): void => {
+    this.looks.onReconnected();
+    this.onStandbyChange();
+  };
+
+  /** A standby's watch fired: it looks again, STANDBY_WATCH_GAP_MS after its last look (sooner at a due time). */
+  private readonly onStandbyChange = (): void => {
+    this.standbyChanged = true;
+    if (!this.leading && !this.reserve) this.sleeper?.rearm();
+  };
 
   private lead(): void {
     if (this.leading || this.closed) return;
@@ -312,8 +336,15 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     this.emit('deposed');
   }
 
+  /**
+   * Emits `error`, but for a leader's write refused its leadership: fenced
+   * at the server (FencedError), or refused its fence before sending
+   * (NotLeaderError: the election suspended or lost meanwhile). Either ends
+   * the look or sweep quietly; the next term looks again.
+   */
   private report(err: unknown): void {
-    if (!this.closed && !(err instanceof FencedError)) this.emit('error', err);
+    if (this.closed || err instanceof FencedError || err instanceof NotLeaderError) return;
+    this.emit('error', err);
   }
 
   /** Revokes every claim whose lease ran out unrenewed; resolves with their ids. */
@@ -367,13 +398,16 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
    */
   private async look(): Promise<() => number> {
     this.notedDue = undefined; // what was written before this look, it sees
+    this.standbyChanged = false;
+    // a standby (or a reserve standing in) watches what it reads; a reserve sets no watch
+    const watch = this.reserve ? undefined : this.onStandbyChange;
     const now = await this.clock.earliest();
     // a standby judges with the grace it woke for, and draws the next one
     const grace = this.grace;
     this.grace = STANDBY_GRACE_MS * (1 + Math.random());
     // a due time known to have come: a look that finds it promoted already saw the front at work
     const dueCame = this.knownDue !== undefined && this.knownDue <= now - grace;
-    const { promoted, nextDue, failure } = await promoteDue(this.store, undefined, undefined, now - grace);
+    const { promoted, nextDue, failure } = await promoteDue(this.store, undefined, watch, now - grace);
     if (promoted.length > 0) this.emit('promoted', promoted);
     this.knownDue = nextDue;
     if (!this.standby) {
@@ -390,8 +424,13 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     if (this.reserve) return () => Number.POSITIVE_INFINITY;
     // a standby that promoted stands in for a leader that does not: it keeps to the due times
     const gap = promoted.length > 0 ? 0 : STANDBY_GAP_MS;
-    return () =>
-      Math.min(Math.max(gap - (performance.now() - this.lastLook), this.untilKnownDue(this.grace)), STANDBY_POLL_MS);
+    return () => {
+      const since = performance.now() - this.lastLook;
+      // woken by a watch no sooner than it polled before; unwoken, as a backstop (a watch lost all the
+      // same), when it checks the schedulers anyway
+      const unwoken = this.standbyChanged ? STANDBY_WATCH_GAP_MS : STANDBY_HEAL_EVERY_MS;
+      return Math.min(Math.max(gap - since, this.untilKnownDue(this.grace)), unwoken - since);
+    };
   }
 
   /** Local ms until the earliest known due time plus `grace` (0 when past, infinite when none). */
