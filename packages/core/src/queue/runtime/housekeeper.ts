@@ -59,17 +59,8 @@
  * or comes due (leader-looks.ts).
  *
  * Worker daemons join the election under `leader/` (LeaderElection). The
- * leader alone also
- * - revokes stale claims every `stalledInterval`: a claim whose version (its
- *   renewals) has not moved for its lease duration on the leader's own
- *   monotonic clock, deleted at the version judged (see LeaseObserver in
- *   @zkq/core); the job is claimed again and fails past maxStalledCount;
- * - removes receipts left by clients that died before deleting them, the
- *   dependency nodes of parents that retention trimmed, the log nodes of jobs
- *   that are gone (a few shards a pass), cancel requests
- *   whose attempt ended before its worker saw them, and deduplication keys
- *   whose ttl ran out or whose job is gone (with their empty shards); fails
- *   the parents a flow add cut off midway left waiting (protocol/flow-add-split.ts).
+ * leader alone also revokes stale claims and sweeps what dead clients left
+ * (runtime/leader-sweeps.ts).
  * Every write of the leader carries the election's fence: a deposed leader's
  * writes fail instead of racing the new one's, so two leaders never act at once.
  * A write refused so (fenced, or its fence refused while the election is
@@ -81,26 +72,12 @@ import { performance } from 'node:perf_hooks';
 import { NotLeaderError } from '../../recipes/errors.js';
 import { LeaderElection } from '../../recipes/leader-election.js';
 import type { ReadOp, ReadResult } from '../../zk/multi-size.js';
-import {
-  DEDUP_SWEEP_SHARDS,
-  FencedError,
-  LeaseObserver,
-  LOG_SWEEP_SHARDS,
-  type MarkSightings,
-  type ProtocolOp,
-  promoteDue,
-  releaseCutFlows,
-  revokeClaims,
-  sweepCancels,
-  sweepDedupKeys,
-  sweepOrphanDeps,
-  sweepOrphanLogs,
-  sweepReceipts,
-} from '../protocol/index.js';
+import { FencedError, type ProtocolOp, promoteDue } from '../protocol/index.js';
 import { healSchedulers } from '../schedulers.js';
 import type { QueueStore } from '../store.js';
 import { type Backstop, backstopOf } from './backstop.js';
 import { LeaderLooks } from './leader-looks.js';
+import { LeaderSweeps } from './leader-sweeps.js';
 import type { ServerClock } from './server-clock.js';
 
 /** Pause after a failed promotion round, ms. */
@@ -132,9 +109,8 @@ export interface HousekeeperEvents {
 
 export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private readonly election: LeaderElection;
-  private readonly observer = new LeaseObserver();
-  /** Marks of split flow adds, as last seen (cut-off adds are judged on this process's clock). */
-  private readonly flowAdds: MarkSightings = new Map();
+  /** The leader's revocations and sweeps. */
+  private readonly sweeps: LeaderSweeps;
   /** Due times are judged on ZooKeeper's clock, not this process's. */
   private get clock(): ServerClock {
     return this.store.clock;
@@ -167,14 +143,6 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   private leaveBackstop: (() => void) | undefined;
   private closed = false;
   private checking = false;
-  private lastSweep = 0;
-  /** Receipts seen by earlier sweeps, with the sweep that first saw them. */
-  private readonly receipts = new Map<string, number>();
-  private sweeps = 0;
-  /** The deduplication key shard the next sweep starts at. */
-  private dedupFrom: string | undefined;
-  /** The log shard the next sweep starts at. */
-  private logsFrom: string | undefined;
 
   constructor(
     private readonly store: QueueStore,
@@ -186,9 +154,10 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
      */
     private readonly promotePollMs?: number,
     /** How often receipts, orphans, cancel requests and deduplication keys are swept, ms (tests shorten it). */
-    private readonly sweepMs = RECEIPT_SWEEP_MS,
+    sweepMs = RECEIPT_SWEEP_MS,
   ) {
     super();
+    this.sweeps = new LeaderSweeps(store, this.fence, sweepMs);
     this.election = new LeaderElection(store.session, store.layout.leaderDir, { id: workerId });
     this.election.on('elected', () => this.lead());
     this.election.on('deposed', () => this.stepDown());
@@ -311,12 +280,12 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     if (this.leading || this.closed) return;
     this.leading = true;
     this.emit('elected');
-    this.lastSweep = performance.now();
+    this.sweeps.begin();
     this.stalledTimer = setInterval(() => {
       if (this.checking) return;
       this.checking = true;
       this.checkStalled()
-        .then(() => this.maybeSweep())
+        .then(() => this.sweeps.maybeSweep(() => this.leading))
         .catch((err) => this.report(err))
         .finally(() => {
           this.checking = false;
@@ -331,7 +300,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     if (!this.leading) return;
     this.leading = false;
     clearInterval(this.stalledTimer);
-    this.observer.clear();
+    this.sweeps.end();
     this.sleeper?.wake();
     this.emit('deposed');
   }
@@ -350,24 +319,9 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
   /** Revokes every claim whose lease ran out unrenewed; resolves with their ids. */
   async checkStalled(): Promise<string[]> {
     if (!this.leading) return [];
-    const stale = await this.observer.stale(this.store);
-    if (stale.length === 0 || !this.leading) return [];
-    const revoked = await revokeClaims(this.store, stale, this.fence);
+    const revoked = await this.sweeps.revokeStale(() => this.leading);
     for (const id of revoked) this.emit('stalled', id);
     return revoked;
-  }
-
-  private async maybeSweep(): Promise<void> {
-    if (!this.leading || performance.now() - this.lastSweep < this.sweepMs) return;
-    this.lastSweep = performance.now();
-    await sweepReceipts(this.store, this.receipts, ++this.sweeps);
-    await sweepOrphanDeps(this.store, this.fence);
-    await releaseCutFlows(this.store, this.fence, this.flowAdds, performance.now());
-    const logs = await sweepOrphanLogs(this.store, this.fence, { from: this.logsFrom, shards: LOG_SWEEP_SHARDS });
-    this.logsFrom = logs.next;
-    await sweepCancels(this.store, this.fence);
-    const keys = await sweepDedupKeys(this.store, this.fence, { from: this.dedupFrom, shards: DEDUP_SWEEP_SHARDS });
-    this.dedupFrom = keys.next;
   }
 
   private async promoteLoop(): Promise<void> {
