@@ -6,8 +6,9 @@
  * single smallest node; a lone worker always takes the head in order.
  *
  * It also remembers the pointers a claim found without their record, so an
- * idle look drops them instead of taking them for work, and the foreign
- * nodes the worker leaves alone.
+ * idle look drops them instead of taking them for work (and a later scan
+ * leaves them out of the candidates), and the foreign nodes the worker
+ * leaves alone.
  */
 import type { Candidate } from '../protocol/claim.js';
 import { dropOrphanPointer, lookAtHead } from '../protocol/head.js';
@@ -103,8 +104,13 @@ export class HeadView {
     // spreading, the view reaches further into the head (its bucket is listed whole anyway),
     // so that workers picking windows at random rarely pick the same ones
     const limit = this.spreading() ? Math.max(SPREAD_VIEW, max * 16) : Math.max(200, max * 4);
-    this.view = await this.lookAtHead(limit);
-    this.sawWholeHead = this.view.length < limit;
+    const listed = await this.lookAtHead(limit);
+    this.sawWholeHead = listed.length < limit;
+    // A pointer a claim found without its record is no candidate when a later scan lists it again (a
+    // view older than its age, as a loaded machine's round trips make it): claiming it once more would
+    // only skip it again, and the take would read as a race lost, not idle, for as long as it stays.
+    // The idle look drops it (or finds a record there again, and forgets it).
+    this.view = listed.filter((c) => !this.orphans.has(c.pointer));
     this.viewAt = performance.now();
   }
 
