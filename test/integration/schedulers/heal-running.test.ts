@@ -80,3 +80,47 @@ test('a scheduler whose running iteration was not advanced by its claimer is hea
   assert.deepEqual(old.added, [iterationId('tick', next)], 'a claim 6 s old: the scheduler is healed');
   assert.equal(next, first + 60_000);
 });
+
+test('a heal long after the claim adds the first tick after the heal, none already past', async (t) => {
+  const env = await queueEnv(t);
+  const q = 'heal-late';
+  const session = await openSession(env.connection, env.prefix);
+  t.after(() => session.close());
+  const store = new QueueStore(session, q);
+  let release: () => void = () => undefined;
+  const running = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const started: string[] = [];
+  const worker = new ZkqWorker(
+    q,
+    async (job) => {
+      started.push(job.id as string);
+      await running;
+    },
+    { ...env, housekeeping: false, drainDelay: 1 },
+  );
+  worker.on('error', () => undefined); // the injected failures
+  t.after(async () => {
+    release();
+    await worker.close();
+  });
+  const fault = failAdvances(await worker.client, q, 'tick');
+  const queue = new Queue(q, { connection: { ...env.connection, namespace: env.prefix } });
+  t.after(() => queue.close());
+  await queue.upsertJobScheduler('tick', { every: 1000 }, { name: 'tick' });
+  const first = (await readScheduler(store, 'tick'))?.record.next as number;
+  const firstId = iterationId('tick', first);
+  await waitFor(() => started.includes(firstId) && fault.failed() > 0, {
+    timeoutMs: 15_000,
+    what: 'the first iteration runs, its advance failed',
+  });
+  const claim = await session.exists(store.layout.claim(firstId));
+  assert.ok(claim, 'the running iteration is claimed');
+  const healedAt = claim.ctime + 6000;
+  const healed = await healSchedulers(store, healedAt);
+  const next = (await readScheduler(store, 'tick'))?.record.next as number;
+  assert.deepEqual(healed.added, [iterationId('tick', next)], 'the scheduler is healed');
+  assert.ok(next > healedAt, `the next tick is ${healedAt - next} ms before the heal`);
+  assert.equal((next - first) % 1000, 0, 'the next tick keeps to the schedule');
+});

@@ -55,9 +55,16 @@ export async function advanceAfterClaim(store: QueueStore, record: JobRecord): P
  * Adds the iteration after `producerId`'s: the next time by the scheduler's
  * `every` or cron `pattern` (in `tz`), none past its `limit` or `endDate`,
  * and the iteration's options in BullMQ's shape, so either front-end's
- * workers can run the next one.
+ * workers can run the next one. `serverNow`: ZooKeeper's time, known to a
+ * heal (see advanceScheduler).
  */
-function advanceFrom(store: QueueStore, s: SchedulerRecord, producerId: string, now: number): Promise<string | null> {
+function advanceFrom(
+  store: QueueStore,
+  s: SchedulerRecord,
+  producerId: string,
+  now: number,
+  serverNow?: number,
+): Promise<string | null> {
   const id = s.id;
   if (s.limit !== undefined && s.ic >= s.limit) return Promise.resolve(null);
   if (s.endDate !== undefined && now > s.endDate) return Promise.resolve(null);
@@ -74,6 +81,7 @@ function advanceFrom(store: QueueStore, s: SchedulerRecord, producerId: string, 
     next,
     now,
     producerId,
+    ...(serverNow !== undefined ? { serverNow } : {}),
     iteration: (at) =>
       ({
         ...s.opts,
@@ -143,7 +151,7 @@ export async function healSchedulers(store: QueueStore, now: number, watch?: Wat
         continue;
       }
       // one scheduler that cannot advance (its store refuses the iteration) holds no other back
-      const jobId = await advanceFrom(store, s, iterationId(s.id, s.next), now).catch((err) => {
+      const jobId = await advanceFrom(store, s, iterationId(s.id, s.next), now, now).catch((err) => {
         failure ??= err;
         recheckAt(now);
         return null;

@@ -107,7 +107,19 @@ export function everyNext(
  */
 export async function advanceScheduler(
   store: ProtocolContext,
-  a: { id: string; next: number; now: number; producerId: string | undefined; iteration: IterationOpts },
+  a: {
+    id: string;
+    next: number;
+    now: number;
+    producerId: string | undefined;
+    iteration: IterationOpts;
+    /**
+     * ZooKeeper's time as the caller knows it (a heal's, at the earliest): the
+     * next tick is timed from no earlier, so a heal long after the claim adds
+     * no tick already past.
+     */
+    serverNow?: number;
+  },
 ): Promise<string | null> {
   await store.init();
   let jobId = '';
@@ -116,7 +128,7 @@ export async function advanceScheduler(
       const current = await readScheduler(store, a.id);
       if (!current) return { answer: null };
       if (a.producerId !== iterationId(a.id, current.record.next)) return { answer: null };
-      const now = await serverTime(store, a.producerId, a.now);
+      const now = Math.max(await serverTime(store, a.producerId, a.now), a.serverNow ?? Number.NEGATIVE_INFINITY);
       const planned = planAdvance(store, current, a, now);
       jobId = planned.jobId;
       return { answer: jobId, unit: planned.unit };
