@@ -55,9 +55,16 @@ export async function advanceAfterClaim(store: QueueStore, record: JobRecord): P
  * Adds the iteration after `producerId`'s: the next time by the scheduler's
  * `every` or cron `pattern` (in `tz`), none past its `limit` or `endDate`,
  * and the iteration's options in BullMQ's shape, so either front-end's
- * workers can run the next one.
+ * workers can run the next one. `serverNow`: ZooKeeper's time, known to a
+ * heal (see advanceScheduler).
  */
-function advanceFrom(store: QueueStore, s: SchedulerRecord, producerId: string, now: number): Promise<string | null> {
+function advanceFrom(
+  store: QueueStore,
+  s: SchedulerRecord,
+  producerId: string,
+  now: number,
+  serverNow?: number,
+): Promise<string | null> {
   const id = s.id;
   if (s.limit !== undefined && s.ic >= s.limit) return Promise.resolve(null);
   if (s.endDate !== undefined && now > s.endDate) return Promise.resolve(null);
@@ -74,6 +81,7 @@ function advanceFrom(store: QueueStore, s: SchedulerRecord, producerId: string, 
     next,
     now,
     producerId,
+    ...(serverNow !== undefined ? { serverNow } : {}),
     iteration: (at) =>
       ({
         ...s.opts,
@@ -143,7 +151,7 @@ export async function healSchedulers(store: QueueStore, now: number, watch?: Wat
         continue;
       }
       // one scheduler that cannot advance (its store refuses the iteration) holds no other back
-      const jobId = await advanceFrom(store, s, iterationId(s.id, s.next), now).catch((err) => {
+      const jobId = await advanceFrom(store, s, iterationId(s.id, s.next), now, now).catch((err) => {
         failure ??= err;
         recheckAt(now);
         return null;
@@ -190,24 +198,41 @@ async function readSchedulers(store: QueueStore, names: readonly string[]): Prom
 }
 
 /**
- * How long after its claim (on ZooKeeper's clock: the record's mtime against
- * ZooKeeper's time now) a running iteration is left to its claimer, which
- * advances the scheduler as it starts, ms.
+ * How long after its claim (on ZooKeeper's clock: the claim node's ctime
+ * against ZooKeeper's time now) a running iteration is left to its claimer,
+ * which advances the scheduler as it starts, ms.
  */
 const CLAIMER_ADVANCES_MS = 5000;
 
 /**
  * Whether each scheduler of `due` has no next iteration: its current one (the
  * job at its `next`) was started and is not just being started, or is gone.
- * The iterations are read in one read-only multi.
+ * A claim writes no record: a running iteration is told by its claim node,
+ * and when it was claimed by that node's ctime (its record reads waiting, not
+ * started, for as long as it runs: its claimer dead before advancing, or its
+ * advance failed for good, it was never healed while claimed). The
+ * iterations and their claim nodes are read in one read-only multi.
  */
 async function lackNextIteration(store: QueueStore, due: readonly SchedulerRecord[], now: number): Promise<boolean[]> {
-  const paths = due.map((s) => store.layout.job(iterationId(s.id, s.next)));
-  const replies = await store.session.readMulti(paths.map((path) => ({ op: 'getData' as const, path })));
-  return replies.map((r, i) => {
+  const ids = due.map((s) => iterationId(s.id, s.next));
+  const replies = await store.session.readMulti(
+    ids.flatMap((id) => [
+      { op: 'getData' as const, path: store.layout.job(id) },
+      { op: 'getData' as const, path: store.layout.claim(id) },
+    ]),
+  );
+  return ids.map((id, i) => {
+    const r = replies[2 * i];
+    const claim = replies[2 * i + 1];
+    if (!r) return false;
     if (!r.ok) return r.error instanceof NoNodeError; // gone; anything else (unreadable) is not ours to judge
+    if (claim?.ok && 'stat' in claim) {
+      // on the process's clock (tests), the claim's time as its claimer wrote it: a ctime is ZooKeeper's
+      const claimed = store.session.clock === 'process' ? claimedAt(claim.data, claim.stat.ctime) : claim.stat.ctime;
+      return now - claimed >= CLAIMER_ADVANCES_MS;
+    }
     try {
-      const record = decodeRecord(r.data, paths[i] as string);
+      const record = decodeRecord(r.data, store.layout.job(id));
       if (record.attemptsStarted === 0) return false; // not started: it is the next iteration
       // on the process's clock (tests), the claim's time as its claimer wrote it: an mtime is ZooKeeper's
       const claimed = store.session.clock === 'process' ? (record.processedOn ?? r.stat.mtime) : r.stat.mtime;
@@ -216,6 +241,16 @@ async function lackNextIteration(store: QueueStore, due: readonly SchedulerRecor
       return false; // malformed: not ours to judge
     }
   });
+}
+
+/** The claim's time as its claimer wrote it in the claim node (`at`), else `fallback`. */
+function claimedAt(data: Buffer, fallback: number): number {
+  try {
+    const at = (JSON.parse(data.toString()) as { at?: unknown }).at;
+    return typeof at === 'number' ? at : fallback;
+  } catch {
+    return fallback;
+  }
 }
 
 /**

@@ -107,7 +107,19 @@ export function everyNext(
  */
 export async function advanceScheduler(
   store: ProtocolContext,
-  a: { id: string; next: number; now: number; producerId: string | undefined; iteration: IterationOpts },
+  a: {
+    id: string;
+    next: number;
+    now: number;
+    producerId: string | undefined;
+    iteration: IterationOpts;
+    /**
+     * ZooKeeper's time as the caller knows it (a heal's, at the earliest): the
+     * next tick is timed from no earlier, so a heal long after the claim adds
+     * no tick already past.
+     */
+    serverNow?: number;
+  },
 ): Promise<string | null> {
   await store.init();
   let jobId = '';
@@ -116,7 +128,7 @@ export async function advanceScheduler(
       const current = await readScheduler(store, a.id);
       if (!current) return { answer: null };
       if (a.producerId !== iterationId(a.id, current.record.next)) return { answer: null };
-      const now = await serverTime(store, a.producerId, a.now);
+      const now = Math.max(await serverTime(store, a.producerId, a.now), a.serverNow ?? Number.NEGATIVE_INFINITY);
       const planned = planAdvance(store, current, a, now);
       jobId = planned.jobId;
       return { answer: jobId, unit: planned.unit };
@@ -157,16 +169,28 @@ function planAdvance(
 }
 
 /**
- * ZooKeeper's time of the producer's last write (its claim, just before it
- * asks for the next iteration): the same clock whichever process advances
- * the scheduler, so a process with a skewed clock neither skips ticks nor
- * adds them early. The caller's clock when the producer is not readable,
- * and on a session with `clock: 'process'`.
+ * ZooKeeper's time of the producer's claim, just before it asks for the next
+ * iteration: the same clock whichever process advances the scheduler, so a
+ * process with a skewed clock neither skips ticks nor adds them early. A
+ * claim writes no record (it creates the claim node), so the claim node's
+ * `ctime` tells it: the record's `mtime` is its promotion's or its add's,
+ * which may be long before the claim (an iteration claimed again once the
+ * session of a claimer that died before advancing expired), and an advance
+ * from it added a tick already past, late from the start, where it should
+ * catch up to the slot after the claim. The record's `mtime` when there is
+ * no claim (a heal after the producer finished: its finish's time). The
+ * caller's clock when neither is readable, and on a session with
+ * `clock: 'process'`.
  */
 async function serverTime(store: ProtocolContext, producerId: string, fallback: number): Promise<number> {
   if (store.session.clock === 'process') return fallback; // one process, one clock: the caller's
-  const stat = await store.session.exists(store.layout.job(producerId)).catch(() => null);
-  return stat?.mtime ?? fallback;
+  const { layout, session } = store;
+  const stats = await Promise.all(
+    [layout.job(producerId), layout.claim(producerId)].map((path) => session.exists(path).catch(() => null)),
+  );
+  const [record, claim] = stats;
+  const times = [record?.mtime, claim?.ctime].filter((t): t is number => typeof t === 'number');
+  return times.length > 0 ? Math.max(...times) : fallback;
 }
 
 /** The scheduler node's write: created, or rewritten at the version read (it fences). */
