@@ -84,7 +84,7 @@ import type { ServerClock } from './server-clock.js';
 const PROMOTE_RETRY_MS = 500;
 /** How long past its due time a standby leaves a job to the leader, ms (plus up to as much again, at random). */
 const STANDBY_GRACE_MS = 100;
-/** How long after a known due time (plus grace) a promoter wakes, ms: timers and clocks round apart. */
+/** How long after a known due time plus its grace a standby wakes, ms: timers and clocks round apart. */
 const WAKE_MARGIN_MS = 3;
 /** Shortest time between two looks of a standby while the leader promotes, ms. */
 const STANDBY_GAP_MS = 250;
@@ -362,8 +362,7 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     const grace = this.grace;
     this.grace = STANDBY_GRACE_MS * (1 + Math.random());
     // a due time known to have come: a look that finds it promoted already saw the front at work
-    const wokeFor = this.knownDue;
-    const dueCame = wokeFor !== undefined && wokeFor <= now - grace;
+    const dueCame = this.knownDue !== undefined && this.knownDue <= now - grace;
     const { promoted, nextDue, failure } = await promoteDue(this.store, undefined, watch, now - grace);
     if (promoted.length > 0) this.emit('promoted', promoted);
     this.knownDue = nextDue;
@@ -379,12 +378,8 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     }
     // a reserve waits for its Backstop to call again
     if (this.reserve) return () => Number.POSITIVE_INFINITY;
-    // woke for a due time that this look found not yet past its grace (the wake and ZooKeeper's
-    // clock a millisecond apart): it looks again at that time, with that grace, not a gap later
-    const early = promoted.length === 0 && nextDue !== undefined && nextDue === wokeFor && nextDue > now - grace;
-    if (early) this.grace = grace;
     // a standby that promoted stands in for a leader that does not: it keeps to the due times
-    const gap = promoted.length > 0 || early ? 0 : STANDBY_GAP_MS;
+    const gap = promoted.length > 0 ? 0 : STANDBY_GAP_MS;
     return () => {
       const since = performance.now() - this.lastLook;
       // woken by a watch no sooner than it polled before; unwoken, as a backstop (a watch lost all the
@@ -399,8 +394,11 @@ export class Housekeeper extends EventEmitter<HousekeeperEvents> {
     const due = Math.min(this.knownDue ?? Number.POSITIVE_INFINITY, this.notedDue ?? Number.POSITIVE_INFINITY);
     if (due === Number.POSITIVE_INFINITY) return due;
     // by the earliest ZooKeeper's time can be (see look): waking sooner would only look again
-    // and a few ms after it: a wake that rounds a millisecond early finds the job not yet due
-    return Math.max(0, this.clock.toLocal(due) + this.clock.uncertainty + grace + WAKE_MARGIN_MS - Date.now());
+    const ms = this.clock.toLocal(due) + this.clock.uncertainty + grace - Date.now();
+    // a standby a few ms after it, when it is to come: a wake that rounds a millisecond early finds the
+    // job not yet past its grace, and would look again only STANDBY_GAP_MS later (the leader, with no
+    // grace, wakes at the due time: a look that comes early finds the job and wakes at it again)
+    return ms <= 0 ? 0 : grace > 0 ? ms + WAKE_MARGIN_MS : ms;
   }
 
   private async maybeHeal(now: number): Promise<void> {
