@@ -5,12 +5,11 @@ import {
   Barrier,
   DoubleBarrier,
   InvalidArgumentError,
-  type Session,
   SessionExpiredError,
   TimeoutError,
 } from '@zkq/core';
-import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { expire, sessionsOn, watchedPaths } from '../../fixtures/recipes/helpers.js';
+import { sessionToGiveUp } from '../../helpers/given-up-session.js';
 import { testSession, waitFor } from '../../helpers/zk.js';
 
 /** Enters `barrier` in the background, recording when it passes. */
@@ -116,26 +115,13 @@ test('double barrier: after many rounds no watch is left on the server', async (
 });
 
 test('barrier: a join whose create was applied, its reply lost with its session, counts once on the new session', async (t) => {
-  const sessionTimeout = 4000;
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, {
-    connectionString: proxy.connectionString,
-    sessionTimeout,
-    requestTimeout: 300,
-    retry: { maxAttempts: 1000, baseDelayMs: 20, maxDelayMs: 200, deadlineMs: 60_000 },
-  });
-  const observer = await testSession(t, { namespace: s.namespace });
+  const { session: s, observer, loseRepliesNow } = await sessionToGiveUp(t);
   await observer.ensurePath('/b');
   const m0 = new Barrier(s, '/b', { size: 2, id: 'm0' });
   const m1 = new Barrier(observer, '/b', { size: 2, id: 'm1' });
-  // The create reaches the server; its reply and every later one are lost. The server keeps the
-  // session while it hears the client try to reconnect; a while before the client gives the session
-  // up, the link dies both ways, so that its close does not reach the server either: the node of
-  // the first create outlives the session the client gave up, into its new one.
-  proxy.dropReplies();
-  s.once('suspended', () => setTimeout(() => proxy.partition(), (sessionTimeout * 3) / 4));
-  s.once('lost', () => proxy.restore());
+  // The create reaches the server; its reply and every later one are lost, then the link: the node
+  // of the first create outlives the session the client gave up, into its new one.
+  loseRepliesNow();
   let entered = false;
   const entering = m0.enter({ timeout: 60_000 }).then(() => {
     entered = true;
@@ -161,35 +147,15 @@ test('barrier: a join whose create was applied, its reply lost with its session,
 });
 
 test('barrier: a member whose session is given up while it counts the members rejects, and leaves no node to count', async (t) => {
-  const sessionTimeout = 4000;
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, {
-    connectionString: proxy.connectionString,
-    sessionTimeout,
-    requestTimeout: 300,
-    retry: { maxAttempts: 1000, baseDelayMs: 20, maxDelayMs: 200, deadlineMs: 60_000 },
-  });
-  const observer = await testSession(t, { namespace: s.namespace });
+  const { session: s, observer, loseRepliesFrom } = await sessionToGiveUp(t);
   const other = await testSession(t, { namespace: s.namespace });
   await observer.ensurePath('/b');
   const m0 = new Barrier(s, '/b', { size: 2, id: 'm0' });
-  // The node is made; the look for `start` is sent, its reply and every later one are lost. A
-  // while before the client gives the session up the link dies both ways (its close lost too):
-  // the server keeps the node of the session given up a while longer, then expires it. Read on
-  // the new session, the count holds that node: a member waiting on it waits for one member too
-  // many once it goes, and with `size` members in all nobody would ever pass.
-  const existsOn = s.exists.bind(s);
-  let looked = false;
-  s.exists = ((path: string, options?: Parameters<Session['exists']>[1]) => {
-    if (path === '/b/start' && !looked) {
-      looked = true;
-      proxy.dropReplies();
-    }
-    return existsOn(path, options);
-  }) as Session['exists'];
-  s.once('suspended', () => setTimeout(() => proxy.partition(), (sessionTimeout * 3) / 4));
-  s.once('lost', () => proxy.restore());
+  // The node is made; the look for `start` is sent, its reply and every later one are lost, then
+  // the link: the server keeps the node of the session given up a while longer, then expires it.
+  // Read on the new session, the count holds that node: a member waiting on it waits for one
+  // member too many once it goes, and with `size` members in all nobody would ever pass.
+  loseRepliesFrom('exists', '/b/start');
   await assert.rejects(m0.enter({ timeout: 30_000 }), SessionExpiredError);
   // no node of m0 left to count: two members that enter now pass together, not one alone
   await waitFor(async () => (await observer.getChildren('/b')).length === 0, { what: "m0's node gone" });

@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BarrierInUseError, BatchBarrier, type Session, SessionExpiredError, TimeoutError } from '@zkq/core';
-import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
+import { BarrierInUseError, BatchBarrier, SessionExpiredError, TimeoutError } from '@zkq/core';
 import { sessionsOn } from '../../fixtures/recipes/helpers.js';
+import { sessionToGiveUp } from '../../helpers/given-up-session.js';
 import { testSession, waitFor } from '../../helpers/zk.js';
 
 function entering(barrier: BatchBarrier) {
@@ -131,35 +131,15 @@ test('batch barrier: members joining all at once, while batches are being releas
 });
 
 test('batch barrier: a member whose session is given up while it reads the batches rejects, and leaves no node to count', async (t) => {
-  const sessionTimeout = 4000;
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, {
-    connectionString: proxy.connectionString,
-    sessionTimeout,
-    requestTimeout: 300,
-    retry: { maxAttempts: 1000, baseDelayMs: 20, maxDelayMs: 200, deadlineMs: 60_000 },
-  });
-  const observer = await testSession(t, { namespace: s.namespace });
+  const { session: s, observer, loseRepliesFrom } = await sessionToGiveUp(t);
   const other = await testSession(t, { namespace: s.namespace });
   await observer.ensurePath('/b');
   const m0 = new BatchBarrier(s, '/b', { size: 2, id: 'm0' });
-  // The node is made; the read of `released` is sent, its reply and every later one are lost. A
-  // while before the client gives the session up the link dies both ways (its close lost too):
-  // read again on the new session, the batch still holds the node of the session given up until
-  // the server expires it. Waiting on with no node, the member would pass uncounted with a later
-  // batch (one member too many in it).
-  const readOn = s.getData.bind(s);
-  let read = false;
-  s.getData = ((path: string, options?: Parameters<Session['getData']>[1]) => {
-    if (path === '/b/released' && !read) {
-      read = true;
-      proxy.dropReplies();
-    }
-    return readOn(path, options);
-  }) as Session['getData'];
-  s.once('suspended', () => setTimeout(() => proxy.partition(), (sessionTimeout * 3) / 4));
-  s.once('lost', () => proxy.restore());
+  // The node is made; the read of `released` is sent, its reply and every later one are lost, then
+  // the link: read again on the new session, the batch still holds the node of the session given
+  // up until the server expires it. Waiting on with no node, the member would pass uncounted with
+  // a later batch (one member too many in it).
+  loseRepliesFrom('getData', '/b/released');
   await assert.rejects(m0.enter({ timeout: 30_000 }), SessionExpiredError);
   await waitFor(async () => (await observer.getChildren('/b')).filter((n) => n.startsWith('member-')).length === 0, {
     what: "m0's node gone",

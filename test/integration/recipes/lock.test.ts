@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AbortedError, InvalidArgumentError, Lock, type Session, SessionExpiredError, TimeoutError } from '@zkq/core';
+import { AbortedError, InvalidArgumentError, Lock, SessionExpiredError, TimeoutError } from '@zkq/core';
 import { exclusiveDriver, type LockDriver } from '@zkq/core/internal';
-import { sharedZooKeeper, TcpProxy } from '@zkq/testing';
 import { expire, sessionsOn, spawnFixture, watchedPaths } from '../../fixtures/recipes/helpers.js';
-import { nextEvent, testSession, waitFor } from '../../helpers/zk.js';
+import { sessionToGiveUp } from '../../helpers/given-up-session.js';
+import { nextEvent, waitFor } from '../../helpers/zk.js';
 
 test('lock: mutual exclusion across processes under contention', async (t) => {
   const { namespace, sessions } = await sessionsOn(t, 1);
@@ -179,65 +179,27 @@ test('lock: after many contended cycles no watch is left on the server', async (
 });
 
 test('lock: an acquire whose session is given up while it looks at the line rejects, though the old node still leads', async (t) => {
-  const sessionTimeout = 4000;
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, {
-    connectionString: proxy.connectionString,
-    sessionTimeout,
-    requestTimeout: 300,
-    retry: { maxAttempts: 1000, baseDelayMs: 20, maxDelayMs: 200, deadlineMs: 60_000 },
-  });
-  const observer = await testSession(t, { namespace: s.namespace });
+  const { session: s, observer, loseRepliesFrom } = await sessionToGiveUp(t);
   await observer.ensurePath('/lock');
   const lock = new Lock(s, '/lock', { id: 'l0' });
-  // The node is made; the listing of the line is sent, its reply and every later one are lost.
-  // A while before the client gives the session up the link dies both ways (its close lost too):
-  // the server keeps the node of the session given up a while longer, at the head of the line.
-  const listOn = s.getChildren.bind(s);
-  let listed = false;
-  s.getChildren = ((path: string, options?: Parameters<Session['getChildren']>[1]) => {
-    if (path === '/lock' && !listed) {
-      listed = true;
-      proxy.dropReplies();
-    }
-    return listOn(path, options);
-  }) as Session['getChildren'];
-  s.once('suspended', () => setTimeout(() => proxy.partition(), (sessionTimeout * 3) / 4));
-  s.once('lost', () => proxy.restore());
+  // The node is made; the listing of the line is sent, its reply and every later one are lost,
+  // then the link: the server keeps the node of the session given up a while longer, at the head
+  // of the line.
+  loseRepliesFrom('getChildren', '/lock');
   await assert.rejects(lock.acquire({ timeout: 60_000 }), SessionExpiredError);
   assert.equal(lock.isHeld, false);
   assert.deepEqual(await observer.getChildren('/lock'), [], "the given-up session's node is removed");
 });
 
 test('lock: a waiter whose session is given up while it looks at the line rejects at once, not when the holder releases', async (t) => {
-  const sessionTimeout = 4000;
-  const proxy = await TcpProxy.start(await sharedZooKeeper());
-  t.after(() => proxy.stop());
-  const s = await testSession(t, {
-    connectionString: proxy.connectionString,
-    sessionTimeout,
-    requestTimeout: 300,
-    retry: { maxAttempts: 1000, baseDelayMs: 20, maxDelayMs: 200, deadlineMs: 60_000 },
-  });
-  const observer = await testSession(t, { namespace: s.namespace });
+  const { session: s, observer, loseRepliesFrom } = await sessionToGiveUp(t);
   const holder = new Lock(observer, '/lock', { id: 'holder' });
   await holder.acquire();
   const lock = new Lock(s, '/lock', { id: 'l0' });
   // as above, but the holder keeps the lock: read again on the new session, the line shows the
   // node of the session given up behind the holder's, and the waiter would wait there with a node
   // the server expires meanwhile, for a turn it no longer has
-  const listOn = s.getChildren.bind(s);
-  let listed = false;
-  s.getChildren = ((path: string, options?: Parameters<Session['getChildren']>[1]) => {
-    if (path === '/lock' && !listed) {
-      listed = true;
-      proxy.dropReplies();
-    }
-    return listOn(path, options);
-  }) as Session['getChildren'];
-  s.once('suspended', () => setTimeout(() => proxy.partition(), (sessionTimeout * 3) / 4));
-  s.once('lost', () => proxy.restore());
+  loseRepliesFrom('getChildren', '/lock');
   await assert.rejects(lock.acquire({ timeout: 30_000 }), SessionExpiredError);
   assert.equal(holder.isHeld, true);
   await waitFor(async () => (await observer.getChildren('/lock')).length === 1, { what: "the waiter's node gone" });
