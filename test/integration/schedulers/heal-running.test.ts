@@ -33,9 +33,13 @@ function failAdvances(session: Session, queue: string, id: string): { failed: ()
   return { failed: () => failed };
 }
 
-test('a scheduler whose running iteration was not advanced by its claimer is healed 5 s after the claim', async (t) => {
+/**
+ * Scheduler `tick` of queue `q`, every `every` ms, its first iteration running on a worker whose
+ * advances of it all fail (no housekeeping: only the test's own checks heal): the store, that
+ * iteration's time and its claim node's stat.
+ */
+async function runningUnadvanced(t: { name?: string; after(fn: () => unknown): void }, q: string, every: number) {
   const env = await queueEnv(t);
-  const q = 'heal-running';
   const session = await openSession(env.connection, env.prefix);
   t.after(() => session.close());
   const store = new QueueStore(session, q);
@@ -44,7 +48,6 @@ test('a scheduler whose running iteration was not advanced by its claimer is hea
     release = resolve;
   });
   const started: string[] = [];
-  // no housekeeping: only the checks below heal
   const worker = new ZkqWorker(
     q,
     async (job) => {
@@ -61,8 +64,7 @@ test('a scheduler whose running iteration was not advanced by its claimer is hea
   const fault = failAdvances(await worker.client, q, 'tick');
   const queue = new Queue(q, { connection: { ...env.connection, namespace: env.prefix } });
   t.after(() => queue.close());
-  // a long interval: only a heal adds the next iteration within the test
-  await queue.upsertJobScheduler('tick', { every: 60_000 }, { name: 'tick' });
+  await queue.upsertJobScheduler('tick', { every }, { name: 'tick' });
   const first = (await readScheduler(store, 'tick'))?.record.next as number;
   const firstId = iterationId('tick', first);
   await waitFor(() => started.includes(firstId) && fault.failed() > 0, {
@@ -71,6 +73,12 @@ test('a scheduler whose running iteration was not advanced by its claimer is hea
   });
   const claim = await session.exists(store.layout.claim(firstId));
   assert.ok(claim, 'the running iteration is claimed');
+  return { store, first, claim };
+}
+
+test('a scheduler whose running iteration was not advanced by its claimer is healed 5 s after the claim', async (t) => {
+  // a long interval: only a heal adds the next iteration within the test
+  const { store, first, claim } = await runningUnadvanced(t, 'heal-running', 60_000);
   // ZooKeeper's time given to the checks: no waiting on the wall clock
   const young = await healSchedulers(store, claim.ctime + 1000);
   assert.deepEqual(young.added, [], 'a claim 1 s old is left to its claimer');
@@ -82,41 +90,7 @@ test('a scheduler whose running iteration was not advanced by its claimer is hea
 });
 
 test('a heal long after the claim adds the first tick after the heal, none already past', async (t) => {
-  const env = await queueEnv(t);
-  const q = 'heal-late';
-  const session = await openSession(env.connection, env.prefix);
-  t.after(() => session.close());
-  const store = new QueueStore(session, q);
-  let release: () => void = () => undefined;
-  const running = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const started: string[] = [];
-  const worker = new ZkqWorker(
-    q,
-    async (job) => {
-      started.push(job.id as string);
-      await running;
-    },
-    { ...env, housekeeping: false, drainDelay: 1 },
-  );
-  worker.on('error', () => undefined); // the injected failures
-  t.after(async () => {
-    release();
-    await worker.close();
-  });
-  const fault = failAdvances(await worker.client, q, 'tick');
-  const queue = new Queue(q, { connection: { ...env.connection, namespace: env.prefix } });
-  t.after(() => queue.close());
-  await queue.upsertJobScheduler('tick', { every: 1000 }, { name: 'tick' });
-  const first = (await readScheduler(store, 'tick'))?.record.next as number;
-  const firstId = iterationId('tick', first);
-  await waitFor(() => started.includes(firstId) && fault.failed() > 0, {
-    timeoutMs: 15_000,
-    what: 'the first iteration runs, its advance failed',
-  });
-  const claim = await session.exists(store.layout.claim(firstId));
-  assert.ok(claim, 'the running iteration is claimed');
+  const { store, first, claim } = await runningUnadvanced(t, 'heal-late', 1000);
   const healedAt = claim.ctime + 6000;
   const healed = await healSchedulers(store, healedAt);
   const next = (await readScheduler(store, 'tick'))?.record.next as number;
