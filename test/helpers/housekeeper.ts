@@ -60,3 +60,37 @@ export function promotedIds(keeper: Housekeeper): Set<string> {
   });
   return promoted;
 }
+
+/** A housekeeper on a session of its own; the session's requests are counted in `session.stats`. */
+export interface Member {
+  session: Session;
+  keeper: Housekeeper;
+}
+
+/**
+ * `standbys + 1` housekeepers of queue `name`, each on its own session (its store initialised, its
+ * clock read once), their errors ignored: the first started and elected, then the others started,
+ * as standbys. Closed, with their sessions, after the test.
+ */
+export async function leaderAndStandbys(t: Test, env: QueueTestEnv, name: string, standbys: number) {
+  const members: Member[] = [];
+  for (let i = 0; i <= standbys; i++) {
+    const session = await openSession(env.connection, env.prefix);
+    const store = new QueueStore(session, name);
+    await store.init();
+    await store.clock.now();
+    const keeper = new Housekeeper(store, `member-${i}`, 60_000);
+    keeper.on('error', () => undefined);
+    t.after(async () => {
+      await keeper.close();
+      await session.close();
+    });
+    members.push({ session, keeper });
+  }
+  const leader = members[0] as Member;
+  const elected = nextEvent(leader.keeper, 'elected');
+  await leader.keeper.start();
+  await elected;
+  for (const m of members.slice(1)) await m.keeper.start();
+  return members;
+}

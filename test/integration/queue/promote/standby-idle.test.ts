@@ -8,10 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Session } from '@zkq/core';
-import { Housekeeper, openSession, QueueStore } from '@zkq/core/internal';
+import { leaderAndStandbys } from '../../../helpers/housekeeper.js';
 import { queueEnv } from '../../../helpers/queue.js';
-import { nextEvent } from '../../../helpers/zk.js';
 
 const MEASURE_MS = 30_000;
 /** How often a standby polled before. */
@@ -21,25 +19,7 @@ const SESSION_MS = 30_000;
 
 test('an idle queue: each standby sends fewer requests than one per 2 s', async (t) => {
   const env = await queueEnv(t, SESSION_MS);
-  const members: { session: Session; keeper: Housekeeper }[] = [];
-  for (let i = 0; i < 3; i++) {
-    const session = await openSession(env.connection, env.prefix);
-    const store = new QueueStore(session, 'standby-idle');
-    await store.init();
-    await store.clock.now();
-    const keeper = new Housekeeper(store, `member-${i}`, 60_000);
-    keeper.on('error', () => undefined);
-    t.after(async () => {
-      await keeper.close();
-      await session.close();
-    });
-    members.push({ session, keeper });
-  }
-  const leader = members[0] as { session: Session; keeper: Housekeeper };
-  const elected = nextEvent(leader.keeper, 'elected');
-  await leader.keeper.start();
-  await elected;
-  for (const m of members.slice(1)) await m.keeper.start();
+  const members = await leaderAndStandbys(t, env, 'standby-idle', 2);
   await new Promise((resolve) => setTimeout(resolve, 1000)); // past their first looks
   const before = members.map((m) => m.session.stats.requests);
   await new Promise((resolve) => setTimeout(resolve, MEASURE_MS));

@@ -8,11 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Session } from '@zkq/core';
-import { Housekeeper, openSession, QueueStore } from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
+import { leaderAndStandbys } from '../../../helpers/housekeeper.js';
 import { queueEnv } from '../../../helpers/queue.js';
-import { nextEvent, waitFor } from '../../../helpers/zk.js';
+import { waitFor } from '../../../helpers/zk.js';
 
 const STANDBYS = 5;
 const DUE_TIMES = 6;
@@ -23,25 +22,7 @@ test('five standbys beside a working leader: each within four looks a second, no
   const env = await queueEnv(t);
   const queue = new Queue('standby-load', env);
   t.after(() => queue.close());
-  const members: { session: Session; keeper: Housekeeper }[] = [];
-  for (let i = 0; i <= STANDBYS; i++) {
-    const session = await openSession(env.connection, env.prefix);
-    const store = new QueueStore(session, 'standby-load');
-    await store.init();
-    await store.clock.now();
-    const keeper = new Housekeeper(store, `member-${i}`, 60_000);
-    keeper.on('error', () => undefined);
-    t.after(async () => {
-      await keeper.close();
-      await session.close();
-    });
-    members.push({ session, keeper });
-  }
-  const leader = members[0] as { session: Session; keeper: Housekeeper };
-  const elected = nextEvent(leader.keeper, 'elected');
-  await leader.keeper.start();
-  await elected;
-  for (const m of members.slice(1)) await m.keeper.start();
+  const members = await leaderAndStandbys(t, env, 'standby-load', STANDBYS);
 
   const before = members.map((m) => m.session.stats.requests);
   const from = performance.now();
