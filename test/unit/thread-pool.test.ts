@@ -7,28 +7,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { BroadcastChannel } from 'node:worker_threads';
-import type { JobJson } from '@zkq/core';
 import { ThreadPool } from '../../packages/worker/src/sandbox/pool.ts';
+import { poolJob as job } from '../helpers/pool-job.js';
 import { waitFor } from '../helpers/zk.js';
 
 const PROCESSOR = fileURLToPath(new URL('../fixtures/processors/threaded.mjs', import.meta.url));
-
-function job(id: string, data: unknown): JobJson {
-  return {
-    id,
-    name: 'j',
-    data,
-    opts: {},
-    progress: 0,
-    attemptsMade: 0,
-    attemptsStarted: 1,
-    stalledCounter: 0,
-    timestamp: Date.now(),
-    delay: 0,
-    priority: 0,
-    stacktrace: [],
-  };
-}
 
 const never = new AbortController().signal;
 const ignore = () => undefined;

@@ -12,10 +12,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { JobJson } from '@zkq/core';
 import { Queue } from '@zkq/producer';
 import { ProcessorThreadError, Worker } from '@zkq/worker';
 import { ThreadPool } from '../../../../packages/worker/src/sandbox/pool.ts';
+import { poolJob } from '../../../helpers/pool-job.js';
 import { queueEnv } from '../../../helpers/queue.js';
 import { waitFor } from '../../../helpers/zk.js';
 
@@ -73,20 +73,7 @@ for (const jobsPerThread of [1, 2]) {
 test("a thread's progress refusal left uncaught crosses to the main thread with its name and code", async (t) => {
   const pool = new ThreadPool(PROCESSOR, { concurrency: 1 });
   t.after(() => pool.close());
-  const job: JobJson = {
-    id: '1',
-    name: 'uncaught',
-    data: { value: 'uncaught' },
-    opts: {},
-    progress: 0,
-    attemptsMade: 0,
-    attemptsStarted: 1,
-    stalledCounter: 0,
-    timestamp: Date.now(),
-    delay: 0,
-    priority: 0,
-    stacktrace: [],
-  };
+  const job = poolJob('1', { value: 'uncaught' }, 'uncaught');
   const live: unknown[] = [];
   const run = pool.run(
     job,
