@@ -5,9 +5,18 @@
  */
 
 import assert from 'node:assert/strict';
-import { claimOps, claimPayload, lookAtHead, type QueueLayout, QueueStore, type Session } from '@zkq/core/internal';
+import {
+  claimJobs,
+  claimOps,
+  claimPayload,
+  lookAtHead,
+  type QueueLayout,
+  QueueStore,
+  type Session,
+} from '@zkq/core/internal';
 import { Queue } from '@zkq/producer';
 import { type QueueTestEnv, queueEnv } from './queue.js';
+import { expire } from './zk.js';
 import { prefixSession } from './znodes.js';
 
 /** Job `x` (a custom id) in queue `name`; `mine` is the session of the worker under test (`store`), `other` another's. */
@@ -20,6 +29,20 @@ export async function twoWorkers(t: { after(fn: () => unknown): void; name?: str
   const store = new QueueStore(mine, name);
   await store.init();
   return { env, queue, mine, other, store, layout: store.layout };
+}
+
+/**
+ * Job `x` claimed through `store` (on `mine`) with `opts`, then `mine`'s session expired: the claim
+ * vanishes with it, the pointer stays at the token. Returns the claimed job.
+ */
+export async function claimedThenExpired(store: QueueStore, mine: Session, opts: Parameters<typeof claimJobs>[2]) {
+  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
+  const {
+    claimed: [job],
+  } = await claimJobs(store, candidates, opts);
+  assert.ok(job);
+  await expire(mine);
+  return job;
 }
 
 /** Job `x` added again under its id, and claimed by `other` as worker `other` on its new pointer (not `old`). */

@@ -13,19 +13,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConnectionLossError } from '@zkq/core';
 import { claimJobs, finishJobs, leaseOf, lookAtHead, QueueStore, renewLeases } from '@zkq/core/internal';
-import { twoWorkers } from '../../../helpers/claim-race.js';
-import { expire } from '../../../helpers/zk.js';
+import { claimedThenExpired, twoWorkers } from '../../../helpers/claim-race.js';
 
 const OPTS = { workerId: 'mine', lockDuration: 600_000 };
 
 test('a finish without its claim takes the re-claim made meanwhile with it, nothing read after it', async (t) => {
   const { mine, other, store, layout } = await twoWorkers(t, 'claimless-reclaim');
-  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
-  const {
-    claimed: [job],
-  } = await claimJobs(store, candidates, OPTS);
-  assert.ok(job);
-  await expire(mine); // the claim vanishes with the session; the pointer stays at the token
+  const job = await claimedThenExpired(store, mine, OPTS);
 
   const multi = mine.multi.bind(mine);
   let reclaimed = false;

@@ -11,20 +11,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConnectionLossError } from '@zkq/core';
-import { claimJobs, finishJobs, leaseOf, lookAtHead, renewLeases } from '@zkq/core/internal';
-import { otherHoldsX, readdedAndClaimed, twoWorkers } from '../../../helpers/claim-race.js';
+import { finishJobs, leaseOf, renewLeases } from '@zkq/core/internal';
+import { claimedThenExpired, otherHoldsX, readdedAndClaimed, twoWorkers } from '../../../helpers/claim-race.js';
 import { expire } from '../../../helpers/zk.js';
 
 const OPTS = { workerId: 'mine', lockDuration: 600_000 };
 
 test('a finish taking its re-claim, lost with its session, is not sent again over the claim made since', async (t) => {
   const { env, queue, mine, other, store, layout } = await twoWorkers(t, 'reclaim-removed');
-  const { candidates } = await lookAtHead(store, { limit: 10, exclude: [] });
-  const {
-    claimed: [job],
-  } = await claimJobs(store, candidates, OPTS);
-  assert.ok(job);
-  await expire(mine); // the claim vanishes with the session; the pointer stays at the token
+  const job = await claimedThenExpired(store, mine, OPTS);
 
   const multi = mine.multi.bind(mine);
   let stage = 'finish';
