@@ -37,6 +37,31 @@ async function leaveClaim(
   return { session, store, pointer };
 }
 
+/**
+ * Runs `queue` on a worker whose lease is LEASE and that allows no stall, until job `id` has
+ * completed or failed (`what` names it in the wait's error); returns the ids of the jobs it ran, in order.
+ */
+async function runUntilFinished(
+  t: Parameters<typeof prefixSession>[0],
+  env: Awaited<ReturnType<typeof queueEnv>>,
+  queue: Queue,
+  id: string,
+  what: string,
+): Promise<string[]> {
+  const ran: string[] = [];
+  const worker = new Worker(queue.name, async (job) => void ran.push(job.id as string), {
+    ...env,
+    lockDuration: LEASE,
+    stalledInterval: 200,
+    maxStalledCount: 0,
+  });
+  t.after(() => worker.close());
+  await waitFor(async () => ['completed', 'failed'].includes(await queue.getJobState(id)), {
+    what: `${what} finished while the left claim’s session lives`,
+  });
+  return ran;
+}
+
 test('a claim left without its record, the id added again: the leader removes the claim and the job runs', async (t) => {
   const env = await queueEnv(t);
   const queue = new Queue('orphan-again', env);
@@ -77,19 +102,9 @@ test('a claim left naming the very pointer the id added again is given (its lane
   await queue.add('j', {}, { jobId: 'x', priority: 5 });
   const lane = left.store.layout.bucket('p-0000000005', 0);
   assert.deepEqual(await left.session.getChildren(lane), ['qn-x-0000000000'], 'the job added again has that name');
-  const ran: string[] = [];
   // taken for an attempt of this job, the left claim was revoked as a stall: with none allowed, the job
   // failed without ever running
-  const worker = new Worker('orphan-same-path', async (job) => void ran.push(job.id as string), {
-    ...env,
-    lockDuration: LEASE,
-    stalledInterval: 200,
-    maxStalledCount: 0,
-  });
-  t.after(() => worker.close());
-  await waitFor(async () => ['completed', 'failed'].includes(await queue.getJobState('x')), {
-    what: 'the job added again finished while the left claim’s session lives',
-  });
+  const ran = await runUntilFinished(t, env, queue, 'x', 'the job added again');
   assert.equal(await queue.getJobState('x'), 'completed', (await queue.getJob('x'))?.failedReason);
   assert.deepEqual(ran, ['x']);
   assert.equal((await queue.getJob('x'))?.stalledCounter, 0, 'the left claim was no attempt of this job');
@@ -101,17 +116,7 @@ test('a claim left without its record, the id added again delayed: removed once 
   t.after(() => queue.close());
   const left = await leaveClaim(t, env, 'orphan-delayed', 'x');
   await queue.add('j', {}, { jobId: 'x', delay: 1500 });
-  const ran: string[] = [];
-  const worker = new Worker('orphan-delayed', async (job) => void ran.push(job.id as string), {
-    ...env,
-    lockDuration: LEASE,
-    stalledInterval: 200,
-    maxStalledCount: 0,
-  });
-  t.after(() => worker.close());
-  await waitFor(async () => ['completed', 'failed'].includes(await queue.getJobState('x')), {
-    what: 'the job added again delayed finished while the left claim’s session lives',
-  });
+  const ran = await runUntilFinished(t, env, queue, 'x', 'the job added again delayed');
   assert.equal(await queue.getJobState('x'), 'completed', (await queue.getJob('x'))?.failedReason);
   assert.deepEqual(ran, ['x']);
   assert.ok(left.session.sessionId);
@@ -131,17 +136,7 @@ test('claims left without their records, the ids added again as a flow’s paren
     opts: { jobId: 'p' },
     children: [{ name: 'child', queueName: 'orphan-child', opts: { jobId: 'x' } }],
   });
-  const ran: string[] = [];
-  const worker = new Worker('orphan-child', async (job) => void ran.push(job.id as string), {
-    ...env,
-    lockDuration: LEASE,
-    stalledInterval: 200,
-    maxStalledCount: 0,
-  });
-  t.after(() => worker.close());
-  await waitFor(async () => ['completed', 'failed'].includes(await queue.getJobState('p')), {
-    what: 'the parent finished while the left claim’s session lives',
-  });
+  const ran = await runUntilFinished(t, env, queue, 'p', 'the parent');
   assert.equal(await queue.getJobState('x'), 'completed', (await queue.getJob('x'))?.failedReason);
   assert.equal(await queue.getJobState('p'), 'completed');
   assert.deepEqual(ran, ['x', 'p']);
